@@ -1,0 +1,1 @@
+"""Odradek's Python clients and command-line tools (issue 5)."""

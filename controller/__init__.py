@@ -1,0 +1,1 @@
+"""The ZooKeeper-mode controller: election, state machines, channel to brokers (issue 4)."""

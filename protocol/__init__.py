@@ -1,0 +1,1 @@
+"""Sans-IO Kafka wire protocol: bytes <-> messages. Imports no I/O library."""

@@ -1,0 +1,1 @@
+"""A PySpark DataSource reading and writing Kafka topics (issue 7)."""
