@@ -1,0 +1,156 @@
+"""Request and response headers, and whole request/response frames.
+
+Request header v0: api_key int16, api_version int16, correlation_id int32.
+v1 adds client_id (nullable, always an int16-length string, even in v2); v2 adds a tagged-field
+section. Response header v0 is the correlation id; v1 adds a tagged-field section.
+
+``decode_request`` is what a broker's processor calls on each frame body; ``encode_request`` and
+``decode_response`` are the client side. Bodies are handed to the compiled codecs of ``messages``.
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import Any
+
+from . import types
+from .api_keys import request_header_version, response_header_version
+from .errors import ProtocolError, UnknownApiKeyError, UnsupportedApiVersionError
+from .messages import REQUESTS, RESPONSES
+
+_KEY_VERSION_CORRELATION = struct.Struct(">hhi")
+_INT16 = types.INT16
+_INT32 = types.INT32
+
+
+class RequestHeader:
+    __slots__ = ("api_key", "api_version", "correlation_id", "client_id", "unknown_tagged_fields")
+
+    def __init__(self, api_key: int, api_version: int, correlation_id: int,
+                 client_id: str | None = None, unknown_tagged_fields: dict[int, bytes] | None = None) -> None:
+        self.api_key = api_key
+        self.api_version = api_version
+        self.correlation_id = correlation_id
+        self.client_id = client_id
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+    @property
+    def header_version(self) -> int:
+        return request_header_version(self.api_key, self.api_version)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, RequestHeader):
+            return NotImplemented
+        return all(getattr(self, name) == getattr(other, name) for name in self.__slots__)
+
+    def __repr__(self) -> str:
+        return (f"RequestHeader(api_key={self.api_key}, api_version={self.api_version}, "
+                f"correlation_id={self.correlation_id}, client_id={self.client_id!r})")
+
+
+def decode_request_header(data: memoryview) -> tuple[RequestHeader, int]:
+    """Decode the header at the start of a request frame body; return it and the body's offset.
+
+    Raises ``UnknownApiKeyError`` for a key we do not speak and ``UnsupportedApiVersionError``
+    (both carrying the correlation id) for a version outside the message's range, after reading
+    the header as far as it can be read, so the broker can still answer ApiVersions.
+    """
+    if len(data) < 8:
+        raise types.TruncatedError(f"request header needs 8 bytes, frame has {len(data)}")
+    api_key, api_version, correlation_id = _KEY_VERSION_CORRELATION.unpack_from(data, 0)
+    message = REQUESTS.get(api_key)
+    if message is None:
+        raise UnknownApiKeyError(api_key, correlation_id)
+    header = RequestHeader(api_key, api_version, correlation_id)
+    pos = 8
+    version = request_header_version(api_key, api_version)
+    if version >= 1:
+        if pos + 2 > len(data):
+            raise types.TruncatedError("request header ends inside client_id")
+        (length,) = _INT16.unpack_from(data, pos)
+        pos += 2
+        if length >= 0:
+            end = pos + length
+            if end > len(data):
+                raise types.TruncatedError("client_id runs past the end of the frame")
+            try:
+                header.client_id = str(data[pos:end], "utf-8")
+            except UnicodeDecodeError as exc:
+                raise ProtocolError(f"client_id is not valid UTF-8 ({exc})") from None
+            pos = end
+        elif length < -1:
+            raise ProtocolError(f"client_id has negative length {length}")
+    if version >= 2:
+        header.unknown_tagged_fields, pos = types.read_unknown_tag_section(data, pos)
+    if api_version not in message.valid:
+        raise UnsupportedApiVersionError(api_key, api_version, correlation_id)
+    return header, pos
+
+
+def decode_request(frame: Any) -> tuple[RequestHeader, Any]:
+    """Decode one request frame body (without its length prefix) into (header, body)."""
+    data = frame if type(frame) is memoryview else memoryview(frame)
+    header, pos = decode_request_header(data)
+    body, _ = REQUESTS[header.api_key].decode_from(data, pos, header.api_version)
+    return header, body
+
+
+def encode_request(body: Any, api_version: int, correlation_id: int, client_id: str | None,
+                   *, framed: bool = True) -> bytes:
+    """Encode a request (header + body), with the 4-byte length prefix unless ``framed=False``."""
+    message = body.MESSAGE
+    if message.kind != "request":
+        raise ValueError(f"{message.name} is not a request")
+    parts: list[Any] = [b""] if framed else []
+    parts.append(_KEY_VERSION_CORRELATION.pack(message.api_key, api_version, correlation_id))
+    header_version = request_header_version(message.api_key, api_version)
+    if header_version >= 1:
+        if client_id is None:
+            parts.append(b"\xff\xff")
+        else:
+            encoded = client_id.encode("utf-8")
+            parts.append(_INT16.pack(len(encoded)))
+            parts.append(encoded)
+    if header_version >= 2:
+        parts.append(b"\x00")
+    message.encode_into(body, api_version, parts.append)
+    if framed:
+        parts[0] = _INT32.pack(sum(len(p) for p in parts))
+    return b"".join(parts)
+
+
+def encode_response_parts(body: Any, api_version: int, correlation_id: int) -> list[Any]:
+    """A response frame (length prefix, header, body) as a list of bytes-like parts.
+
+    Record data stays a view into the log until the transport writes it (``writelines``).
+    """
+    message = body.MESSAGE
+    if message.kind != "response":
+        raise ValueError(f"{message.name} is not a response")
+    parts: list[Any] = [b"", _INT32.pack(correlation_id)]
+    if response_header_version(message.api_key, api_version) >= 1:
+        parts.append(b"\x00")
+    message.encode_into(body, api_version, parts.append)
+    parts[0] = _INT32.pack(sum(len(p) if type(p) is bytes else memoryview(p).nbytes for p in parts))
+    return parts
+
+
+def encode_response(body: Any, api_version: int, correlation_id: int) -> bytes:
+    """A whole response frame, length prefix included."""
+    return b"".join(encode_response_parts(body, api_version, correlation_id))
+
+
+def decode_response(frame: Any, api_key: int, api_version: int) -> tuple[int, Any]:
+    """Decode one response frame body (without its length prefix) into (correlation_id, body)."""
+    data = frame if type(frame) is memoryview else memoryview(frame)
+    if len(data) < 4:
+        raise types.TruncatedError("response header needs 4 bytes")
+    (correlation_id,) = _INT32.unpack_from(data, 0)
+    pos = 4
+    if response_header_version(api_key, api_version) >= 1:
+        _, pos = types.read_unknown_tag_section(data, pos)
+    message = RESPONSES.get(api_key)
+    if message is None:
+        raise UnknownApiKeyError(api_key, correlation_id)
+    body, _ = message.decode_from(data, pos, api_version)
+    return correlation_id, body

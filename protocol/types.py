@@ -1,0 +1,155 @@
+"""Wire primitives of the Kafka protocol.
+
+Fixed-width values are big-endian ``struct`` formats (``FIXED_FORMATS``); the generated codecs merge
+runs of them into one ``struct.Struct``. Variable-length values are written here once:
+
+- unsigned varints (protobuf style, at most 5 bytes for 32 bits) carry the lengths of compact
+  strings, bytes and arrays (length + 1, 0 = null) and the tagged-field sections;
+- zigzag varints/varlongs appear only inside record batches;
+- classic strings carry an int16 length, bytes and arrays an int32 one (-1 = null).
+
+Every reader takes ``(buffer, position)`` and returns ``(value, new_position)``. Readers raise
+``ProtocolError`` on a malformed value and never read past the end silently.
+"""
+
+from __future__ import annotations
+
+import struct
+import uuid
+
+from .errors import ProtocolError
+
+# type name -> struct format character (big-endian is added by the user of the table)
+FIXED_FORMATS = {
+    "bool": "?", "int8": "b", "int16": "h", "uint16": "H", "int32": "i", "uint32": "I",
+    "int64": "q", "float64": "d", "uuid": "16s",
+}
+
+INT16 = struct.Struct(">h")
+INT32 = struct.Struct(">i")
+INT64 = struct.Struct(">q")
+
+ZERO_UUID = uuid.UUID(int=0)
+_ZERO_UUID_BYTES = bytes(16)
+
+# Single-byte varints are by far the most common (small lengths, counts, empty tag sections).
+_ONE_BYTE = tuple(bytes((i,)) for i in range(128))
+
+
+class TruncatedError(ProtocolError):
+    """A length or count points past the end of the frame."""
+
+
+def uuid_from_bytes(raw: bytes) -> uuid.UUID:
+    return ZERO_UUID if raw == _ZERO_UUID_BYTES else uuid.UUID(bytes=bytes(raw))
+
+
+# --- unsigned varints -------------------------------------------------------------------------
+
+def read_uvarint_tail(data, pos: int, first: int) -> tuple[int, int]:
+    """Finish an unsigned varint whose first byte (>= 0x80) was already read at ``pos - 1``."""
+    value = first & 0x7F
+    shift = 7
+    while True:
+        if pos >= len(data):
+            raise TruncatedError("varint runs past the end of the frame")
+        byte = data[pos]
+        pos += 1
+        value |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            return value, pos
+        shift += 7
+        if shift > 28:
+            raise ProtocolError("unsigned varint is longer than 5 bytes")
+
+
+def read_uvarint(data, pos: int) -> tuple[int, int]:
+    if pos >= len(data):
+        raise TruncatedError("varint runs past the end of the frame")
+    first = data[pos]
+    if first < 0x80:
+        return first, pos + 1
+    return read_uvarint_tail(data, pos + 1, first)
+
+
+def uvarint(value: int) -> bytes:
+    """Encode an unsigned varint (0 <= value < 2**32)."""
+    if 0 <= value < 0x80:
+        return _ONE_BYTE[value]
+    if value < 0 or value >= 1 << 32:
+        raise ValueError(f"unsigned varint out of range: {value}")
+    out = bytearray()
+    while value >= 0x80:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+# --- zigzag varints (record batches) ----------------------------------------------------------
+
+def read_varint(data, pos: int, max_bytes: int = 5) -> tuple[int, int]:
+    """A zigzag varint (``max_bytes`` 5) or varlong (``max_bytes`` 10)."""
+    value = 0
+    shift = 0
+    end = len(data)
+    for _ in range(max_bytes):
+        if pos >= end:
+            raise TruncatedError("varint runs past the end of the buffer")
+        byte = data[pos]
+        pos += 1
+        value |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            return (value >> 1) ^ -(value & 1), pos
+        shift += 7
+    raise ProtocolError(f"varint is longer than {max_bytes} bytes")
+
+
+def read_varlong(data, pos: int) -> tuple[int, int]:
+    return read_varint(data, pos, 10)
+
+
+def varint(value: int) -> bytes:
+    """Zigzag-encode a signed 64-bit value."""
+    if not -(1 << 63) <= value < 1 << 63:
+        raise ValueError(f"varlong out of range: {value}")
+    return uvarint_unbounded((value << 1) ^ (value >> 63))
+
+
+def uvarint_unbounded(value: int) -> bytes:
+    if value < 0x80:
+        return _ONE_BYTE[value]
+    out = bytearray()
+    while value >= 0x80:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+# --- tagged fields ----------------------------------------------------------------------------
+
+def write_tag_section(tags: list[tuple[int, bytes]], append) -> None:
+    """Write a tagged-field section; ``tags`` must be sorted by tag."""
+    append(uvarint(len(tags)))
+    for tag, payload in tags:
+        append(uvarint(tag))
+        append(uvarint(len(payload)))
+        append(payload)
+
+
+def read_unknown_tag_section(data, pos: int) -> tuple[dict[int, bytes] | None, int]:
+    """Read a tagged-field section whose tags are all unknown to the reader."""
+    count, pos = read_uvarint(data, pos)
+    if count == 0:
+        return None, pos
+    found: dict[int, bytes] = {}
+    for _ in range(count):
+        tag, pos = read_uvarint(data, pos)
+        size, pos = read_uvarint(data, pos)
+        end = pos + size
+        if end > len(data):
+            raise TruncatedError("tagged field runs past the end of the frame")
+        found[tag] = bytes(data[pos:end])
+        pos = end
+    return found, pos
