@@ -1,0 +1,71 @@
+"""Zigzag varints (protobuf style), the integer encoding used inside records only.
+
+Protocol-level lengths use *unsigned* varints and live in the message codec, not here. Decoders take
+``bytes`` (indexing bytes is the cheapest way to read one octet in CPython) and return
+``(value, next_position)``; running off the end or an over-long encoding raises
+CorruptRecordBatchError, never IndexError.
+"""
+
+from __future__ import annotations
+
+from .errors import CorruptRecordBatchError
+
+# Kafka rejects a varint longer than 5 bytes and a varlong longer than 10.
+_VARINT_MAX_SHIFT = 28
+_VARLONG_MAX_SHIFT = 63
+
+# Zigzag values 0..127 encode as one byte; most deltas and lengths in small records do.
+_ONE_BYTE = [bytes((z,)) for z in range(128)]
+
+
+def _decode(buf: bytes, pos: int, max_shift: int, kind: str) -> tuple[int, int]:
+    end = len(buf)
+    result = 0
+    shift = 0
+    while True:
+        if pos >= end:
+            raise CorruptRecordBatchError(f"{kind} runs past the end of the data")
+        b = buf[pos]
+        pos += 1
+        result |= (b & 0x7F) << shift
+        if b < 0x80:
+            return (result >> 1) ^ -(result & 1), pos
+        shift += 7
+        if shift > max_shift:
+            raise CorruptRecordBatchError(f"{kind} is too long")
+
+
+def decode_varint(buf: bytes, pos: int = 0) -> tuple[int, int]:
+    """A zigzag int32 at ``pos``: (value, position after it)."""
+    return _decode(buf, pos, _VARINT_MAX_SHIFT, "varint")
+
+
+def decode_varlong(buf: bytes, pos: int = 0) -> tuple[int, int]:
+    """A zigzag int64 at ``pos``: (value, position after it)."""
+    return _decode(buf, pos, _VARLONG_MAX_SHIFT, "varlong")
+
+
+def encode_varint(value: int) -> bytes:
+    """Zigzag-encode an int32 or int64 (the same bytes: the width only bounds the length)."""
+    z = (value << 1) ^ (value >> 63)
+    if z < 0x80:
+        return _ONE_BYTE[z]
+    out = bytearray()
+    while z >= 0x80:
+        out.append((z & 0x7F) | 0x80)
+        z >>= 7
+    out.append(z)
+    return bytes(out)
+
+
+encode_varlong = encode_varint
+
+
+def size_of_varint(value: int) -> int:
+    """How many bytes ``encode_varint(value)`` takes."""
+    z = (value << 1) ^ (value >> 63)
+    size = 1
+    while z >= 0x80:
+        z >>= 7
+        size += 1
+    return size
