@@ -23,6 +23,15 @@ from . import types
 from .errors import ProtocolError, UnsupportedVersionError
 from .schema import MISSING, ZERO_UUID, Field
 
+# Arrays of fixed-width numbers (replica lists, partition ids) are read and written in one call,
+# through Structs prebuilt for the usual small counts.
+_TABLE_SIZE = 64
+
+
+def _count_table(fmt: str, method: str) -> list[Callable[..., Any]]:
+    return [getattr(struct.Struct(f">{count}{fmt}"), method) for count in range(_TABLE_SIZE)]
+
+
 _ARRAY_FAST_FORMATS = {"int8": "b", "int16": "h", "int32": "i", "int64": "q", "uint16": "H",
                        "uint32": "I", "float64": "d"}
 
@@ -67,7 +76,7 @@ def _base_namespace(fields: tuple[Field, ...]) -> dict[str, Any]:
         "_wtags": types.write_tag_section, "_ProtocolError": ProtocolError,
         "_Truncated": types.TruncatedError, "_Unsupported": UnsupportedVersionError,
         "_ZERO_UUID": ZERO_UUID, "_UUID": uuid.UUID, "_MISSING": MISSING, "_spack": struct.pack,
-        "_unpack_n": struct.unpack_from, "_rutags": types.read_unknown_tag_section,
+        "_Struct": struct.Struct, "_rutags": types.read_unknown_tag_section,
     })
     return namespace
 
@@ -80,6 +89,7 @@ def _emit_uvarint(src: _Source, depth: int, target: str) -> None:
 
 # ============================================================================ decoding ==========
 
+
 class _DecoderBuilder:
     def __init__(self, src: _Source, where: str, version: int, flexible: bool) -> None:
         self.src = src
@@ -91,16 +101,16 @@ class _DecoderBuilder:
         """Emit the decoding of one struct's fields; return the expression constructing it."""
         src, version, flexible = self.src, self.version, self.flexible
         values: dict[str, str] = {}
-        run: list[tuple[Field, str]] = []
+        run: list[tuple[str, str, str]] = []  # (struct format, type, variable)
 
         def flush() -> None:
             if not run:
                 return
-            unpack, size = src.unpacker("".join(types.FIXED_FORMATS[f.type] for f, _ in run))
-            src.emit(depth, f"{', '.join(v for _, v in run)}, = {unpack}(data, pos)")
+            unpack, size = src.unpacker("".join(fmt for fmt, _, _ in run))
+            src.emit(depth, f"{', '.join(v for _, _, v in run)}, = {unpack}(data, pos)")
             src.emit(depth, f"pos += {size}")
-            for f, v in run:
-                if f.type == "uuid":
+            for _, type_name, v in run:
+                if type_name == "uuid":
                     src.emit(depth, f"{v} = _uuid({v})")
             run.clear()
 
@@ -109,7 +119,15 @@ class _DecoderBuilder:
                 continue
             var = values[f.name] = src.var("v")
             if not f.is_array and f.type in types.FIXED_FORMATS:
-                run.append((f, var))
+                run.append((types.FIXED_FORMATS[f.type], f.type, var))
+                continue
+            prefix = self.length_format(f)
+            if prefix is not None and run:
+                # Read the length prefix together with the fixed fields before it: one call fewer.
+                length = src.var("ln")
+                run.append((prefix, "length", length))
+                flush()
+                self.value(f, depth, var, length)
             else:
                 flush()
                 self.value(f, depth, var)
@@ -153,10 +171,16 @@ class _DecoderBuilder:
         src.emit(inner, f"pos = {end}")
         return unknown
 
-    def value(self, f: Field, depth: int, target: str) -> None:
+    def length_format(self, f: Field) -> str | None:
+        """The struct format of the fixed-size length that starts a field's encoding, if any."""
+        if self.flexible or (f.struct_name is not None and not f.is_array):
+            return None
+        return "h" if f.type == "string" else "i"
+
+    def value(self, f: Field, depth: int, target: str, length: str | None = None) -> None:
         nullable = f.nullable_in(self.version)
         if f.is_array:
-            self.array(f, nullable, depth, target)
+            self.array(f, nullable, depth, target, length)
         elif f.struct_name is not None:
             cls = self.src.const(("cls", id(f.cls)), f.cls, "_C")
             if nullable:
@@ -170,12 +194,15 @@ class _DecoderBuilder:
             expr = self.struct_expr(f.fields, cls, depth)  # type: ignore[arg-type]
             self.src.emit(depth, f"{target} = {expr}")
         else:
-            self.primitive(f.type, f.name, nullable, depth, target)
+            self.primitive(f.type, f.name, nullable, depth, target, length)
 
-    def length(self, kind: str, name: str, nullable: bool, depth: int, target: str) -> None:
-        """Read a length/count into ``target``; -1 means null. Emits the null check."""
+    def length(self, kind: str, name: str, nullable: bool, depth: int, target: str,
+               already_read: bool = False) -> None:
+        """Read a length/count into ``target`` (unless already read); -1 means null. Emits the null check."""
         src = self.src
-        if self.flexible:
+        if already_read:
+            pass
+        elif self.flexible:
             _emit_uvarint(src, depth, target)
             src.emit(depth, f"{target} -= 1")
         else:
@@ -187,7 +214,8 @@ class _DecoderBuilder:
         elif not self.flexible:
             src.emit(depth, f"if {target} < -1: raise _ProtocolError('{self.where}: {name} has negative length {{}}'.format({target}))")
 
-    def primitive(self, type_name: str, name: str, nullable: bool, depth: int, target: str) -> None:
+    def primitive(self, type_name: str, name: str, nullable: bool, depth: int, target: str,
+                  length: str | None = None) -> None:
         src = self.src
         fixed = types.FIXED_FORMATS.get(type_name)
         if fixed is not None:
@@ -197,8 +225,10 @@ class _DecoderBuilder:
             if type_name == "uuid":
                 src.emit(depth, f"{target} = _uuid({target})")
             return
-        length, end = src.var("ln"), src.var("e")
-        self.length(type_name, name, nullable, depth, length)
+        already_read = length is not None
+        length = length or src.var("ln")
+        end = src.var("e")
+        self.length(type_name, name, nullable, depth, length, already_read)
         if nullable:
             src.emit(depth, f"if {length} < 0: {target} = None")
             src.emit(depth, "else:")
@@ -206,17 +236,18 @@ class _DecoderBuilder:
         src.emit(depth, f"{end} = pos + {length}")
         src.emit(depth, f"if {end} > n: raise _Truncated('{self.where}: {name} runs past the end of the frame')")
         if type_name == "string":
-            src.emit(depth, f"{target} = str(data[pos:{end}], 'utf-8')")
+            src.emit(depth, f"{target} = data[pos:{end}].tobytes().decode()")
         elif type_name == "records":
             src.emit(depth, f"{target} = data[pos:{end}]")  # zero-copy view of the frame
         else:
             src.emit(depth, f"{target} = bytes(data[pos:{end}])")
         src.emit(depth, f"pos = {end}")
 
-    def array(self, f: Field, nullable: bool, depth: int, target: str) -> None:
+    def array(self, f: Field, nullable: bool, depth: int, target: str, count: str | None = None) -> None:
         src = self.src
-        count = src.var("c")
-        self.length("array", f.name, nullable, depth, count)
+        already_read = count is not None
+        count = count or src.var("c")
+        self.length("array", f.name, nullable, depth, count, already_read)
         if nullable:
             src.emit(depth, f"if {count} < 0: {target} = None")
             src.emit(depth, "else:")
@@ -226,7 +257,8 @@ class _DecoderBuilder:
         fast = _ARRAY_FAST_FORMATS.get(f.element)
         if fast is not None:
             size = struct.calcsize(fast)
-            src.emit(depth, f"{target} = list(_unpack_n('>%d{fast}' % {count}, data, pos))")
+            table = src.const(("au", fast), _count_table(fast, "unpack_from"), "_au")
+            src.emit(depth, f"{target} = list(({table}[{count}] if {count} < {_TABLE_SIZE} else _Struct('>%d{fast}' % {count}).unpack_from)(data, pos))")
             src.emit(depth, f"pos += {size} * {count}")
             return
         src.emit(depth, f"{target} = []")
@@ -306,8 +338,14 @@ class _EncoderBuilder:
         if f.is_array:
             return f"{expr} is not None" if f.default is None else f"{expr}"
         if f.struct_name is not None:
-            cls = f"_S_{f.struct_name}"
-            return f"{expr} is not None" if f.default is None else f"{expr} != {cls}()"
+            if f.default is None:
+                return f"{expr} is not None"
+            simple = [x for x in f.fields if not x.is_array and x.struct_name is None]  # type: ignore[union-attr]
+            if len(simple) == len(f.fields):  # type: ignore[arg-type]
+                # Compare field by field rather than build a default instance per message.
+                checks = " or ".join(f"{expr}.{x.name} != {x.default_literal()}" for x in simple)
+                return f"{expr} is not None and ({checks} or {expr}.unknown_tagged_fields)"
+            return f"{expr} is not None and {expr} != _S_{f.struct_name}()"
         return f"{expr} != {f.default_literal()}"
 
     def tag_section(self, fields: tuple[Field, ...], obj: str, depth: int, out: str) -> None:
@@ -399,7 +437,10 @@ class _EncoderBuilder:
         self.length("array", f"len({holder})", depth, out)
         fast = _ARRAY_FAST_FORMATS.get(f.element)
         if fast is not None:
-            src.emit(depth, f"if {holder}: {out}(_spack('>%d{fast}' % len({holder}), *{holder}))")
+            table = src.const(("ap", fast), _count_table(fast, "pack"), "_ap")
+            count = src.var("n")
+            src.emit(depth, f"{count} = len({holder})")
+            src.emit(depth, f"if {count}: {out}(({table}[{count}] if {count} < {_TABLE_SIZE} else _Struct('>%d{fast}' % {count}).pack)(*{holder}))")
             return
         element = src.var("el")
         src.emit(depth, f"for {element} in {holder}:")

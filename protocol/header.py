@@ -48,50 +48,68 @@ class RequestHeader:
                 f"correlation_id={self.correlation_id}, client_id={self.client_id!r})")
 
 
+class _RequestInfo:
+    """What the header decoder needs per api key, precomputed (this is the broker's hot path)."""
+
+    __slots__ = ("message", "min_version", "max_version", "first_flexible")
+
+    def __init__(self, message: Any) -> None:
+        self.message = message
+        self.min_version = message.min_version
+        self.max_version = message.max_version
+        self.first_flexible = message.flexible.lo
+
+
+_REQUEST_INFO = {key: _RequestInfo(message) for key, message in REQUESTS.items()}
+_CONTROLLED_SHUTDOWN = 7
+
+
 def decode_request_header(data: memoryview) -> tuple[RequestHeader, int]:
     """Decode the header at the start of a request frame body; return it and the body's offset.
 
-    Raises ``UnknownApiKeyError`` for a key we do not speak and ``UnsupportedApiVersionError``
-    (both carrying the correlation id) for a version outside the message's range, after reading
-    the header as far as it can be read, so the broker can still answer ApiVersions.
+    Raises ``UnknownApiKeyError`` for a key we do not speak and ``UnsupportedApiVersionError`` for a
+    version outside the message's range, both carrying the correlation id (all a broker needs to
+    answer ApiVersions with error 35).
     """
     if len(data) < 8:
         raise types.TruncatedError(f"request header needs 8 bytes, frame has {len(data)}")
     api_key, api_version, correlation_id = _KEY_VERSION_CORRELATION.unpack_from(data, 0)
-    message = REQUESTS.get(api_key)
-    if message is None:
+    info = _REQUEST_INFO.get(api_key)
+    if info is None:
         raise UnknownApiKeyError(api_key, correlation_id)
-    header = RequestHeader(api_key, api_version, correlation_id)
-    pos = 8
-    version = request_header_version(api_key, api_version)
-    if version >= 1:
-        if pos + 2 > len(data):
-            raise types.TruncatedError("request header ends inside client_id")
-        (length,) = _INT16.unpack_from(data, pos)
-        pos += 2
-        if length >= 0:
-            end = pos + length
-            if end > len(data):
-                raise types.TruncatedError("client_id runs past the end of the frame")
-            try:
-                header.client_id = str(data[pos:end], "utf-8")
-            except UnicodeDecodeError as exc:
-                raise ProtocolError(f"client_id is not valid UTF-8 ({exc})") from None
-            pos = end
-        elif length < -1:
-            raise ProtocolError(f"client_id has negative length {length}")
-    if version >= 2:
-        header.unknown_tagged_fields, pos = types.read_unknown_tag_section(data, pos)
-    if api_version not in message.valid:
+    if not info.min_version <= api_version <= info.max_version:
         raise UnsupportedApiVersionError(api_key, api_version, correlation_id)
-    return header, pos
+    if api_version == 0 and api_key == _CONTROLLED_SHUTDOWN:
+        return RequestHeader(api_key, api_version, correlation_id), 8  # header v0: no client id
+    if len(data) < 10:
+        raise types.TruncatedError("request header ends inside client_id")
+    (length,) = _INT16.unpack_from(data, 8)
+    pos = 10
+    client_id = None
+    if length >= 0:
+        pos += length
+        if pos > len(data):
+            raise types.TruncatedError("client_id runs past the end of the frame")
+        try:
+            client_id = data[10:pos].tobytes().decode()
+        except UnicodeDecodeError as exc:
+            raise ProtocolError(f"client_id is not valid UTF-8 ({exc})") from None
+    elif length < -1:
+        raise ProtocolError(f"client_id has negative length {length}")
+    tags = None
+    if api_version >= info.first_flexible:  # header v2
+        if pos < len(data) and data[pos] == 0:
+            pos += 1
+        else:
+            tags, pos = types.read_unknown_tag_section(data, pos)
+    return RequestHeader(api_key, api_version, correlation_id, client_id, tags), pos
 
 
 def decode_request(frame: Any) -> tuple[RequestHeader, Any]:
     """Decode one request frame body (without its length prefix) into (header, body)."""
     data = frame if type(frame) is memoryview else memoryview(frame)
     header, pos = decode_request_header(data)
-    body, _ = REQUESTS[header.api_key].decode_from(data, pos, header.api_version)
+    body, _ = _REQUEST_INFO[header.api_key].message.decode_from(data, pos, header.api_version)
     return header, body
 
 

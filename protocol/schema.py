@@ -204,6 +204,13 @@ def make_struct_class(qualname: str, fields: tuple[Field, ...], namespace: dict[
     return cls
 
 
+def _nest(parent: type, fields: tuple[Field, ...]) -> None:
+    for f in fields:
+        if f.cls is not None:
+            setattr(parent, f.struct_name, f.cls)  # type: ignore[arg-type]
+            _nest(f.cls, f.fields)  # type: ignore[arg-type]
+
+
 def walk_structs(fields: tuple[Field, ...]) -> Iterable[Field]:
     """Every struct-typed field in a field tree, depth first (children before parents)."""
     for f in fields:
@@ -258,8 +265,9 @@ class Message:
             f.cls = made[name] = make_struct_class(f"{self.name}.{name}", f.fields, namespace)  # type: ignore
             namespace[f"_S_{name}"] = f.cls
         top = make_struct_class(self.name, self.fields, namespace)
-        for name, cls in made.items():
+        for name, cls in made.items():  # every struct reachable from the message class...
             setattr(top, name, cls)
+        _nest(top, self.fields)  # ...and from its parent, as in ProduceRequest.TopicProduceData.PartitionProduceData
         spec = self
         top.MESSAGE = spec
         top.API_KEY = self.api_key

@@ -47,20 +47,29 @@ def uuid_from_bytes(raw: bytes) -> uuid.UUID:
 # --- unsigned varints -------------------------------------------------------------------------
 
 def read_uvarint_tail(data, pos: int, first: int) -> tuple[int, int]:
-    """Finish an unsigned varint whose first byte (>= 0x80) was already read at ``pos - 1``."""
-    value = first & 0x7F
-    shift = 7
-    while True:
-        if pos >= len(data):
-            raise TruncatedError("varint runs past the end of the frame")
+    """Finish an unsigned varint whose first byte (>= 0x80) was already read at ``pos - 1``.
+
+    Unrolled: lengths of 128 B to 2 MiB (two or three bytes) are common in record fields."""
+    try:
         byte = data[pos]
-        pos += 1
-        value |= (byte & 0x7F) << shift
+        value = (first & 0x7F) | ((byte & 0x7F) << 7)
         if byte < 0x80:
-            return value, pos
-        shift += 7
-        if shift > 28:
-            raise ProtocolError("unsigned varint is longer than 5 bytes")
+            return value, pos + 1
+        byte = data[pos + 1]
+        value |= (byte & 0x7F) << 14
+        if byte < 0x80:
+            return value, pos + 2
+        byte = data[pos + 2]
+        value |= (byte & 0x7F) << 21
+        if byte < 0x80:
+            return value, pos + 3
+        byte = data[pos + 3]
+        value |= (byte & 0x7F) << 28
+        if byte < 0x80:
+            return value, pos + 4
+    except IndexError:
+        raise TruncatedError("varint runs past the end of the frame") from None
+    raise ProtocolError("unsigned varint is longer than 5 bytes")
 
 
 def read_uvarint(data, pos: int) -> tuple[int, int]:
