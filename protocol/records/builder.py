@@ -89,33 +89,29 @@ class RecordBatchBuilder:
         if timestamp > self._max_timestamp:
             self._max_timestamp = timestamp
 
-        body = bytearray(b"\x00")  # record attributes: unused in v2
-        body += encode_varint(timestamp - self._base_timestamp)
-        body += encode_varint(offset_delta)
+        # Parts joined once: cheaper in CPython than growing a bytearray field by field.
+        parts = [b"\x00", encode_varint(timestamp - self._base_timestamp), encode_varint(offset_delta)]
         if key is None:
-            body += _NULL
+            parts.append(_NULL)
         else:
-            body += encode_varint(len(key))
-            body += key
+            parts += (encode_varint(len(key)), key)
         if value is None:
-            body += _NULL
+            parts.append(_NULL)
         else:
-            body += encode_varint(len(value))
-            body += value
+            parts += (encode_varint(len(value)), value)
         if headers:
             headers = list(headers)
-            body += encode_varint(len(headers))
+            parts.append(encode_varint(len(headers)))
             for header_key, header_value in headers:
                 raw_key = header_key.encode("utf-8") if isinstance(header_key, str) else header_key
-                body += encode_varint(len(raw_key))
-                body += raw_key
+                parts += (encode_varint(len(raw_key)), raw_key)
                 if header_value is None:
-                    body += _NULL
+                    parts.append(_NULL)
                 else:
-                    body += encode_varint(len(header_value))
-                    body += header_value
+                    parts += (encode_varint(len(header_value)), header_value)
         else:
-            body += b"\x00"
+            parts.append(b"\x00")
+        body = b"".join(parts)
 
         records = self._records
         records += encode_varint(len(body))

@@ -50,6 +50,8 @@ def encode_varint(value: int) -> bytes:
     z = (value << 1) ^ (value >> 63)
     if z < 0x80:
         return _ONE_BYTE[z]
+    if z < 0x4000:
+        return bytes(((z & 0x7F) | 0x80, z >> 7))
     out = bytearray()
     while z >= 0x80:
         out.append((z & 0x7F) | 0x80)
