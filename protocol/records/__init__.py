@@ -31,7 +31,7 @@ from .errors import (
     RecordBatchError,
     UnsupportedCodecError,
 )
-from .record import Record, decode_records, iter_records
+from .record import Record, decode_batch, decode_records, iter_records
 from .varint import decode_varint, decode_varlong, encode_varint, size_of_varint
 
 __all__ = [
@@ -39,7 +39,7 @@ __all__ = [
     "NO_PARTITION_LEADER_EPOCH", "NO_PRODUCER_EPOCH", "NO_PRODUCER_ID", "NO_SEQUENCE",
     "Compression", "ControlRecordType", "CorruptRecordBatchError", "InvalidRecordBatchError",
     "Record", "RecordBatchBuilder", "RecordBatchError", "RecordBatchView", "UnsupportedCodecError",
-    "build_control_batch", "compress", "control_record_type", "decode_records", "decode_varint",
+    "build_control_batch", "compress", "control_record_type", "decode_batch", "decode_records", "decode_varint",
     "decode_varlong", "decompress", "encode_varint", "iter_batches", "iter_records",
     "parse_control_record", "read_control_batch", "read_produce_batch", "set_base_offset",
     "set_partition_leader_epoch", "size_of_varint",
