@@ -5,7 +5,7 @@ runs of them into one ``struct.Struct``. Variable-length values are written here
 
 - unsigned varints (protobuf style, at most 5 bytes for 32 bits) carry the lengths of compact
   strings, bytes and arrays (length + 1, 0 = null) and the tagged-field sections;
-- zigzag varints/varlongs appear only inside record batches;
+- zigzag varints/varlongs appear only inside record batches (``records/varint.py``);
 - classic strings carry an int16 length, bytes and arrays an int32 one (-1 = null).
 
 Every reader takes ``(buffer, position)`` and returns ``(value, new_position)``. Readers raise
@@ -87,47 +87,6 @@ def uvarint(value: int) -> bytes:
         return _ONE_BYTE[value]
     if value < 0 or value >= 1 << 32:
         raise ValueError(f"unsigned varint out of range: {value}")
-    out = bytearray()
-    while value >= 0x80:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
-
-
-# --- zigzag varints (record batches) ----------------------------------------------------------
-
-def read_varint(data, pos: int, max_bytes: int = 5) -> tuple[int, int]:
-    """A zigzag varint (``max_bytes`` 5) or varlong (``max_bytes`` 10)."""
-    value = 0
-    shift = 0
-    end = len(data)
-    for _ in range(max_bytes):
-        if pos >= end:
-            raise TruncatedError("varint runs past the end of the buffer")
-        byte = data[pos]
-        pos += 1
-        value |= (byte & 0x7F) << shift
-        if byte < 0x80:
-            return (value >> 1) ^ -(value & 1), pos
-        shift += 7
-    raise ProtocolError(f"varint is longer than {max_bytes} bytes")
-
-
-def read_varlong(data, pos: int) -> tuple[int, int]:
-    return read_varint(data, pos, 10)
-
-
-def varint(value: int) -> bytes:
-    """Zigzag-encode a signed 64-bit value."""
-    if not -(1 << 63) <= value < 1 << 63:
-        raise ValueError(f"varlong out of range: {value}")
-    return uvarint_unbounded((value << 1) ^ (value >> 63))
-
-
-def uvarint_unbounded(value: int) -> bytes:
-    if value < 0x80:
-        return _ONE_BYTE[value]
     out = bytearray()
     while value >= 0x80:
         out.append((value & 0x7F) | 0x80)
