@@ -17,7 +17,7 @@ FETCH_REQUEST = Message(
     F('session_id', 'int32', '7+', default=0, ignorable=True),
     F('session_epoch', 'int32', '7+', default=-1, ignorable=True),
     F('topics', '[]FetchTopic', '0+', fields=[
-        F('topic', 'string', '0+', ignorable=True),
+        F('topic', 'string', '0+'),
         F('partitions', '[]FetchPartition', '0+', fields=[
             F('partition', 'int32', '0+'),
             F('current_leader_epoch', 'int32', '9+', default=-1, ignorable=True),
@@ -28,7 +28,7 @@ FETCH_REQUEST = Message(
         ]),
     ]),
     F('forgotten_topics_data', '[]ForgottenTopic', '7+', fields=[
-        F('topic', 'string', '7+', ignorable=True),
+        F('topic', 'string', '7+'),
         F('partitions', '[]int32', '7+'),
     ]),
     F('rack_id', 'string', '11+', default='', ignorable=True),
@@ -41,7 +41,7 @@ FETCH_RESPONSE = Message(
     F('error_code', 'int16', '7+', ignorable=True),
     F('session_id', 'int32', '7+', default=0),
     F('responses', '[]FetchableTopicResponse', '0+', fields=[
-        F('topic', 'string', '0+', ignorable=True),
+        F('topic', 'string', '0+'),
         F('partitions', '[]PartitionData', '0+', fields=[
             F('partition_index', 'int32', '0+'),
             F('error_code', 'int16', '0+'),

@@ -51,7 +51,7 @@ JOIN_GROUP_RESPONSE = Message(
     F('member_id', 'string', '0+'),
     F('members', '[]JoinGroupResponseMember', '0+', fields=[
         F('member_id', 'string', '0+'),
-        F('group_instance_id', 'string', '5+', nullable='5+', default=None, ignorable=True),
+        F('group_instance_id', 'string', '5+', nullable='5+', default=None),
         F('metadata', 'bytes', '0+'),
     ]),
 ])

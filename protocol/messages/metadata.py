@@ -65,18 +65,17 @@ API_VERSIONS_RESPONSE = Message(
         F('max_version', 'int16', '0+'),
     ]),
     F('throttle_time_ms', 'int32', '1+', ignorable=True),
-    F('supported_features', '[]SupportedFeatureKey', '3+', tag=0, tagged='3+', ignorable=True, fields=[
+    F('supported_features', '[]SupportedFeatureKey', '3+', tag=0, tagged='3+', fields=[
         F('name', 'string', '3+'),
         F('min_version', 'int16', '3+'),
         F('max_version', 'int16', '3+'),
     ]),
     F('finalized_features_epoch', 'int64', '3+', tag=1, tagged='3+', default=-1, ignorable=True),
-    F('finalized_features', '[]FinalizedFeatureKey', '3+', tag=2, tagged='3+', ignorable=True, fields=[
+    F('finalized_features', '[]FinalizedFeatureKey', '3+', tag=2, tagged='3+', fields=[
         F('name', 'string', '3+'),
         F('max_version_level', 'int16', '3+'),
         F('min_version_level', 'int16', '3+'),
     ]),
-    F('zk_migration_ready', 'bool', '3+', tag=3, tagged='3+', default=False, ignorable=True),
 ])
 
 

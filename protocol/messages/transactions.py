@@ -32,27 +32,27 @@ ADD_PARTITIONS_TO_TXN_TOPIC = [
 
 ADD_PARTITIONS_TO_TXN_REQUEST = Message(
     'AddPartitionsToTxnRequest', api_key=24, kind='request', valid="0-3", flexible='3+', fields=[
-    F('v3_and_below_transactional_id', 'string', '0+'),
-    F('v3_and_below_producer_id', 'int64', '0+'),
-    F('v3_and_below_producer_epoch', 'int16', '0+'),
-    F('v3_and_below_topics', '[]AddPartitionsToTxnTopic', '0+', fields=ADD_PARTITIONS_TO_TXN_TOPIC),
+    F('transactional_id', 'string', '0+'),
+    F('producer_id', 'int64', '0+'),
+    F('producer_epoch', 'int16', '0+'),
+    F('topics', '[]AddPartitionsToTxnTopic', '0+', fields=ADD_PARTITIONS_TO_TXN_TOPIC),
 ])
 
 
 ADD_PARTITIONS_TO_TXN_PARTITION_RESULT = [
     F('partition_index', 'int32', '0+'),
-    F('partition_error_code', 'int16', '0+'),
+    F('error_code', 'int16', '0+'),
 ]
 
 ADD_PARTITIONS_TO_TXN_TOPIC_RESULT = [
     F('name', 'string', '0+'),
-    F('results_by_partition', '[]AddPartitionsToTxnPartitionResult', '0+', fields=ADD_PARTITIONS_TO_TXN_PARTITION_RESULT),
+    F('results', '[]AddPartitionsToTxnPartitionResult', '0+', fields=ADD_PARTITIONS_TO_TXN_PARTITION_RESULT),
 ]
 
 ADD_PARTITIONS_TO_TXN_RESPONSE = Message(
     'AddPartitionsToTxnResponse', api_key=24, kind='response', valid="0-3", flexible='3+', fields=[
     F('throttle_time_ms', 'int32', '0+'),
-    F('results_by_topic_v3_and_below', '[]AddPartitionsToTxnTopicResult', '0+', fields=ADD_PARTITIONS_TO_TXN_TOPIC_RESULT),
+    F('results', '[]AddPartitionsToTxnTopicResult', '0+', fields=ADD_PARTITIONS_TO_TXN_TOPIC_RESULT),
 ])
 
 

@@ -40,6 +40,14 @@ RENAMES: dict[tuple[str, str], str] = {
     ("MetadataResponse", "cluster_authorized_operations"): "authorized_operations",
     ("MetadataResponse", "topics.topic_authorized_operations"): "authorized_operations",
     ("DescribeClusterResponse", "cluster_authorized_operations"): "authorized_operations",
+    # We keep Kafka 2.8's names where Kafka 4.x (kafka-python's schemas) renamed fields for v4+.
+    ("AddPartitionsToTxnRequest", "transactional_id"): "v3_and_below_transactional_id",
+    ("AddPartitionsToTxnRequest", "producer_id"): "v3_and_below_producer_id",
+    ("AddPartitionsToTxnRequest", "producer_epoch"): "v3_and_below_producer_epoch",
+    ("AddPartitionsToTxnRequest", "topics"): "v3_and_below_topics",
+    ("AddPartitionsToTxnResponse", "results"): "results_by_topic_v3_and_below",
+    ("AddPartitionsToTxnResponse", "results.results"): "results_by_partition",
+    ("AddPartitionsToTxnResponse", "results.results.error_code"): "partition_error_code",
 }
 
 INT32_MIN = -(1 << 31)
