@@ -14,7 +14,6 @@ Kafka's generated Java) and hands the per-version codecs to ``compiler`` on firs
 
 from __future__ import annotations
 
-import re
 import struct
 import uuid
 from dataclasses import dataclass
@@ -138,11 +137,6 @@ def primitive_default(type_name: str) -> Any:
     return {
         "bool": False, "float64": 0.0, "string": "", "bytes": b"", "records": None, "uuid": ZERO_UUID,
     }[type_name]
-
-
-def snake_case(name: str) -> str:
-    """Kafka's CamelCase field names in Python's spelling: ThrottleTimeMs -> throttle_time_ms."""
-    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", "_", name).lower()
 
 
 class Struct:

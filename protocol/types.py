@@ -27,7 +27,6 @@ FIXED_FORMATS = {
 
 INT16 = struct.Struct(">h")
 INT32 = struct.Struct(">i")
-INT64 = struct.Struct(">q")
 
 ZERO_UUID = uuid.UUID(int=0)
 _ZERO_UUID_BYTES = bytes(16)

@@ -82,3 +82,11 @@ def test_null_client_id_and_tagged_header_fields():
     assert body == MetadataRequest(topics=[], allow_auto_topic_creation=True,
                                    include_cluster_authorized_operations=False,
                                    include_topic_authorized_operations=True)
+
+
+def test_advertised_versions_can_be_limited_to_what_a_broker_serves():
+    from odradek.protocol.api_keys import advertised_versions
+
+    served = {ApiKey.PRODUCE, ApiKey.FETCH, ApiKey.API_VERSIONS}
+    assert advertised_versions(served) == {0: (0, 9), 1: (0, 12), 18: (0, 3)}
+    assert advertised_versions() == KAFKA_2_8_VERSIONS
