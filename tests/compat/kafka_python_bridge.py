@@ -50,6 +50,12 @@ RENAMES: dict[tuple[str, str], str] = {
     ("AddPartitionsToTxnResponse", "results.results.error_code"): "partition_error_code",
 }
 
+# Tagged fields that later Kafka releases added to versions Kafka 2.8 already had; we declare
+# 2.8's layouts, so only kafka-python (Kafka 4.x schemas) has them.
+NEWER_THAN_2_8 = {
+    ("ApiVersionsResponse", "zk_migration_ready"),  # Kafka 3.4
+}
+
 INT32_MIN = -(1 << 31)
 
 
@@ -197,7 +203,12 @@ def plain_kp(kobj: Any, message: Message, version: int, fields: tuple[Field, ...
             out[f.name] = _norm(value)
     for name, kf in kp_fields.items():
         if name not in used and kf.for_version_q(version):
-            out[f"kp-only:{name}"] = getattr(kobj, name)
+            value = getattr(kobj, name)
+            if kf.tagged_field_q(version) and value == kf.default:
+                # A tagged field newer than Kafka 2.8 (ApiVersionsResponse zk_migration_ready, 3.4):
+                # at its default it is not on the wire, so the two sides agree.
+                continue
+            out[f"kp-only:{name}"] = value
     return out
 
 
@@ -360,7 +371,7 @@ def _declaration_walk(message: Message, fields: tuple[Field, ...], kp_struct: An
         if f.fields is not None and (kf.is_struct() or kf.is_struct_array()):
             _declaration_walk(message, f.fields, _kp_element(kf), version, f"{where}.", out)
     for name, kf in kp_fields.items():
-        if name not in seen and kf.for_version_q(version):
+        if name not in seen and kf.for_version_q(version) and (message.name, f"{path}{name}") not in NEWER_THAN_2_8:
             out.append(f"{path}{name}: only kafka-python has it")
 
 
