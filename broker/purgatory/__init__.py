@@ -1,0 +1,1 @@
+"""Delayed operations (DelayedProduce, DelayedFetch, ...) watched by key and expired by a hierarchical timing wheel."""
