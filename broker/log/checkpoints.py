@@ -1,0 +1,130 @@
+"""Kafka's text checkpoint files, written atomically.
+
+Format: a version line (``0``), a count line, then one entry per line::
+
+    0
+    2
+    my-topic 0 1234        (recovery-point / log-start-offset / replication-offset checkpoints)
+    my-topic 1 99
+
+``leader-epoch-checkpoint`` uses the same frame with ``epoch start_offset`` lines. A write goes to
+``<file>.tmp``, is fsynced, renamed over the file, and the directory is fsynced, so a crash leaves
+either the old or the new checkpoint, never a torn one.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Callable, Generic, Iterable, TypeVar
+
+CHECKPOINT_VERSION = 0
+RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"
+LOG_START_OFFSET_CHECKPOINT = "log-start-offset-checkpoint"
+REPLICATION_OFFSET_CHECKPOINT = "replication-offset-checkpoint"
+LEADER_EPOCH_CHECKPOINT = "leader-epoch-checkpoint"
+
+T = TypeVar("T")
+
+
+class CheckpointError(Exception):
+    """A checkpoint file that cannot be parsed."""
+
+
+def fsync_dir(directory: str) -> None:
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def write_atomically(path: str, data: bytes) -> None:
+    tmp = path + ".tmp"
+    with open(tmp, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+    fsync_dir(os.path.dirname(os.path.abspath(path)))
+
+
+class CheckpointFile(Generic[T]):
+    """A checkpoint of entries of type T, each formatted as one line of space-separated fields."""
+
+    def __init__(self, path: str, format_entry: Callable[[T], str], parse_entry: Callable[[list[str]], T],
+                 version: int = CHECKPOINT_VERSION) -> None:
+        self.path = path
+        self.version = version
+        self._format = format_entry
+        self._parse = parse_entry
+
+    def write(self, entries: Iterable[T]) -> None:
+        lines = [self._format(entry) for entry in entries]
+        text = f"{self.version}\n{len(lines)}\n" + "".join(line + "\n" for line in lines)
+        write_atomically(self.path, text.encode("utf-8"))
+
+    def read(self) -> list[T]:
+        """The entries; an empty list when the file does not exist."""
+        try:
+            with open(self.path, encoding="utf-8") as f:
+                lines = f.read().splitlines()
+        except FileNotFoundError:
+            return []
+        if len(lines) < 2:
+            raise CheckpointError(f"{self.path}: missing the version or count line")
+        try:
+            version, count = int(lines[0]), int(lines[1])
+        except ValueError:
+            raise CheckpointError(f"{self.path}: malformed version or count line") from None
+        if version != self.version:
+            raise CheckpointError(f"{self.path}: unrecognized version {version}")
+        body = [line for line in lines[2:] if line.strip()]
+        if len(body) != count:
+            raise CheckpointError(f"{self.path}: expected {count} entries, found {len(body)}")
+        entries = []
+        for line in body:
+            try:
+                entries.append(self._parse(line.split()))
+            except (ValueError, IndexError):
+                raise CheckpointError(f"{self.path}: malformed line {line!r}") from None
+        return entries
+
+
+def _parse_partition_offset(fields: list[str]) -> tuple[tuple[str, int], int]:
+    if len(fields) != 3:
+        raise ValueError(fields)
+    return (fields[0], int(fields[1])), int(fields[2])
+
+
+class OffsetCheckpointFile:
+    """``topic partition offset`` lines: the per-log-dir checkpoints."""
+
+    def __init__(self, path: str) -> None:
+        self._file = CheckpointFile(path, lambda e: f"{e[0][0]} {e[0][1]} {e[1]}", _parse_partition_offset)
+        self.path = path
+
+    def write(self, offsets: dict[tuple[str, int], int]) -> None:
+        self._file.write(sorted(offsets.items()))
+
+    def read(self) -> dict[tuple[str, int], int]:
+        return dict(self._file.read())
+
+
+def _parse_epoch_entry(fields: list[str]) -> tuple[int, int]:
+    if len(fields) != 2:
+        raise ValueError(fields)
+    return int(fields[0]), int(fields[1])
+
+
+class LeaderEpochCheckpointFile:
+    """``epoch start_offset`` lines: a partition's ``leader-epoch-checkpoint``."""
+
+    def __init__(self, path: str) -> None:
+        self._file = CheckpointFile(path, lambda e: f"{e[0]} {e[1]}", _parse_epoch_entry)
+        self.path = path
+
+    def write(self, entries: Iterable[tuple[int, int]]) -> None:
+        self._file.write(entries)
+
+    def read(self) -> list[tuple[int, int]]:
+        return self._file.read()

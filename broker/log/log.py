@@ -1,0 +1,511 @@
+"""Log: one partition's directory of segments — append, read, roll, retention, truncation, recovery.
+
+Directory ``<topic>-<partition>`` holds the segments (``<20-digit base offset>.log|.index|.timeindex``)
+and ``leader-epoch-checkpoint``. Batches stay bytes: the leader path rewrites baseOffset and
+partitionLeaderEpoch in place (neither is under the CRC) and never decodes records.
+
+Durability follows Kafka's defaults: no fsync per append (the page cache survives a process
+crash; replication covers machine loss). Segments are fsynced when they roll, when
+``flush.messages`` / ``flush.ms`` say so, and on close; ``recovery_point`` is the offset below which
+everything is known to be on disk, and recovery after an unclean stop scans from there.
+Deleted segments are renamed to ``.deleted`` and removed at once (Kafka waits
+``file.delete.delay.ms`` before removing them; we do not need to, reads are serialised by the lock).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import threading
+from bisect import bisect_right
+from dataclasses import dataclass
+from typing import Callable, Iterable, NamedTuple
+
+from odradek.protocol.errors import (  # type: ignore[attr-defined]
+    MessageTooLargeError, OffsetOutOfRangeError, RecordListTooLargeError,
+)
+from odradek.protocol.records import (
+    LOG_APPEND_TIME, NO_PARTITION_LEADER_EPOCH, RecordBatchView, set_base_offset,
+    set_partition_leader_epoch,
+)
+
+from .checkpoints import LEADER_EPOCH_CHECKPOINT, LeaderEpochCheckpointFile
+from .leader_epoch_cache import LeaderEpochFileCache
+from .log_config import LogConfig
+from .offset_index import CorruptIndexError
+from .segment import (
+    CLEANED_SUFFIX, DELETED_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, SWAP_SUFFIX, TIME_INDEX_SUFFIX,
+    LogSegment, now_ms, parse_base_offset, walk_headers,
+)
+from .time_index import NO_TIMESTAMP
+
+EARLIEST_TIMESTAMP = -2
+LATEST_TIMESTAMP = -1
+_DIR_RE = re.compile(r"^(.+)-(\d+)$")
+
+
+class UnexpectedAppendOffsetError(Exception):
+    """A follower append whose first offset is below the log end offset."""
+
+
+def log_dir_name(topic: str, partition: int) -> str:
+    return f"{topic}-{partition}"
+
+
+def parse_topic_partition(name: str) -> tuple[str, int]:
+    """``my-topic-3`` -> ("my-topic", 3); ValueError for anything else."""
+    match = _DIR_RE.match(os.path.basename(name.rstrip("/")))
+    if not match:
+        raise ValueError(f"{name!r} is not a <topic>-<partition> directory name")
+    return match.group(1), int(match.group(2))
+
+
+@dataclass
+class LogAppendInfo:
+    first_offset: int
+    last_offset: int
+    max_timestamp: int
+    offset_of_max_timestamp: int
+    log_append_time: int  # -1 unless message.timestamp.type=LogAppendTime
+    log_start_offset: int
+    num_messages: int
+    valid_bytes: int
+    rolled: bool = False
+
+
+class FetchDataInfo(NamedTuple):
+    fetch_offset: int
+    records: bytes  # whole batches; empty at the log end or under max_offset
+    segment_base_offset: int
+    position: int
+
+
+Clock = Callable[[], int]
+
+
+class Log:
+    def __init__(self, directory: str, config: LogConfig | None = None, *, recovery_point: int = 0,
+                 log_start_offset: int = 0, high_watermark: int = 0, had_clean_shutdown: bool = False,
+                 clock: Clock = now_ms) -> None:
+        self.dir = directory
+        self.config = config or LogConfig()
+        self._clock = clock
+        self._lock = threading.RLock()
+        os.makedirs(directory, exist_ok=True)
+        self.topic, self.partition = parse_topic_partition(directory)
+        self.leader_epoch_cache = LeaderEpochFileCache(
+            LeaderEpochCheckpointFile(os.path.join(directory, LEADER_EPOCH_CHECKPOINT)))
+        self._segments: dict[int, LogSegment] = {}
+        self._bases: list[int] = []
+        self.recovery_point = recovery_point
+        self.recovered_bytes_truncated = 0
+        self._load_segments(had_clean_shutdown, log_start_offset)
+        leo = self.log_end_offset
+        self.recovery_point = min(self.recovery_point, leo)
+        self.log_start_offset = max(log_start_offset, self._bases[0])
+        if self.log_start_offset > leo:  # a checkpoint newer than the data (should not happen)
+            self.log_start_offset = leo
+        self.high_watermark = min(max(high_watermark, self.log_start_offset), leo)
+        self.leader_epoch_cache.truncate_from_end(leo)
+        self.leader_epoch_cache.truncate_from_start(self.log_start_offset)
+        self._unflushed_messages = 0
+        self._last_flush_ms = clock()
+
+    # -- loading and recovery ---------------------------------------------------------------------
+
+    def _new_segment(self, base_offset: int) -> LogSegment:
+        return LogSegment(self.dir, base_offset, index_interval_bytes=self.config.index_interval_bytes,
+                          max_index_size=self.config.max_index_size, clock=self._clock)
+
+    def _add_segment(self, segment: LogSegment) -> None:
+        if segment.base_offset not in self._segments:
+            self._bases.insert(bisect_right(self._bases, segment.base_offset), segment.base_offset)
+        self._segments[segment.base_offset] = segment
+
+    def _load_segments(self, had_clean_shutdown: bool, log_start_offset: int) -> None:
+        names = os.listdir(self.dir)
+        for name in names:  # leftovers of deletion, cleaning or checkpoint writes
+            if name.endswith((DELETED_SUFFIX, CLEANED_SUFFIX, SWAP_SUFFIX, ".tmp")):
+                os.unlink(os.path.join(self.dir, name))
+        names = os.listdir(self.dir)
+        log_bases = {parse_base_offset(n) for n in names if n.endswith(LOG_SUFFIX)}
+        for name in names:  # indexes without a log file
+            if name.endswith((INDEX_SUFFIX, TIME_INDEX_SUFFIX)) and parse_base_offset(name) not in log_bases:
+                os.unlink(os.path.join(self.dir, name))
+        recovered: set[int] = set()
+        for base in sorted(log_bases):
+            segment = self._new_segment(base)
+            try:
+                if segment.indexes_were_missing:
+                    raise CorruptIndexError("missing index files")
+                segment.sanity_check()
+            except CorruptIndexError:
+                self.recovered_bytes_truncated += segment.recover()
+                recovered.add(base)
+            self._add_segment(segment)
+        if not self._segments:
+            self._add_segment(self._new_segment(log_start_offset))
+            return
+        if not had_clean_shutdown:
+            self._recover_from(self.recovery_point, recovered)
+
+    def _recover_from(self, recovery_point: int, already: set[int]) -> None:
+        """Scan every segment holding offsets >= recovery point; cut at the first invalid batch."""
+        bases = list(self._bases)
+        for i, base in enumerate(bases):
+            segment = self._segments[base]
+            upper = bases[i + 1] if i + 1 < len(bases) else None
+            if upper is not None and upper <= recovery_point:
+                continue
+            truncated = 0 if base in already else segment.recover()
+            self.recovered_bytes_truncated += truncated
+            if truncated:
+                for later in bases[i + 1:]:
+                    self._remove_segment(later)
+                break
+        if not self._segments:
+            self._add_segment(self._new_segment(recovery_point))
+
+    # -- facts ------------------------------------------------------------------------------------
+
+    @property
+    def name(self) -> str:
+        return log_dir_name(self.topic, self.partition)
+
+    @property
+    def active_segment(self) -> LogSegment:
+        return self._segments[self._bases[-1]]
+
+    @property
+    def segments(self) -> list[LogSegment]:
+        return [self._segments[b] for b in self._bases]
+
+    @property
+    def num_segments(self) -> int:
+        return len(self._bases)
+
+    @property
+    def log_end_offset(self) -> int:
+        return self.active_segment.next_offset
+
+    @property
+    def size(self) -> int:
+        return sum(s.size for s in self._segments.values())
+
+    @property
+    def latest_epoch(self) -> int:
+        return self.leader_epoch_cache.latest_epoch
+
+    def _floor_segment(self, offset: int) -> LogSegment | None:
+        i = bisect_right(self._bases, offset)
+        return self._segments[self._bases[i - 1]] if i else None
+
+    # -- appending --------------------------------------------------------------------------------
+
+    def append_as_leader(self, records: bytearray | memoryview, leader_epoch: int) -> LogAppendInfo:
+        """Assign offsets to already-validated batches (rewritten in place) and append them."""
+        with self._lock:
+            headers = self._check_batches(records)
+            log_append = self.config.message_timestamp_type == "LogAppendTime"
+            now = self._clock() if log_append else NO_TIMESTAMP
+            first = offset = self.log_end_offset
+            max_ts, offset_of_max_ts = NO_TIMESTAMP, first
+            for h in headers:
+                set_base_offset(records, offset, h.position)
+                set_partition_leader_epoch(records, leader_epoch, h.position)
+                last = offset + (h.last_offset - h.base_offset)
+                batch_max_ts = h.max_timestamp
+                if log_append:
+                    view = RecordBatchView(records, h.position)
+                    if view.timestamp_type != LOG_APPEND_TIME or view.max_timestamp != now:
+                        view.set_log_append_time(now)
+                    batch_max_ts = now
+                if batch_max_ts > max_ts:
+                    max_ts, offset_of_max_ts = batch_max_ts, last
+                offset = last + 1
+            info = LogAppendInfo(first, offset - 1, max_ts, offset_of_max_ts, now, self.log_start_offset,
+                                 offset - first, len(records))
+            if leader_epoch != NO_PARTITION_LEADER_EPOCH:
+                self.leader_epoch_cache.assign(leader_epoch, first)
+            info.rolled = self._append(records, info)
+            return info
+
+    def append_as_follower(self, records: bytes | bytearray | memoryview) -> LogAppendInfo:
+        """Append batches replicated from the leader, keeping their offsets and epochs."""
+        with self._lock:
+            headers = self._check_batches(records)
+            first = headers[0].base_offset
+            if first < self.log_end_offset:
+                raise UnexpectedAppendOffsetError(
+                    f"{self.name}: first offset {first} is below the log end offset {self.log_end_offset}")
+            max_ts, offset_of_max_ts, previous = NO_TIMESTAMP, first, first - 1
+            for h in headers:
+                if h.base_offset <= previous:
+                    raise UnexpectedAppendOffsetError(f"{self.name}: offsets go backwards at {h.base_offset}")
+                previous = h.last_offset
+                if h.max_timestamp > max_ts:
+                    max_ts, offset_of_max_ts = h.max_timestamp, h.last_offset
+                epoch = RecordBatchView(records, h.position).partition_leader_epoch
+                if epoch >= 0:
+                    self.leader_epoch_cache.assign(epoch, h.base_offset)
+            info = LogAppendInfo(first, headers[-1].last_offset, max_ts, offset_of_max_ts, NO_TIMESTAMP,
+                                 self.log_start_offset, headers[-1].last_offset - first + 1, len(records))
+            info.rolled = self._append(records, info)
+            return info
+
+    def _check_batches(self, records: bytes | bytearray | memoryview) -> list:
+        headers = list(walk_headers(records))
+        if not headers:
+            raise ValueError("no complete record batch to append")
+        end = headers[-1].position + headers[-1].size
+        if end != len(records):
+            raise ValueError(f"{len(records) - end} trailing bytes after the last batch")
+        for h in headers:
+            if h.size > self.config.max_message_bytes:
+                raise MessageTooLargeError(
+                    f"batch of {h.size} bytes exceeds max.message.bytes {self.config.max_message_bytes}")
+        if len(records) > self.config.segment_bytes:
+            raise RecordListTooLargeError(
+                f"{len(records)} bytes exceed segment.bytes {self.config.segment_bytes}")
+        return headers
+
+    def _append(self, records, info: LogAppendInfo) -> bool:
+        rolled = self._maybe_roll(len(records), info)
+        self.active_segment.append(records, info.last_offset, info.max_timestamp, info.offset_of_max_timestamp)
+        self._unflushed_messages += info.num_messages
+        if self._unflushed_messages >= self.config.flush_interval_messages:
+            self.flush()
+        return rolled
+
+    def _maybe_roll(self, size: int, info: LogAppendInfo) -> bool:
+        segment = self.active_segment
+        if segment.should_roll(messages_size=size, max_timestamp=info.max_timestamp, max_offset=info.last_offset,
+                               now=self._clock(), segment_bytes=self.config.segment_bytes,
+                               segment_ms=self.config.segment_ms):
+            self.roll(info.first_offset)
+            return True
+        return False
+
+    def roll(self, expected_next_offset: int | None = None) -> LogSegment:
+        """Start a new active segment at the log end offset; flush the old ones."""
+        with self._lock:
+            new_base = max(self.log_end_offset, expected_next_offset or 0)
+            active = self.active_segment
+            if active.base_offset == new_base and active.size == 0:
+                return active  # nothing to roll away from
+            active.on_become_inactive()
+            if new_base in self._segments:
+                self._remove_segment(new_base)
+            segment = self._new_segment(new_base)
+            self._add_segment(segment)
+            self.flush(new_base)
+            return segment
+
+    # -- flushing ---------------------------------------------------------------------------------
+
+    def flush(self, offset: int | None = None) -> None:
+        """fsync every segment holding offsets in [recovery_point, offset); advance the recovery point."""
+        with self._lock:
+            leo = self.log_end_offset
+            offset = leo if offset is None else min(offset, leo)
+            if offset <= self.recovery_point:
+                return
+            for i, base in enumerate(self._bases):
+                upper = self._bases[i + 1] if i + 1 < len(self._bases) else None
+                if base < offset and (upper is None or upper > self.recovery_point):
+                    self._segments[base].flush()
+            self.recovery_point = offset
+            self._last_flush_ms = self._clock()
+            if offset == leo:
+                self._unflushed_messages = 0
+
+    def flush_if_due(self) -> bool:
+        """Flush when ``flush.ms`` has passed since the last flush (the log flusher's job)."""
+        if self.recovery_point < self.log_end_offset and \
+                self._clock() - self._last_flush_ms >= self.config.flush_interval_ms:
+            self.flush()
+            return True
+        return False
+
+    # -- reading ----------------------------------------------------------------------------------
+
+    def read(self, offset: int, max_bytes: int, max_offset: int | None = None,
+             min_one_batch: bool = True) -> FetchDataInfo:
+        """Whole batches from the one containing ``offset``; ``max_offset`` bounds them (exclusive)."""
+        with self._lock:
+            leo = self.log_end_offset
+            if offset < self.log_start_offset or offset > leo:
+                raise OffsetOutOfRangeError(
+                    f"{self.name}: offset {offset} is outside [{self.log_start_offset}, {leo}]")
+            empty = FetchDataInfo(offset, b"", self.active_segment.base_offset, self.active_segment.size)
+            if offset == leo or (max_offset is not None and offset >= max_offset):
+                return empty
+            i = max(bisect_right(self._bases, offset) - 1, 0)
+            for base in self._bases[i:]:
+                result = self._segments[base].read(offset, max_bytes, min_one_batch=min_one_batch,
+                                                   max_offset=max_offset)
+                if result is not None:
+                    return FetchDataInfo(offset, result.records, base, result.position)
+            return empty
+
+    def fetch_offset_by_timestamp(self, timestamp: int) -> tuple[int, int] | None:
+        """ListOffsets: (timestamp, offset) of the first record with ts >= target; -1 latest, -2 earliest."""
+        with self._lock:
+            if timestamp == LATEST_TIMESTAMP:
+                return NO_TIMESTAMP, self.log_end_offset
+            if timestamp == EARLIEST_TIMESTAMP:
+                return NO_TIMESTAMP, self.log_start_offset
+            for segment in self.segments:
+                if segment.size and segment.max_timestamp_so_far >= timestamp and \
+                        segment.next_offset > self.log_start_offset:
+                    found = segment.find_offset_by_timestamp(timestamp, self.log_start_offset)
+                    if found is not None:
+                        return found
+            return None
+
+    # -- high watermark and log start offset ------------------------------------------------------
+
+    def update_high_watermark(self, offset: int) -> int:
+        with self._lock:
+            self.high_watermark = min(max(offset, self.log_start_offset), self.log_end_offset)
+            return self.high_watermark
+
+    def maybe_increment_log_start_offset(self, new_start: int) -> bool:
+        """DeleteRecords: move the log start offset forward (never past the high watermark)."""
+        with self._lock:
+            if new_start > self.high_watermark:
+                raise OffsetOutOfRangeError(
+                    f"{self.name}: log start offset {new_start} is above the high watermark {self.high_watermark}")
+            if new_start <= self.log_start_offset:
+                return False
+            self.log_start_offset = new_start
+            self.leader_epoch_cache.truncate_from_start(new_start)
+            return True
+
+    # -- retention --------------------------------------------------------------------------------
+
+    def delete_old_segments(self) -> int:
+        """One retention pass: log-start-offset breach, then retention.ms and retention.bytes."""
+        with self._lock:
+            deleted = self._delete_segments_while(lambda seg, nxt: nxt is not None and
+                                                  nxt.base_offset <= self.log_start_offset)
+            if not self.config.delete_enabled:
+                return deleted
+            if self.config.retention_ms >= 0:
+                now = self._clock()
+                deleted += self._delete_segments_while(
+                    lambda seg, nxt: now - seg.largest_timestamp > self.config.retention_ms)
+            if self.config.retention_bytes >= 0:
+                excess = [self.size - self.config.retention_bytes]
+
+                def over_size(seg: LogSegment, nxt: LogSegment | None) -> bool:
+                    if excess[0] - seg.size >= 0:
+                        excess[0] -= seg.size
+                        return True
+                    return False
+                deleted += self._delete_segments_while(over_size)
+            return deleted
+
+    def _delete_segments_while(self, predicate: Callable[[LogSegment, LogSegment | None], bool]) -> int:
+        doomed: list[LogSegment] = []
+        segments = self.segments
+        for i, segment in enumerate(segments):
+            nxt = segments[i + 1] if i + 1 < len(segments) else None
+            upper = nxt.base_offset if nxt is not None else self.log_end_offset
+            if upper > self.high_watermark or (nxt is None and segment.size == 0):
+                break
+            if not predicate(segment, nxt):
+                break
+            doomed.append(segment)
+        if not doomed:
+            return 0
+        if len(doomed) == len(segments):  # always keep one segment: roll a new empty one
+            self.roll()
+        for segment in doomed:
+            self._remove_segment(segment.base_offset)
+        new_start = max(self.log_start_offset, self._bases[0])
+        if new_start > self.log_start_offset:
+            self.log_start_offset = new_start
+            self.leader_epoch_cache.truncate_from_start(new_start)
+        return len(doomed)
+
+    def _remove_segment(self, base: int) -> None:
+        segment = self._segments.pop(base)
+        self._bases.remove(base)
+        segment.close_handlers()
+        segment.change_file_suffixes("", DELETED_SUFFIX)
+        segment.delete()
+
+    # -- truncation (followers) -------------------------------------------------------------------
+
+    def truncate_to(self, target_offset: int) -> bool:
+        """Remove everything from ``target_offset`` on; True if anything was removed."""
+        if target_offset < 0:
+            raise ValueError(f"cannot truncate to a negative offset {target_offset}")
+        with self._lock:
+            if target_offset >= self.log_end_offset:
+                return False
+            if target_offset < self._bases[0]:
+                self.truncate_fully_and_start_at(target_offset)
+                return True
+            for base in [b for b in self._bases if b > target_offset]:
+                self._remove_segment(base)
+            self.active_segment.truncate_to(target_offset)
+            self._after_truncation(target_offset)
+            self.log_start_offset = min(self.log_start_offset, target_offset)
+            return True
+
+    def truncate_fully_and_start_at(self, new_offset: int) -> None:
+        """Delete every segment and restart the log empty at ``new_offset``."""
+        with self._lock:
+            for base in list(self._bases):
+                self._remove_segment(base)
+            self._add_segment(self._new_segment(new_offset))
+            self.leader_epoch_cache.clear_and_flush()
+            self.log_start_offset = new_offset
+            self.recovery_point = new_offset
+            self.high_watermark = new_offset
+            self._unflushed_messages = 0
+
+    def _after_truncation(self, target_offset: int) -> None:
+        leo = self.log_end_offset
+        self.leader_epoch_cache.truncate_from_end(leo)
+        self.recovery_point = min(self.recovery_point, leo)
+        self.high_watermark = min(self.high_watermark, leo)
+
+    # -- lifecycle --------------------------------------------------------------------------------
+
+    def close(self) -> None:
+        with self._lock:
+            for segment in self._segments.values():
+                segment.close()
+
+    def delete(self) -> None:
+        """Close every file and remove the directory."""
+        with self._lock:
+            for segment in self._segments.values():
+                segment.close_handlers()
+            self._segments.clear()
+            self._bases.clear()
+            shutil.rmtree(self.dir, ignore_errors=True)
+
+    def rename_dir(self, new_dir: str) -> None:
+        with self._lock:
+            os.rename(self.dir, new_dir)
+            self.dir = new_dir
+            for segment in self._segments.values():
+                segment.dir = new_dir
+                segment.log_path = os.path.join(new_dir, os.path.basename(segment.log_path))
+                for index in (segment.offset_index, segment.time_index):
+                    index.path = os.path.join(new_dir, os.path.basename(index.path))
+            self.leader_epoch_cache.checkpoint.path = os.path.join(new_dir, LEADER_EPOCH_CHECKPOINT)
+            self.leader_epoch_cache.checkpoint._file.path = self.leader_epoch_cache.checkpoint.path
+
+    def __repr__(self) -> str:
+        return (f"Log({self.name}, start={self.log_start_offset}, end={self.log_end_offset}, "
+                f"segments={len(self._bases)})")
+
+
+def iter_segment_bases(directory: str) -> Iterable[int]:
+    return sorted(parse_base_offset(n) for n in os.listdir(directory) if n.endswith(LOG_SUFFIX))

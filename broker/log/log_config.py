@@ -1,0 +1,93 @@
+"""Per-log settings under Kafka's topic-level names, built from broker defaults plus topic overrides.
+
+Broker-level keys (``log.segment.bytes``, ``log.retention.hours``, ...) are the defaults; topic
+keys (``segment.bytes``, ``retention.ms``, ...) override them. Values may be strings (properties).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import Any, Mapping
+
+_HOUR_MS = 3_600_000
+_MINUTE_MS = 60_000
+LONG_MAX = (1 << 63) - 1
+
+
+@dataclass(frozen=True)
+class LogConfig:
+    segment_bytes: int = 1024 * 1024 * 1024
+    segment_ms: int = 7 * 24 * _HOUR_MS
+    retention_bytes: int = -1
+    retention_ms: int = 7 * 24 * _HOUR_MS
+    index_interval_bytes: int = 4096
+    max_index_size: int = 10 * 1024 * 1024
+    flush_interval_messages: int = LONG_MAX
+    flush_interval_ms: int = LONG_MAX
+    file_delete_delay_ms: int = 60_000
+    message_timestamp_type: str = "CreateTime"
+    max_message_bytes: int = 1024 * 1024 + 12
+    cleanup_policy: str = "delete"
+    min_insync_replicas: int = 1
+
+    @property
+    def delete_enabled(self) -> bool:
+        return "delete" in self.cleanup_policy.split(",")
+
+    @property
+    def compact_enabled(self) -> bool:
+        return "compact" in self.cleanup_policy.split(",")
+
+    @classmethod
+    def from_props(cls, broker_defaults: Mapping[str, Any] | None = None,
+                   topic_overrides: Mapping[str, Any] | None = None) -> "LogConfig":
+        values: dict[str, Any] = {}
+        b = dict(broker_defaults or {})
+        for unit_key, factor in (("log.retention.hours", _HOUR_MS), ("log.retention.minutes", _MINUTE_MS),
+                                 ("log.retention.ms", 1)):
+            if b.get(unit_key) is not None:
+                values["retention_ms"] = int(b[unit_key]) * factor
+        for unit_key, factor in (("log.roll.hours", _HOUR_MS), ("log.roll.ms", 1)):
+            if b.get(unit_key) is not None:
+                values["segment_ms"] = int(b[unit_key]) * factor
+        for key, name in _BROKER_KEYS.items():
+            if b.get(key) is not None:
+                values[name] = b[key]
+        for key, value in (topic_overrides or {}).items():
+            if key in _TOPIC_KEYS and value is not None:
+                values[_TOPIC_KEYS[key]] = value
+            elif key in _FIELD_NAMES and value is not None:
+                values[key] = value
+        types = {f.name: f.type for f in fields(cls)}
+        return cls(**{k: (str(v) if types[k] in ("str", str) else int(v)) for k, v in values.items()})
+
+
+_BROKER_KEYS = {
+    "log.segment.bytes": "segment_bytes",
+    "log.retention.bytes": "retention_bytes",
+    "log.index.interval.bytes": "index_interval_bytes",
+    "log.index.size.max.bytes": "max_index_size",
+    "log.flush.interval.messages": "flush_interval_messages",
+    "log.flush.interval.ms": "flush_interval_ms",
+    "log.segment.delete.delay.ms": "file_delete_delay_ms",
+    "log.message.timestamp.type": "message_timestamp_type",
+    "message.max.bytes": "max_message_bytes",
+    "log.cleanup.policy": "cleanup_policy",
+    "min.insync.replicas": "min_insync_replicas",
+}
+_TOPIC_KEYS = {
+    "segment.bytes": "segment_bytes",
+    "segment.ms": "segment_ms",
+    "retention.bytes": "retention_bytes",
+    "retention.ms": "retention_ms",
+    "index.interval.bytes": "index_interval_bytes",
+    "segment.index.bytes": "max_index_size",
+    "flush.messages": "flush_interval_messages",
+    "flush.ms": "flush_interval_ms",
+    "file.delete.delay.ms": "file_delete_delay_ms",
+    "message.timestamp.type": "message_timestamp_type",
+    "max.message.bytes": "max_message_bytes",
+    "cleanup.policy": "cleanup_policy",
+    "min.insync.replicas": "min_insync_replicas",
+}
+_FIELD_NAMES = {f.name for f in fields(LogConfig)}

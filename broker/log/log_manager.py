@@ -1,0 +1,289 @@
+"""LogManager: the broker's log directories and every partition log in them.
+
+Per log dir: ``meta.properties`` (version=0, broker.id, cluster.id — refused on mismatch),
+``.lock`` (an exclusive flock so two brokers never share a dir), the three offset checkpoints
+(``recovery-point-offset-checkpoint``, ``log-start-offset-checkpoint``,
+``replication-offset-checkpoint``) and ``.kafka_cleanshutdown``, written by ``shutdown()`` and removed
+once the logs are loaded, so its absence on start means an unclean stop: every log is then
+recovered from its checkpointed recovery point. Deleted partitions are renamed
+``<topic>-<partition>.<uuid>-delete`` and removed; leftovers are removed on start.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import shutil
+import threading
+import uuid
+from typing import Any, Callable, Mapping
+
+from .checkpoints import (
+    LOG_START_OFFSET_CHECKPOINT, RECOVERY_POINT_CHECKPOINT, REPLICATION_OFFSET_CHECKPOINT, CheckpointError,
+    OffsetCheckpointFile, write_atomically,
+)
+from .log import Log, log_dir_name, parse_topic_partition
+from .log_config import LogConfig
+from .segment import now_ms
+
+META_PROPERTIES = "meta.properties"
+CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
+LOCK_FILE = ".lock"
+DELETE_DIR_SUFFIX = "-delete"
+FUTURE_DIR_SUFFIX = "-future"  # reserved for moving a replica between log dirs
+
+TopicPartition = tuple[str, int]
+
+
+class InconsistentBrokerMetadataError(Exception):
+    """meta.properties disagrees with the configuration or with another log dir."""
+
+
+class LogDirLockedError(Exception):
+    """Another process holds the log dir's ``.lock``."""
+
+
+def read_properties(path: str) -> dict[str, str]:
+    props: dict[str, str] = {}
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            line = line.strip()
+            if not line or line[0] in "#!":
+                continue
+            key, sep, value = line.partition("=")
+            if sep:
+                props[key.strip()] = value.strip()
+    return props
+
+
+def write_meta_properties(log_dir: str, broker_id: int, cluster_id: str | None) -> None:
+    lines = ["#", "#Written by odradek", "version=0", f"broker.id={broker_id}"]
+    if cluster_id is not None:
+        lines.append(f"cluster.id={cluster_id}")
+    write_atomically(os.path.join(log_dir, META_PROPERTIES), ("\n".join(lines) + "\n").encode())
+
+
+class LogManager:
+    def __init__(self, log_dirs: list[str], config_defaults: Mapping[str, Any] | None = None, *,
+                 broker_id: int | None = None, cluster_id: str | None = None,
+                 topic_configs: Mapping[str, Mapping[str, Any]] | None = None,
+                 clock: Callable[[], int] = now_ms) -> None:
+        if not log_dirs:
+            raise ValueError("at least one log dir is needed")
+        self.log_dirs = [os.path.abspath(d) for d in log_dirs]
+        if len(set(self.log_dirs)) != len(self.log_dirs):
+            raise ValueError(f"duplicate log dirs in {log_dirs}")
+        self.config_defaults = dict(config_defaults or {})
+        self.topic_configs: dict[str, dict[str, Any]] = {t: dict(c) for t, c in (topic_configs or {}).items()}
+        self.broker_id = broker_id
+        self.cluster_id = cluster_id
+        self._clock = clock
+        self._lock = threading.RLock()
+        self._logs: dict[TopicPartition, Log] = {}
+        self._dir_of: dict[TopicPartition, str] = {}
+        self._lock_fds: list[int] = []
+        self.had_clean_shutdown: dict[str, bool] = {}
+        for d in self.log_dirs:
+            os.makedirs(d, exist_ok=True)
+            self._lock_dir(d)
+        self._check_meta_properties()
+        for d in self.log_dirs:
+            self._load_logs(d)
+
+    # -- start ------------------------------------------------------------------------------------
+
+    def _lock_dir(self, d: str) -> None:
+        fd = os.open(os.path.join(d, LOCK_FILE), os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            self._release_locks()
+            raise LogDirLockedError(f"log dir {d} is in use by another process") from None
+        self._lock_fds.append(fd)
+
+    def _release_locks(self) -> None:
+        for fd in self._lock_fds:
+            os.close(fd)
+        self._lock_fds.clear()
+
+    def _check_meta_properties(self) -> None:
+        seen_cluster: tuple[str, str] | None = None
+        for d in self.log_dirs:
+            path = os.path.join(d, META_PROPERTIES)
+            if not os.path.exists(path):
+                continue
+            props = read_properties(path)
+            if props.get("version") != "0":
+                self._fail(f"{path}: unsupported version {props.get('version')!r} (expected 0)")
+            stored_id = props.get("broker.id")
+            if self.broker_id is not None and stored_id is not None and int(stored_id) != self.broker_id:
+                self._fail(f"stored broker.id {stored_id} in {path} doesn't match the configured "
+                           f"broker.id {self.broker_id}")
+            stored_cluster = props.get("cluster.id")
+            if stored_cluster is not None:
+                if self.cluster_id is not None and stored_cluster != self.cluster_id:
+                    self._fail(f"the cluster id {self.cluster_id} doesn't match the stored cluster.id "
+                               f"{stored_cluster} in {path}")
+                if seen_cluster is not None and seen_cluster[0] != stored_cluster:
+                    self._fail(f"log dirs disagree on cluster.id: {seen_cluster[0]} in {seen_cluster[1]}, "
+                               f"{stored_cluster} in {path}")
+                seen_cluster = (stored_cluster, path)
+            if self.broker_id is None and stored_id is not None:
+                self.broker_id = int(stored_id)
+        if self.cluster_id is None and seen_cluster is not None:
+            self.cluster_id = seen_cluster[0]
+        if self.broker_id is not None:
+            for d in self.log_dirs:
+                props = {}
+                path = os.path.join(d, META_PROPERTIES)
+                if os.path.exists(path):
+                    props = read_properties(path)
+                if props.get("broker.id") != str(self.broker_id) or (
+                        self.cluster_id is not None and props.get("cluster.id") != self.cluster_id):
+                    write_meta_properties(d, self.broker_id, self.cluster_id)
+
+    def _fail(self, message: str) -> None:
+        self._release_locks()
+        raise InconsistentBrokerMetadataError(message)
+
+    @staticmethod
+    def _read_checkpoint(path: str) -> dict[TopicPartition, int]:
+        try:
+            return OffsetCheckpointFile(path).read()
+        except (CheckpointError, OSError):
+            return {}  # unreadable: recover everything from 0, as Kafka does
+
+    def _load_logs(self, d: str) -> None:
+        marker = os.path.join(d, CLEAN_SHUTDOWN_FILE)
+        clean = os.path.exists(marker)
+        self.had_clean_shutdown[d] = clean
+        recovery_points = self._read_checkpoint(os.path.join(d, RECOVERY_POINT_CHECKPOINT))
+        start_offsets = self._read_checkpoint(os.path.join(d, LOG_START_OFFSET_CHECKPOINT))
+        high_watermarks = self._read_checkpoint(os.path.join(d, REPLICATION_OFFSET_CHECKPOINT))
+        for name in sorted(os.listdir(d)):
+            path = os.path.join(d, name)
+            if not os.path.isdir(path):
+                continue
+            if name.endswith(DELETE_DIR_SUFFIX):
+                shutil.rmtree(path, ignore_errors=True)
+                continue
+            if name.endswith(FUTURE_DIR_SUFFIX):
+                continue
+            try:
+                tp = parse_topic_partition(name)
+            except ValueError:
+                continue
+            if tp in self._logs:
+                raise InconsistentBrokerMetadataError(
+                    f"duplicate log directories for {name}: {self._dir_of[tp]} and {d}")
+            log = Log(path, self._config_for(tp[0]), recovery_point=recovery_points.get(tp, 0),
+                      log_start_offset=start_offsets.get(tp, 0), high_watermark=high_watermarks.get(tp, 0),
+                      had_clean_shutdown=clean, clock=self._clock)
+            self._logs[tp] = log
+            self._dir_of[tp] = d
+        if clean:
+            os.unlink(marker)
+
+    def _config_for(self, topic: str, overrides: Mapping[str, Any] | None = None) -> LogConfig:
+        topic_overrides = dict(self.topic_configs.get(topic, {}))
+        topic_overrides.update(overrides or {})
+        return LogConfig.from_props(self.config_defaults, topic_overrides)
+
+    # -- logs -------------------------------------------------------------------------------------
+
+    def get_log(self, topic: str, partition: int) -> Log | None:
+        return self._logs.get((topic, partition))
+
+    def all_logs(self) -> list[Log]:
+        return list(self._logs.values())
+
+    def _next_log_dir(self) -> str:
+        counts = {d: 0 for d in self.log_dirs}
+        for d in self._dir_of.values():
+            counts[d] += 1
+        return min(self.log_dirs, key=lambda d: (counts[d], self.log_dirs.index(d)))
+
+    def get_or_create_log(self, topic: str, partition: int,
+                          topic_config: Mapping[str, Any] | None = None) -> Log:
+        if not topic or "/" in topic or topic in (".", "..") or partition < 0:
+            raise ValueError(f"invalid topic partition {topic!r}-{partition}")
+        with self._lock:
+            tp = (topic, partition)
+            log = self._logs.get(tp)
+            if log is not None:
+                return log
+            if topic_config:
+                self.topic_configs.setdefault(topic, {}).update(topic_config)
+            d = self._next_log_dir()
+            log = Log(os.path.join(d, log_dir_name(topic, partition)), self._config_for(topic),
+                      had_clean_shutdown=True, clock=self._clock)
+            self._logs[tp] = log
+            self._dir_of[tp] = d
+            return log
+
+    def update_topic_config(self, topic: str, overrides: Mapping[str, Any]) -> None:
+        with self._lock:
+            self.topic_configs[topic] = dict(overrides)
+            for (t, _), log in self._logs.items():
+                if t == topic:
+                    log.config = self._config_for(topic)
+
+    def delete_log(self, topic: str, partition: int) -> bool:
+        """Rename the partition dir to ``…-delete`` and remove it; False if there was no such log."""
+        with self._lock:
+            tp = (topic, partition)
+            log = self._logs.pop(tp, None)
+            if log is None:
+                return False
+            d = self._dir_of.pop(tp)
+            log.close()
+            doomed = os.path.join(d, f"{log_dir_name(topic, partition)}.{uuid.uuid4().hex}{DELETE_DIR_SUFFIX}")
+            log.rename_dir(doomed)
+            log.delete()
+            return True
+
+    # -- checkpoints ------------------------------------------------------------------------------
+
+    def _checkpoint(self, filename: str, value: Callable[[Log], int]) -> None:
+        with self._lock:
+            for d in self.log_dirs:
+                offsets = {tp: value(log) for tp, log in self._logs.items() if self._dir_of[tp] == d}
+                OffsetCheckpointFile(os.path.join(d, filename)).write(offsets)
+
+    def checkpoint_recovery_points(self) -> None:
+        self._checkpoint(RECOVERY_POINT_CHECKPOINT, lambda log: log.recovery_point)
+
+    def checkpoint_log_start_offsets(self) -> None:
+        self._checkpoint(LOG_START_OFFSET_CHECKPOINT, lambda log: log.log_start_offset)
+
+    def checkpoint_high_watermarks(self) -> None:
+        self._checkpoint(REPLICATION_OFFSET_CHECKPOINT, lambda log: log.high_watermark)
+
+    # -- periodic work ----------------------------------------------------------------------------
+
+    def cleanup_logs(self) -> int:
+        """Retention pass over every log; returns the number of segments deleted."""
+        deleted = 0
+        for log in self.all_logs():
+            deleted += log.delete_old_segments()
+        if deleted:
+            self.checkpoint_log_start_offsets()
+        return deleted
+
+    def flush_dirty_logs(self) -> int:
+        return sum(1 for log in self.all_logs() if log.flush_if_due())
+
+    def shutdown(self) -> None:
+        """Flush and close every log, write the checkpoints and the clean-shutdown marker."""
+        with self._lock:
+            for log in self._logs.values():
+                log.flush()
+            self.checkpoint_recovery_points()
+            self.checkpoint_log_start_offsets()
+            self.checkpoint_high_watermarks()
+            for log in self._logs.values():
+                log.close()
+            for d in self.log_dirs:
+                write_atomically(os.path.join(d, CLEAN_SHUTDOWN_FILE), b"")
+            self._release_locks()

@@ -1,0 +1,176 @@
+"""The offset index (``.index``): sparse (relative offset int32, file position int32) entries.
+
+Format (Kafka's): 8-byte big-endian entries, the offset relative to the segment's base offset and
+the byte position of a batch in the ``.log`` file. One entry is written every
+``index.interval.bytes`` of appended data, keyed by the last offset of the batch written at that
+position, so ``lookup(target)`` gives a position from which a forward scan of batch headers
+finds the batch containing ``target``.
+
+Files here are append-only and always hold exactly their entries (Kafka preallocates and mmaps
+``segment.index.bytes`` and trims on roll; we keep entries in memory and only enforce the same
+maximum, ``max_index_size``, as the "index full" roll trigger). A file whose length is not a
+whole number of entries, or whose entries are not increasing, fails ``sanity_check()`` and is
+rebuilt by the segment's recovery.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+from bisect import bisect_left, bisect_right
+from typing import NamedTuple
+
+DEFAULT_MAX_INDEX_SIZE = 10 * 1024 * 1024
+_INT32_MAX = 0x7FFFFFFF
+
+
+class CorruptIndexError(Exception):
+    """An index file that cannot be trusted; the segment rebuilds it from its log file."""
+
+
+class IndexOffsetOverflowError(Exception):
+    """An offset that does not fit the index's int32 relative form (the segment must roll)."""
+
+
+class OffsetPosition(NamedTuple):
+    offset: int
+    position: int
+
+
+class AppendOnlyIndex:
+    """Shared machinery: a file of fixed-size entries mirrored by two in-memory key/value lists."""
+
+    ENTRY: struct.Struct
+
+    def __init__(self, path: str, base_offset: int, max_index_size: int = DEFAULT_MAX_INDEX_SIZE) -> None:
+        self.path = path
+        self.base_offset = base_offset
+        self.max_entries = max(1, max_index_size // self.ENTRY.size)
+        self._keys: list[int] = []
+        self._values: list[int] = []
+        self._file_length = 0
+        self._fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
+        self._load()
+
+    # -- loading and checks -----------------------------------------------------------------------
+
+    def _load(self) -> None:
+        size = os.fstat(self._fd).st_size
+        self._file_length = size
+        data = os.pread(self._fd, size, 0) if size else b""
+        whole = len(data) - len(data) % self.ENTRY.size
+        for key, value in self.ENTRY.iter_unpack(data[:whole]):
+            self._decode_into(key, value)
+
+    def _decode_into(self, a: int, b: int) -> None:
+        raise NotImplementedError
+
+    def sanity_check(self) -> None:
+        """Raise CorruptIndexError when the file is not a clean sequence of increasing entries."""
+        if self._file_length % self.ENTRY.size:
+            raise CorruptIndexError(
+                f"{self.path}: length {self._file_length} is not a multiple of {self.ENTRY.size}")
+        self._check_entries()
+
+    def _check_entries(self) -> None:
+        raise NotImplementedError
+
+    # -- state ------------------------------------------------------------------------------------
+
+    @property
+    def entries(self) -> int:
+        return len(self._keys)
+
+    @property
+    def is_full(self) -> bool:
+        return len(self._keys) >= self.max_entries
+
+    @property
+    def size_in_bytes(self) -> int:
+        return len(self._keys) * self.ENTRY.size
+
+    def _relative(self, offset: int) -> int:
+        relative = offset - self.base_offset
+        if not 0 <= relative <= _INT32_MAX:
+            raise IndexOffsetOverflowError(
+                f"offset {offset} does not fit an index with base offset {self.base_offset}")
+        return relative
+
+    def _write(self, a: int, b: int) -> None:
+        os.write(self._fd, self.ENTRY.pack(a, b))
+        self._file_length += self.ENTRY.size
+
+    def _truncate_entries(self, count: int) -> None:
+        del self._keys[count:]
+        del self._values[count:]
+        os.ftruncate(self._fd, count * self.ENTRY.size)
+        self._file_length = count * self.ENTRY.size
+
+    def reset(self) -> None:
+        """Drop every entry (before a rebuild)."""
+        self._truncate_entries(0)
+
+    def flush(self) -> None:
+        os.fsync(self._fd)
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+    def delete(self) -> None:
+        self.close()
+        try:
+            os.unlink(self.path)
+        except FileNotFoundError:
+            pass
+
+    def rename(self, path: str) -> None:
+        os.rename(self.path, path)
+        self.path = path
+
+
+class OffsetIndex(AppendOnlyIndex):
+    ENTRY = struct.Struct(">ii")
+
+    def _decode_into(self, relative_offset: int, position: int) -> None:
+        self._keys.append(self.base_offset + relative_offset)
+        self._values.append(position)
+
+    def _check_entries(self) -> None:
+        keys, values = self._keys, self._values
+        for i in range(1, len(keys)):
+            if keys[i] <= keys[i - 1] or values[i] < values[i - 1]:
+                raise CorruptIndexError(f"{self.path}: entry {i} ({keys[i]}, {values[i]}) is not increasing")
+        if keys and (keys[0] < self.base_offset or values[0] < 0):
+            raise CorruptIndexError(f"{self.path}: first entry ({keys[0]}, {values[0]}) is invalid")
+
+    @property
+    def last_offset(self) -> int:
+        return self._keys[-1] if self._keys else self.base_offset
+
+    @property
+    def last_entry(self) -> OffsetPosition:
+        if not self._keys:
+            return OffsetPosition(self.base_offset, 0)
+        return OffsetPosition(self._keys[-1], self._values[-1])
+
+    def append(self, offset: int, position: int) -> None:
+        if self._keys and offset <= self._keys[-1]:
+            raise ValueError(f"offset {offset} is not larger than the last indexed offset {self._keys[-1]}")
+        if self.is_full:
+            raise ValueError(f"{self.path} is full ({self.entries} entries)")
+        self._write(self._relative(offset), position)
+        self._keys.append(offset)
+        self._values.append(position)
+
+    def lookup(self, target_offset: int) -> OffsetPosition:
+        """The largest entry whose offset is <= target, else (base_offset, 0)."""
+        i = bisect_right(self._keys, target_offset)
+        if i == 0:
+            return OffsetPosition(self.base_offset, 0)
+        return OffsetPosition(self._keys[i - 1], self._values[i - 1])
+
+    def truncate_to(self, offset: int) -> None:
+        """Remove every entry whose offset is >= ``offset``."""
+        self._truncate_entries(bisect_left(self._keys, offset))
