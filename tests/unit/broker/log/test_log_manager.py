@@ -1,0 +1,109 @@
+import os
+
+import pytest
+
+from odradek.broker.log import InconsistentBrokerMetadataError, LogDirLockedError, LogManager
+from odradek.broker.log.log_manager import read_properties
+
+from .helpers import make_batch
+
+
+def test_meta_properties_written_and_checked(tmp_path):
+    d = str(tmp_path / "d1")
+    manager = LogManager([d], broker_id=1, cluster_id="abc")
+    assert read_properties(os.path.join(d, "meta.properties")) == {
+        "version": "0", "broker.id": "1", "cluster.id": "abc"}
+    manager.shutdown()
+    with pytest.raises(InconsistentBrokerMetadataError, match="broker.id"):
+        LogManager([d], broker_id=2)
+    with pytest.raises(InconsistentBrokerMetadataError, match="cluster"):
+        LogManager([d], broker_id=1, cluster_id="other")
+    LogManager([d], broker_id=1, cluster_id="abc").shutdown()  # the lock was released by the failures
+
+
+def test_log_dirs_disagreeing_on_cluster_id(tmp_path):
+    a, b = str(tmp_path / "a"), str(tmp_path / "b")
+    LogManager([a], broker_id=1, cluster_id="x").shutdown()
+    LogManager([b], broker_id=1, cluster_id="y").shutdown()
+    with pytest.raises(InconsistentBrokerMetadataError):
+        LogManager([a, b], broker_id=1)
+
+
+def test_a_locked_dir_is_refused(tmp_path):
+    d = str(tmp_path / "d")
+    first = LogManager([d], broker_id=1)
+    with pytest.raises(LogDirLockedError):
+        LogManager([d], broker_id=1)
+    first.shutdown()
+
+
+def test_new_logs_go_to_the_least_loaded_dir(tmp_path):
+    dirs = [str(tmp_path / n) for n in ("a", "b", "c")]
+    manager = LogManager(dirs, broker_id=0)
+    for p in range(6):
+        manager.get_or_create_log("t", p)
+    counts = [len([n for n in os.listdir(d) if n.startswith("t-")]) for d in dirs]
+    assert counts == [2, 2, 2]
+    assert manager.get_or_create_log("t", 0) is manager.get_log("t", 0)
+    manager.shutdown()
+
+
+def test_clean_shutdown_checkpoints_and_reload(tmp_path):
+    d = str(tmp_path / "d")
+    manager = LogManager([d], {"log.segment.bytes": "1000"}, broker_id=0)
+    log = manager.get_or_create_log("orders", 0)
+    for _ in range(20):
+        log.append_as_leader(make_batch(3), 0)
+    log.update_high_watermark(60)
+    log.maybe_increment_log_start_offset(9)
+    manager.shutdown()
+    assert os.path.exists(os.path.join(d, ".kafka_cleanshutdown"))
+    assert open(os.path.join(d, "recovery-point-offset-checkpoint")).read() == "0\n1\norders 0 60\n"
+    assert open(os.path.join(d, "log-start-offset-checkpoint")).read() == "0\n1\norders 0 9\n"
+    assert open(os.path.join(d, "replication-offset-checkpoint")).read() == "0\n1\norders 0 60\n"
+
+    again = LogManager([d], {"log.segment.bytes": "1000"}, broker_id=0)
+    assert again.had_clean_shutdown[d]
+    assert not os.path.exists(os.path.join(d, ".kafka_cleanshutdown"))  # a crash from now on is unclean
+    reloaded = again.get_log("orders", 0)
+    assert (reloaded.log_start_offset, reloaded.log_end_offset, reloaded.high_watermark) == (9, 60, 60)
+    again.shutdown()
+
+
+def test_unclean_start_recovers_past_the_recovery_point(tmp_path):
+    d = str(tmp_path / "d")
+    manager = LogManager([d], {"log.segment.bytes": "1000"}, broker_id=0)
+    log = manager.get_or_create_log("orders", 0)
+    for _ in range(20):
+        log.append_as_leader(make_batch(3), 0)
+    manager.checkpoint_recovery_points()
+    rp = log.recovery_point
+    assert 0 < rp < 60
+    active = log.active_segment
+    with open(active.log_path, "ab") as f:
+        f.write(b"\x00" * 12 + b"junk")
+    manager._release_locks()  # simulated crash: no shutdown(), no marker
+    again = LogManager([d], {"log.segment.bytes": "1000"}, broker_id=0)
+    assert not again.had_clean_shutdown[d]
+    reloaded = again.get_log("orders", 0)
+    assert reloaded.recovered_bytes_truncated == 16
+    assert reloaded.log_end_offset == 60
+    again.shutdown()
+
+
+def test_delete_log_and_retention_pass(tmp_path):
+    d = str(tmp_path / "d")
+    manager = LogManager([d], {"log.segment.bytes": "500", "log.retention.ms": "1000"}, broker_id=0,
+                         clock=lambda: 10_000_000)
+    log = manager.get_or_create_log("old", 0, {"retention.ms": "1"})
+    for _ in range(10):
+        log.append_as_leader(make_batch(2, timestamp=5), 0)
+    log.update_high_watermark(log.log_end_offset)
+    assert log.config.retention_ms == 1
+    assert manager.cleanup_logs() > 0
+    assert "old 0 20" in open(os.path.join(d, "log-start-offset-checkpoint")).read()
+    assert manager.delete_log("old", 0)
+    assert not manager.delete_log("old", 0)
+    assert [n for n in os.listdir(d) if n.startswith("old")] == []
+    manager.shutdown()
+    assert "old" not in open(os.path.join(d, "recovery-point-offset-checkpoint")).read()
