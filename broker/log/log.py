@@ -15,12 +15,10 @@ Deleted segments are renamed to ``.deleted`` and removed at once (Kafka waits
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import threading
 from bisect import bisect_right
-from dataclasses import dataclass
-from typing import Callable, Iterable, NamedTuple
+from typing import Callable
 
 from odradek.protocol.errors import (  # type: ignore[attr-defined]
     MessageTooLargeError, OffsetOutOfRangeError, RecordListTooLargeError,
@@ -33,6 +31,9 @@ from odradek.protocol.records import (
 from .checkpoints import LEADER_EPOCH_CHECKPOINT, LeaderEpochCheckpointFile
 from .leader_epoch_cache import LeaderEpochFileCache
 from .log_config import LogConfig
+from .log_types import (
+    FetchDataInfo, LogAppendInfo, UnexpectedAppendOffsetError, log_dir_name, parse_topic_partition,
+)
 from .offset_index import CorruptIndexError
 from .segment import (
     CLEANED_SUFFIX, DELETED_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, SWAP_SUFFIX, TIME_INDEX_SUFFIX,
@@ -42,43 +43,6 @@ from .time_index import NO_TIMESTAMP
 
 EARLIEST_TIMESTAMP = -2
 LATEST_TIMESTAMP = -1
-_DIR_RE = re.compile(r"^(.+)-(\d+)$")
-
-
-class UnexpectedAppendOffsetError(Exception):
-    """A follower append whose first offset is below the log end offset."""
-
-
-def log_dir_name(topic: str, partition: int) -> str:
-    return f"{topic}-{partition}"
-
-
-def parse_topic_partition(name: str) -> tuple[str, int]:
-    """``my-topic-3`` -> ("my-topic", 3); ValueError for anything else."""
-    match = _DIR_RE.match(os.path.basename(name.rstrip("/")))
-    if not match:
-        raise ValueError(f"{name!r} is not a <topic>-<partition> directory name")
-    return match.group(1), int(match.group(2))
-
-
-@dataclass
-class LogAppendInfo:
-    first_offset: int
-    last_offset: int
-    max_timestamp: int
-    offset_of_max_timestamp: int
-    log_append_time: int  # -1 unless message.timestamp.type=LogAppendTime
-    log_start_offset: int
-    num_messages: int
-    valid_bytes: int
-    rolled: bool = False
-
-
-class FetchDataInfo(NamedTuple):
-    fetch_offset: int
-    records: bytes  # whole batches; empty at the log end or under max_offset
-    segment_base_offset: int
-    position: int
 
 
 Clock = Callable[[], int]
@@ -506,6 +470,3 @@ class Log:
         return (f"Log({self.name}, start={self.log_start_offset}, end={self.log_end_offset}, "
                 f"segments={len(self._bases)})")
 
-
-def iter_segment_bases(directory: str) -> Iterable[int]:
-    return sorted(parse_base_offset(n) for n in os.listdir(directory) if n.endswith(LOG_SUFFIX))
