@@ -1,7 +1,8 @@
 """Per-log settings under Kafka's topic-level names, built from broker defaults plus topic overrides.
 
-Broker-level keys (``log.segment.bytes``, ``log.retention.hours``, ...) are the defaults; topic
-keys (``segment.bytes``, ``retention.ms``, ...) override them. Values may be strings (properties).
+The broker's defaults arrive already translated to topic keys by ``KafkaConfig.topic_defaults()``
+(``log.segment.bytes`` -> ``segment.bytes``, ...); a topic's overrides use the same keys. Values may
+be strings (properties).
 """
 
 from __future__ import annotations
@@ -10,7 +11,6 @@ from dataclasses import dataclass, fields
 from typing import Any, Mapping
 
 _HOUR_MS = 3_600_000
-_MINUTE_MS = 60_000
 LONG_MAX = (1 << 63) - 1
 
 
@@ -39,42 +39,23 @@ class LogConfig:
         return "compact" in self.cleanup_policy.split(",")
 
     @classmethod
-    def from_props(cls, broker_defaults: Mapping[str, Any] | None = None,
+    def from_props(cls, topic_defaults: Mapping[str, Any] | None = None,
                    topic_overrides: Mapping[str, Any] | None = None) -> "LogConfig":
+        """From topic-level keys: the broker's effective defaults (``KafkaConfig.topic_defaults()``,
+        which already applied log.roll.hours/log.retention.minutes precedence) and a topic's overrides."""
         values: dict[str, Any] = {}
-        b = dict(broker_defaults or {})
-        for unit_key, factor in (("log.retention.hours", _HOUR_MS), ("log.retention.minutes", _MINUTE_MS),
-                                 ("log.retention.ms", 1)):
-            if b.get(unit_key) is not None:
-                values["retention_ms"] = int(b[unit_key]) * factor
-        for unit_key, factor in (("log.roll.hours", _HOUR_MS), ("log.roll.ms", 1)):
-            if b.get(unit_key) is not None:
-                values["segment_ms"] = int(b[unit_key]) * factor
-        for key, name in _BROKER_KEYS.items():
-            if b.get(key) is not None:
-                values[name] = b[key]
-        for key, value in (topic_overrides or {}).items():
-            if key in _TOPIC_KEYS and value is not None:
-                values[_TOPIC_KEYS[key]] = value
-            elif key in _FIELD_NAMES and value is not None:
-                values[key] = value
+        for source in (topic_defaults or {}, topic_overrides or {}):
+            for key, value in source.items():
+                if value is None or value == "":
+                    continue
+                if key in _TOPIC_KEYS:
+                    values[_TOPIC_KEYS[key]] = value
+                elif key in _FIELD_NAMES:
+                    values[key] = value
         types = {f.name: f.type for f in fields(cls)}
         return cls(**{k: (str(v) if types[k] in ("str", str) else int(v)) for k, v in values.items()})
 
 
-_BROKER_KEYS = {
-    "log.segment.bytes": "segment_bytes",
-    "log.retention.bytes": "retention_bytes",
-    "log.index.interval.bytes": "index_interval_bytes",
-    "log.index.size.max.bytes": "max_index_size",
-    "log.flush.interval.messages": "flush_interval_messages",
-    "log.flush.interval.ms": "flush_interval_ms",
-    "log.segment.delete.delay.ms": "file_delete_delay_ms",
-    "log.message.timestamp.type": "message_timestamp_type",
-    "message.max.bytes": "max_message_bytes",
-    "log.cleanup.policy": "cleanup_policy",
-    "min.insync.replicas": "min_insync_replicas",
-}
 _TOPIC_KEYS = {
     "segment.bytes": "segment_bytes",
     "segment.ms": "segment_ms",

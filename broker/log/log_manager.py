@@ -64,7 +64,7 @@ def write_meta_properties(log_dir: str, broker_id: int, cluster_id: str | None) 
 
 
 class LogManager:
-    def __init__(self, log_dirs: list[str], config_defaults: Mapping[str, Any] | None = None, *,
+    def __init__(self, log_dirs: list[str], topic_defaults: Mapping[str, Any] | None = None, *,
                  broker_id: int | None = None, cluster_id: str | None = None,
                  topic_configs: Mapping[str, Mapping[str, Any]] | None = None,
                  clock: Callable[[], int] = now_ms) -> None:
@@ -73,7 +73,7 @@ class LogManager:
         self.log_dirs = [os.path.abspath(d) for d in log_dirs]
         if len(set(self.log_dirs)) != len(self.log_dirs):
             raise ValueError(f"duplicate log dirs in {log_dirs}")
-        self.config_defaults = dict(config_defaults or {})
+        self.topic_defaults = dict(topic_defaults or {})
         self.topic_configs: dict[str, dict[str, Any]] = {t: dict(c) for t, c in (topic_configs or {}).items()}
         self.broker_id = broker_id
         self.cluster_id = cluster_id
@@ -188,7 +188,7 @@ class LogManager:
     def _config_for(self, topic: str, overrides: Mapping[str, Any] | None = None) -> LogConfig:
         topic_overrides = dict(self.topic_configs.get(topic, {}))
         topic_overrides.update(overrides or {})
-        return LogConfig.from_props(self.config_defaults, topic_overrides)
+        return LogConfig.from_props(self.topic_defaults, topic_overrides)
 
     # -- logs -------------------------------------------------------------------------------------
 

@@ -50,7 +50,7 @@ def test_new_logs_go_to_the_least_loaded_dir(tmp_path):
 
 def test_clean_shutdown_checkpoints_and_reload(tmp_path):
     d = str(tmp_path / "d")
-    manager = LogManager([d], {"log.segment.bytes": "1000"}, broker_id=0)
+    manager = LogManager([d], {"segment.bytes": "1000"}, broker_id=0)
     log = manager.get_or_create_log("orders", 0)
     for _ in range(20):
         log.append_as_leader(make_batch(3), 0)
@@ -62,7 +62,7 @@ def test_clean_shutdown_checkpoints_and_reload(tmp_path):
     assert open(os.path.join(d, "log-start-offset-checkpoint")).read() == "0\n1\norders 0 9\n"
     assert open(os.path.join(d, "replication-offset-checkpoint")).read() == "0\n1\norders 0 60\n"
 
-    again = LogManager([d], {"log.segment.bytes": "1000"}, broker_id=0)
+    again = LogManager([d], {"segment.bytes": "1000"}, broker_id=0)
     assert again.had_clean_shutdown[d]
     assert not os.path.exists(os.path.join(d, ".kafka_cleanshutdown"))  # a crash from now on is unclean
     reloaded = again.get_log("orders", 0)
@@ -72,7 +72,7 @@ def test_clean_shutdown_checkpoints_and_reload(tmp_path):
 
 def test_unclean_start_recovers_past_the_recovery_point(tmp_path):
     d = str(tmp_path / "d")
-    manager = LogManager([d], {"log.segment.bytes": "1000"}, broker_id=0)
+    manager = LogManager([d], {"segment.bytes": "1000"}, broker_id=0)
     log = manager.get_or_create_log("orders", 0)
     for _ in range(20):
         log.append_as_leader(make_batch(3), 0)
@@ -83,7 +83,7 @@ def test_unclean_start_recovers_past_the_recovery_point(tmp_path):
     with open(active.log_path, "ab") as f:
         f.write(b"\x00" * 12 + b"junk")
     manager._release_locks()  # simulated crash: no shutdown(), no marker
-    again = LogManager([d], {"log.segment.bytes": "1000"}, broker_id=0)
+    again = LogManager([d], {"segment.bytes": "1000"}, broker_id=0)
     assert not again.had_clean_shutdown[d]
     reloaded = again.get_log("orders", 0)
     assert reloaded.recovered_bytes_truncated == 16
@@ -93,7 +93,7 @@ def test_unclean_start_recovers_past_the_recovery_point(tmp_path):
 
 def test_delete_log_and_retention_pass(tmp_path):
     d = str(tmp_path / "d")
-    manager = LogManager([d], {"log.segment.bytes": "500", "log.retention.ms": "1000"}, broker_id=0,
+    manager = LogManager([d], {"segment.bytes": "500", "retention.ms": "1000"}, broker_id=0,
                          clock=lambda: 10_000_000)
     log = manager.get_or_create_log("old", 0, {"retention.ms": "1"})
     for _ in range(10):
@@ -107,3 +107,15 @@ def test_delete_log_and_retention_pass(tmp_path):
     assert [n for n in os.listdir(d) if n.startswith("old")] == []
     manager.shutdown()
     assert "old" not in open(os.path.join(d, "recovery-point-offset-checkpoint")).read()
+
+
+def test_broker_config_feeds_log_config_through_topic_defaults():
+    from odradek.broker.config import load_config
+    from odradek.broker.log.log_config import LogConfig
+
+    config, _ = load_config(None, ["zookeeper.connect=127.0.0.1:2181", "log.retention.minutes=5",
+                                   "log.roll.hours=2", "log.segment.bytes=2048"], {})
+    log_config = LogConfig.from_props(config.topic_defaults(), {"segment.bytes": "4096"})
+    assert log_config.retention_ms == 5 * 60_000
+    assert log_config.segment_ms == 2 * 3_600_000
+    assert log_config.segment_bytes == 4096  # the topic override wins over log.segment.bytes
