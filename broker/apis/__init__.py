@@ -1,0 +1,1 @@
+"""One module per API: the handlers KafkaApis dispatches to."""

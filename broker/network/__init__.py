@@ -1,0 +1,1 @@
+"""The Reactor: acceptor, processors, request channel, request handler pool."""
