@@ -1,0 +1,66 @@
+"""ApiVersions (18): advertise exactly the APIs this broker serves, with Apache Kafka 2.8's ranges.
+
+COMPAT G1: the response header is always v0 (the codec does that). An ApiVersions request at a version
+we do not speak arrives flagged ``unsupported_version`` from the processor and is answered with a v0
+body carrying UNSUPPORTED_VERSION (35) and the ApiVersions range only, as Kafka does (KIP-511): the
+client retries at min(its version - 1, our max). A v3 request with a malformed client software name or
+version gets INVALID_REQUEST (42), as in Kafka's KafkaApis.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Any
+
+from ...protocol.api_keys import ApiKey, advertised_versions
+from ...protocol.errors import InvalidRequestError, UnsupportedVersionError
+from ...protocol.messages import ApiVersionsResponse
+
+if TYPE_CHECKING:
+    from ..kafka_apis import KafkaApis
+    from ..network.request_channel import Request
+
+_ApiVersion = ApiVersionsResponse.ApiVersion
+_KEY = int(ApiKey.API_VERSIONS)
+# Kafka's ApiVersionsRequest.isValid pattern for client_software_name / client_software_version.
+_SOFTWARE = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
+
+
+def _entries(ranges: dict[int, tuple[int, int]]) -> list[Any]:
+    return [_ApiVersion(api_key=k, min_version=lo, max_version=hi) for k, (lo, hi) in sorted(ranges.items())]
+
+
+class ApiVersionsApi:
+    def __init__(self, apis: "KafkaApis") -> None:
+        self._apis = apis
+        self._served: frozenset[int] = frozenset()
+        self._entries: list[Any] = []
+        self._own_range = _entries({_KEY: advertised_versions({_KEY})[_KEY]})
+
+    def entries(self) -> list[Any]:
+        """Our advertised table; recomputed only when the set of registered handlers changes."""
+        served = self._apis.handlers.keys()
+        if len(served) != len(self._served) or served != self._served:
+            self._served = frozenset(served)
+            self._entries = _entries(advertised_versions(set(self._served)))
+        return self._entries
+
+    def handle(self, request: "Request") -> Any:
+        if request.unsupported_version:
+            raise UnsupportedVersionError(f"ApiVersions v{request.api_version} is not supported")
+        body = request.body
+        if request.api_version >= 3 and not (_SOFTWARE.fullmatch(body.client_software_name or "")
+                                             and _SOFTWARE.fullmatch(body.client_software_version or "")):
+            raise InvalidRequestError(f"invalid client software name/version {body.client_software_name!r} "
+                                      f"{body.client_software_version!r}")
+        return ApiVersionsResponse(error_code=0, api_keys=self.entries(), throttle_time_ms=0)
+
+    def error_response(self, request: "Request", error_code: int) -> Any:
+        keys = self._own_range if error_code == UnsupportedVersionError.code else []
+        return ApiVersionsResponse(error_code=error_code, api_keys=keys, throttle_time_ms=0)
+
+
+def register(apis: "KafkaApis") -> ApiVersionsApi:
+    api = ApiVersionsApi(apis)
+    apis.register(_KEY, api.handle, api.error_response)
+    return api

@@ -1,0 +1,121 @@
+"""KafkaApis: the switchboard from api key to handler, and the one error path.
+
+A handler takes a ``Request`` and returns (or, if async, resolves to) one of:
+- a response body (a ``*Response`` data class): encoded at the request's version and sent;
+- ``None``: nothing is sent and the connection is unmuted (acks=0 Produce);
+- a ``Response`` (e.g. ``Response.close``) for anything else.
+
+Any exception a handler raises (or one raised while encoding its answer) becomes that request's error
+response: a ``KafkaError`` gives its code, anything else UNKNOWN_SERVER_ERROR (-1) and a logged
+traceback. The body comes from the error builder registered with the handler,
+``error_response(request, error_code)``, or from ``generic_error_response``. A request that gets no
+response (acks=0 Produce) cannot carry an error, so the connection is closed instead, as Kafka does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+from typing import Any, Callable
+
+from ..protocol.errors import KafkaError, UnknownServerError
+from ..protocol.header import encode_response_parts
+from ..protocol.messages import RESPONSES
+from ..protocol.schema import Struct
+from .network.request_channel import Request, Response
+
+log = logging.getLogger(__name__)
+
+Handler = Callable[[Request], Any]
+ErrorBuilder = Callable[[Request, int], Any]
+
+
+def set_error_codes(obj: Any, code: int) -> Any:
+    """Set every ``error_code`` field found in ``obj`` and the structs nested in it; returns obj."""
+    if isinstance(obj, Struct):
+        for name in obj._fields:
+            value = getattr(obj, name)
+            if name == "error_code":
+                setattr(obj, name, code)
+            elif isinstance(value, (list, Struct)):
+                set_error_codes(value, code)
+    elif isinstance(obj, list):
+        for item in obj:
+            if isinstance(item, Struct):
+                set_error_codes(item, code)
+    return obj
+
+
+def generic_error_response(request: Request, code: int) -> Any:
+    """A default response of the request's API with every error_code set.
+
+    Good for APIs with a top-level error code; APIs answering per topic or partition should register
+    a builder that mirrors the request's topics and partitions, then calls ``set_error_codes``.
+    """
+    body = RESPONSES[request.api_key].cls()
+    return set_error_codes(body, code)
+
+
+def error_code_of(exc: BaseException) -> int:
+    return exc.code if isinstance(exc, KafkaError) else UnknownServerError.code
+
+
+class KafkaApis:
+    def __init__(self, *, api_versions: bool = True) -> None:
+        self.handlers: dict[int, Handler] = {}
+        self.error_builders: dict[int, ErrorBuilder] = {}
+        self.errors = 0  # handler exceptions turned into error responses
+        if api_versions:
+            from .apis import api_versions as _api_versions
+            _api_versions.register(self)
+
+    def register(self, api_key: int, handler: Handler, error_response: ErrorBuilder | None = None) -> None:
+        self.handlers[int(api_key)] = handler
+        if error_response is not None:
+            self.error_builders[int(api_key)] = error_response
+        else:
+            self.error_builders.pop(int(api_key), None)
+
+    def served(self) -> set[int]:
+        return set(self.handlers)
+
+    async def handle(self, request: Request) -> Response:
+        try:
+            result = self.handlers[request.header.api_key](request)
+            if inspect.isawaitable(result):
+                result = await result
+            return self._to_response(request, result)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            return self.error_response(request, exc)
+
+    def _to_response(self, request: Request, result: Any) -> Response:
+        if result is None:
+            return Response.noop(request)
+        if isinstance(result, Response):
+            return result
+        if not request.expects_response:
+            return Response.noop(request)  # acks=0: never answered, whatever the handler built
+        version = 0 if request.unsupported_version else request.header.api_version
+        return Response.send(request, encode_response_parts(result, version, request.header.correlation_id))
+
+    def error_response(self, request: Request, exc: BaseException) -> Response:
+        """The one error path: the request's own error response, or CLOSE when there is none."""
+        self.errors += 1
+        code = error_code_of(exc)
+        if isinstance(exc, KafkaError):
+            log.debug("%r failed: %s", request, exc)
+        else:
+            log.exception("%r failed with an unexpected error", request)
+        if not request.expects_response:
+            return Response.close(request, f"acks=0 request failed: {exc}")
+        builder = self.error_builders.get(request.header.api_key, generic_error_response)
+        try:
+            body = builder(request, code)
+            version = 0 if request.unsupported_version else request.header.api_version
+            return Response.send(request, encode_response_parts(body, version, request.header.correlation_id))
+        except Exception:
+            log.exception("Cannot build the error response of %r; closing its connection", request)
+            return Response.close(request, "no error response could be built")

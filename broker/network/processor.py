@@ -1,0 +1,271 @@
+"""Processors and their connections (Kafka's SocketServer.Processor and KafkaChannel).
+
+A ``Connection`` is the asyncio Protocol of one socket: it splits the byte stream into frames, decodes
+each request header and hands the request to its ``Processor``, which puts it on the RequestChannel.
+Like Kafka, a connection is muted from the moment a request is read until that request's response has
+been handed to the transport: at most one request per connection is in flight, so responses leave in
+request order (COMPAT G6) however the handlers interleave. Frames that arrived behind it wait in
+``pending`` and the socket is not read meanwhile.
+
+Anything wrong with a frame (bad size, unparseable header or body, unknown api key, a version or an
+API we do not serve) closes that connection only, without a response, as Kafka does; the one
+exception is ApiVersions at an unsupported version, which is answered with error 35 (COMPAT G1).
+
+On one event loop a Processor is a logical group of connections; the round-robin assignment and the
+name stay so that processors can become event loops in threads later.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import Counter, deque
+from typing import TYPE_CHECKING, Any, Callable
+
+from ...protocol.api_keys import ApiKey
+from ...protocol.errors import FrameTooLargeError, UnknownApiKeyError, UnsupportedApiVersionError
+from ...protocol.framing import FrameSplitter
+from ...protocol.header import RequestHeader, decode_request
+from .request_channel import Request, RequestChannel, Response
+
+if TYPE_CHECKING:
+    from .socket_server import SocketServer
+
+log = logging.getLogger(__name__)
+
+_API_VERSIONS = int(ApiKey.API_VERSIONS)
+
+
+class Connection(asyncio.Protocol):
+    __slots__ = ("processor", "listener", "id", "transport", "splitter", "pending", "in_flight",
+                 "closed", "last_active", "_reading", "_writable", "_served", "_stats")
+
+    def __init__(self, processor: "Processor", listener: str, max_frame_size: int) -> None:
+        self.processor = processor
+        self.listener = listener
+        self.id = ""
+        self.transport: asyncio.Transport | None = None
+        self.splitter = FrameSplitter(max_frame_size)
+        self.pending: deque[Any] = deque()  # frames read behind the request in flight
+        self.in_flight: Request | None = None
+        self.closed = False
+        self.last_active = 0.0
+        self._reading = True
+        self._writable = True
+        self._served = processor.served
+        self._stats = processor.stats
+
+    # -- asyncio.Protocol ---------------------------------------------------------------------------
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+        local = transport.get_extra_info("sockname") or ("?", 0)
+        peer = transport.get_extra_info("peername") or ("?", 0)
+        self.id = f"{local[0]}:{local[1]}-{peer[0]}:{peer[1]}-{self.processor.next_index()}"
+        self.last_active = self.processor.loop.time()
+        self.processor.add(self)
+        self._update_reading()  # the processor may be blocked on a full channel
+
+    def data_received(self, data: bytes) -> None:
+        self.last_active = self.processor.loop.time()
+        try:
+            frames = self.splitter.feed(data)
+        except FrameTooLargeError as exc:
+            self.close_for("bad_frame_size", str(exc))
+            return
+        if not frames:
+            return
+        if self.in_flight is None and not self.pending and len(frames) == 1:
+            self._handle_frame(frames[0])  # the common case: one request, nothing queued
+        else:
+            self.pending.extend(frames)
+            self._process_pending()
+        self._update_reading()
+
+    def eof_received(self) -> bool | None:
+        return None  # close our side too; a half-closed client gets no more responses
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if not self.closed:
+            self.closed = True
+            self._stats["connections_closed"] += 1
+        self.pending.clear()
+        self.processor.remove(self)
+
+    def pause_writing(self) -> None:
+        # The client is not reading its responses: stay muted until the buffer drains.
+        self._writable = False
+
+    def resume_writing(self) -> None:
+        self._writable = True
+        if not self.closed:
+            self._process_pending()
+            self._update_reading()
+
+    # -- requests ------------------------------------------------------------------------------------
+    def _handle_frame(self, frame: Any) -> None:
+        try:
+            header, body = decode_request(frame)
+        except UnsupportedApiVersionError as exc:
+            if exc.api_key == _API_VERSIONS and _API_VERSIONS in self._served:
+                header = RequestHeader(exc.api_key, exc.api_version, exc.correlation_id)
+                self._dispatch(Request(header, None, self, len(frame), unsupported_version=True))
+            else:
+                self.close_for("unsupported_version", str(exc))
+            return
+        except UnknownApiKeyError as exc:
+            self.close_for("unknown_api_key", str(exc))
+            return
+        except Exception as exc:  # ProtocolError, or anything a decoder tripped over
+            self.close_for("invalid_request", f"{type(exc).__name__}: {exc}")
+            return
+        if header.api_key not in self._served:
+            self.close_for("api_not_served", f"api key {header.api_key} is not served")
+            return
+        self._dispatch(Request(header, body, self, len(frame)))
+
+    def _dispatch(self, request: Request) -> None:
+        self.in_flight = request  # muted from here until its response is sent
+        self._stats["requests_received"] += 1
+        self.processor.api_requests[request.header.api_key] += 1
+        self.processor.enqueue(request)
+
+    def _process_pending(self) -> None:
+        while self.in_flight is None and self.pending and self._writable and not self.closed:
+            self._handle_frame(self.pending.popleft())
+
+    def _update_reading(self) -> None:
+        if self.closed or self.transport is None:
+            return
+        want = (self.in_flight is None and not self.pending and self._writable
+                and not self.processor.blocked and self.processor.reading_enabled)
+        if want != self._reading:
+            self._reading = want
+            if want:
+                self.transport.resume_reading()
+            else:
+                self.transport.pause_reading()
+
+    def on_response(self, response: Response) -> None:
+        if self.closed:
+            self._stats["responses_dropped"] += 1
+            return
+        if response.request is not self.in_flight:
+            log.error("Connection %s: response %r does not match the request in flight", self.id, response)
+            self.close_for("internal_error", "response out of order")
+            return
+        kind = response.kind
+        if kind is Response.SEND:
+            self.transport.writelines(response.parts)  # type: ignore[union-attr]
+            self._stats["responses_sent"] += 1
+        elif kind is Response.NOOP:
+            self._stats["responses_noop"] += 1
+        else:
+            self.close_for("closed_by_handler", response.reason)
+            return
+        self.in_flight = None
+        self.last_active = self.processor.loop.time()
+        if self.pending:
+            self._process_pending()
+        self._update_reading()
+
+    def close_for(self, counter: str, reason: str) -> None:
+        """Close because of something this connection sent: one log line, one counter."""
+        self._stats[counter] += 1
+        log.info("Closing connection %s (%s): %s", self.id, counter, reason)
+        self.close()
+
+    def close(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        self._stats["connections_closed"] += 1
+        self.pending.clear()
+        if self.transport is not None:
+            self.transport.close()
+
+
+class Processor:
+    """A group of connections sharing one path to the RequestChannel."""
+
+    def __init__(self, index: int, channel: RequestChannel, served: Any, stats: Counter,
+                 api_requests: Counter, loop: asyncio.AbstractEventLoop) -> None:
+        self.index = index
+        self.channel = channel
+        self.served = served  # container of api keys with a handler (KafkaApis.handlers)
+        self.stats = stats
+        self.api_requests = api_requests
+        self.loop = loop
+        self.connections: dict[str, Connection] = {}
+        self.blocked = False  # the channel was full: no connection of ours reads until it drains
+        self.reading_enabled = True  # False while shutting down
+        self._backlog: deque[Request] = deque()
+        self._drainer: asyncio.Task | None = None
+        self._counter = 0
+
+    def next_index(self) -> int:
+        self._counter += 1
+        return self._counter
+
+    def connection_factory(self, listener: str, max_frame_size: int) -> Callable[[], Connection]:
+        return lambda: Connection(self, listener, max_frame_size)
+
+    def add(self, conn: Connection) -> None:
+        self.connections[conn.id] = conn
+        self.stats["connections_accepted"] += 1
+
+    def remove(self, conn: Connection) -> None:
+        self.connections.pop(conn.id, None)
+
+    def enqueue(self, request: Request) -> None:
+        if not self.blocked and self.channel.try_send_request(request):
+            return
+        # Backpressure, as Kafka's processor blocking on a full queue: keep the request, stop reading.
+        self._backlog.append(request)
+        if not self.blocked:
+            self.blocked = True
+            self.stats["channel_full"] += 1
+            self._update_all()
+            self._drainer = self.loop.create_task(self._drain())
+
+    async def _drain(self) -> None:
+        try:
+            while self._backlog:
+                request = self._backlog[0]
+                if not request.connection.closed:
+                    await self.channel.send_request(request)
+                self._backlog.popleft()
+        finally:
+            self.blocked = False
+            self._drainer = None
+            self._update_all()
+
+    def send_response(self, response: Response) -> None:
+        response.request.connection.on_response(response)
+
+    def _update_all(self) -> None:
+        for conn in list(self.connections.values()):
+            conn._update_reading()
+
+    def stop_reading(self) -> None:
+        self.reading_enabled = False
+        self._update_all()
+
+    def in_flight(self) -> int:
+        return sum(1 for c in self.connections.values() if c.in_flight is not None) + len(self._backlog)
+
+    def close_idle(self, max_idle_s: float) -> int:
+        """Close connections silent for max_idle_s with nothing in flight (connections.max.idle.ms)."""
+        deadline = self.loop.time() - max_idle_s
+        closed = 0
+        for conn in list(self.connections.values()):
+            if conn.in_flight is None and conn.last_active < deadline:
+                conn.close_for("idle_closed", f"idle for more than {max_idle_s:g} s")
+                closed += 1
+        return closed
+
+    def close_all(self) -> None:
+        if self._drainer is not None:
+            self._drainer.cancel()
+        self._backlog.clear()
+        for conn in list(self.connections.values()):
+            conn.close()

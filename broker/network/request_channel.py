@@ -1,0 +1,128 @@
+"""The hand-off between network processors and request handlers (Kafka's RequestChannel).
+
+Processors put decoded ``Request``s on one bounded queue (``queued.max.requests``); handler tasks take
+them, and give back a ``Response`` that the channel routes to the processor owning the connection.
+Everything runs on one event loop today; ``send_response`` is the single place to make thread-safe if
+processors ever become event loops of their own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import TYPE_CHECKING, Any
+
+from ...protocol.api_keys import ApiKey
+
+if TYPE_CHECKING:
+    from ...protocol.header import RequestHeader
+    from .processor import Connection
+
+_PRODUCE = int(ApiKey.PRODUCE)
+
+
+class Request:
+    """One decoded request and where it came from."""
+
+    __slots__ = ("header", "body", "connection", "receive_time", "size", "unsupported_version")
+
+    def __init__(self, header: RequestHeader, body: Any, connection: Connection, size: int = 0,
+                 unsupported_version: bool = False) -> None:
+        self.header = header
+        self.body = body
+        self.connection = connection
+        self.receive_time = time.monotonic()
+        self.size = size
+        # ApiVersions at a version we do not speak: answered (error 35, v0 body), body is None.
+        self.unsupported_version = unsupported_version
+
+    @property
+    def api_key(self) -> int:
+        return self.header.api_key
+
+    @property
+    def api_version(self) -> int:
+        return self.header.api_version
+
+    @property
+    def correlation_id(self) -> int:
+        return self.header.correlation_id
+
+    @property
+    def connection_id(self) -> str:
+        return self.connection.id
+
+    @property
+    def listener(self) -> str:
+        return self.connection.listener
+
+    @property
+    def expects_response(self) -> bool:
+        """False only for acks=0 Produce, which is never answered (COMPAT G7)."""
+        return not (self.header.api_key == _PRODUCE and self.body is not None and self.body.acks == 0)
+
+    def __repr__(self) -> str:
+        return (f"Request(api_key={self.api_key}, api_version={self.api_version}, "
+                f"correlation_id={self.correlation_id}, connection={self.connection_id})")
+
+
+class Response:
+    """What a handler gives back for one request: bytes to send, nothing (NOOP), or CLOSE."""
+
+    SEND = "send"
+    NOOP = "noop"    # no bytes, but the connection is unmuted (acks=0 Produce)
+    CLOSE = "close"  # close the connection (e.g. a failed acks=0 Produce: there is no way to answer)
+
+    __slots__ = ("request", "kind", "parts", "reason")
+
+    def __init__(self, request: Request, kind: str, parts: list[Any] | None = None, reason: str = "") -> None:
+        self.request = request
+        self.kind = kind
+        self.parts = parts
+        self.reason = reason
+
+    @classmethod
+    def send(cls, request: Request, parts: list[Any]) -> "Response":
+        return cls(request, cls.SEND, parts)
+
+    @classmethod
+    def noop(cls, request: Request) -> "Response":
+        return cls(request, cls.NOOP)
+
+    @classmethod
+    def close(cls, request: Request, reason: str = "") -> "Response":
+        return cls(request, cls.CLOSE, reason=reason)
+
+    def __repr__(self) -> str:
+        return f"Response({self.kind}, {self.request!r})"
+
+
+class RequestChannel:
+    """A bounded queue of requests; responses go straight back to the connection's processor."""
+
+    def __init__(self, queue_size: int) -> None:
+        self.queue_size = queue_size
+        self._queue: asyncio.Queue[Request] = asyncio.Queue(queue_size)
+
+    def try_send_request(self, request: Request) -> bool:
+        """Queue a request if there is room; False when full (the processor then stops reading)."""
+        try:
+            self._queue.put_nowait(request)
+        except asyncio.QueueFull:
+            return False
+        return True
+
+    async def send_request(self, request: Request) -> None:
+        await self._queue.put(request)
+
+    async def receive_request(self) -> Request:
+        return await self._queue.get()
+
+    def send_response(self, response: Response) -> None:
+        response.request.connection.processor.send_response(response)
+
+    def qsize(self) -> int:
+        return self._queue.qsize()
+
+    def full(self) -> bool:
+        return self._queue.full()

@@ -1,0 +1,114 @@
+"""SocketServer: acceptors (one per listener) + processors + the RequestChannel (+ the handler pool).
+
+    server = SocketServer(config, KafkaApis())
+    await server.start()          # binds every listener; port 0 picks a free port (server.port())
+    ...
+    await server.stop()           # stop accepting, let requests in flight answer, close, stop handlers
+
+``stats`` counts connections, requests, responses and every reason a connection was closed;
+``api_requests`` counts requests per api key. Both are plain Counters, ready to feed metrics.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import Counter
+from typing import Any
+
+from ..kafka_apis import KafkaApis
+from ..request_handler import KafkaRequestHandlerPool
+from .acceptor import Acceptor
+from .processor import Processor
+from .request_channel import RequestChannel
+
+log = logging.getLogger(__name__)
+
+
+class SocketServer:
+    def __init__(self, config: Any, apis: KafkaApis, *, start_handlers: bool = True) -> None:
+        self.config = config
+        self.apis = apis
+        self.start_handlers = start_handlers
+        self.stats: Counter = Counter()
+        self.api_requests: Counter = Counter()
+        self.channel = RequestChannel(config.queued_max_requests)
+        self.processors: list[Processor] = []
+        self.acceptors: list[Acceptor] = []
+        self.handler_pool: KafkaRequestHandlerPool | None = None
+        self._idle_task: asyncio.Task | None = None
+        self.running = False
+
+    async def start(self) -> None:
+        loop = asyncio.get_running_loop()
+        cfg = self.config
+        self.processors = [Processor(i, self.channel, self.apis.handlers, self.stats, self.api_requests, loop)
+                           for i in range(cfg.num_network_threads)]
+        if self.start_handlers:
+            self.handler_pool = KafkaRequestHandlerPool(self.channel, self.apis, cfg.num_io_threads)
+            self.handler_pool.start()
+        try:
+            for endpoint in cfg.listeners:
+                acceptor = Acceptor(endpoint, self.processors, cfg.socket_request_max_bytes,
+                                    cfg.socket_send_buffer_bytes, cfg.socket_receive_buffer_bytes)
+                await acceptor.start()
+                self.acceptors.append(acceptor)
+        except BaseException:
+            await self.stop(timeout=0)
+            raise
+        idle_ms = cfg.connections_max_idle_ms
+        if idle_ms > 0:
+            self._idle_task = loop.create_task(self._expire_idle(idle_ms / 1000.0))
+        self.running = True
+
+    def port(self, listener: str | None = None) -> int:
+        """The bound port of a listener (the first one by default); real even when configured as 0."""
+        for acceptor in self.acceptors:
+            if listener is None or acceptor.listener == listener:
+                return acceptor.port
+        raise KeyError(listener)
+
+    @property
+    def bound_ports(self) -> dict[str, int]:
+        return {a.listener: a.port for a in self.acceptors}
+
+    def connection_count(self) -> int:
+        return sum(len(p.connections) for p in self.processors)
+
+    def _in_flight(self) -> int:
+        busy = self.handler_pool.busy if self.handler_pool else 0
+        return sum(p.in_flight() for p in self.processors) + busy
+
+    async def _expire_idle(self, max_idle_s: float) -> None:
+        # Hook for connections.max.idle.ms: Kafka checks on every poll; a coarse periodic sweep is enough.
+        interval = max(0.01, min(max_idle_s / 4, 10.0))
+        while True:
+            await asyncio.sleep(interval)
+            for processor in self.processors:
+                processor.close_idle(max_idle_s)
+
+    async def stop(self, timeout: float = 5.0) -> None:
+        """Stop accepting, stop reading, give requests in flight ``timeout`` s to answer, close, stop."""
+        self.running = False
+        if self._idle_task is not None:
+            self._idle_task.cancel()
+            self._idle_task = None
+        for acceptor in self.acceptors:
+            acceptor.stop_accepting()
+        for processor in self.processors:
+            processor.stop_reading()
+        if self.handler_pool is not None:
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + timeout
+            while self._in_flight() and loop.time() < deadline:
+                await asyncio.sleep(0.005)
+        for processor in self.processors:
+            processor.close_all()
+        if self.handler_pool is not None:
+            await self.handler_pool.stop()
+            self.handler_pool = None
+        await asyncio.sleep(0)  # let transports run connection_lost
+        for acceptor in self.acceptors:
+            await acceptor.wait_closed()
+        self.acceptors = []
+        log.info("Socket server stopped: %s", dict(self.stats))
