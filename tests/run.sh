@@ -6,6 +6,15 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 PYTHON=${PYTHON:-python3}
+
+# Integration tests run a real ZooKeeper (Debian's package, or a tarball named by ZOOKEEPER_HOME).
+if [ ! -f /usr/share/java/zookeeper.jar ] && [ -z "${ZOOKEEPER_HOME:-}" ]; then
+    SUDO=""
+    if [ "$(id -u)" -ne 0 ] && command -v sudo >/dev/null 2>&1; then SUDO="sudo"; fi
+    $SUDO apt-get update -qq
+    $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq zookeeper
+fi
+
 "$PYTHON" -m pip install --quiet --disable-pip-version-check --root-user-action=ignore -e '.[test]'
 
 # The protocol package must stay sans-IO: no asyncio, sockets, kazoo or uvloop under protocol/.

@@ -1,0 +1,498 @@
+"""Kafka's ZooKeeper reads and writes (KafkaZkClient in Kafka 2.8), over kazoo.
+
+This is the only module that imports kazoo. Methods are synchronous and block on ZooKeeper round
+trips: the broker calls them from a thread executor, never on the event loop.
+
+Threads: kazoo runs its own threads. Every callback given here (``on_event``, ``watch_*``) is
+called on kazoo's thread; it must only hand the event over, e.g. with
+``loop.call_soon_threadsafe(queue.put_nowait, event)``, and must not block or call this client.
+
+Errors: kazoo's exceptions never leave this module; they become ``ZkError`` subclasses.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from typing import Any, Callable, Iterable
+
+from kazoo.client import KazooClient, KazooState
+from kazoo.exceptions import (BadVersionError, ConnectionLoss, KazooException, NoNodeError,
+                              NodeExistsError, OperationTimeoutError, SessionExpiredError)
+from kazoo.handlers.threading import KazooTimeoutError
+from kazoo.recipe.watchers import ChildrenWatch, DataWatch
+
+from .zk_data import (PERSISTENT_PATHS, BrokerIdsZNode, BrokerIdZNode, BrokerInfo, BrokerSequenceIdZNode,
+                      ClusterIdZNode, ConfigChangeNotificationZNode, ConfigEntityZNode, ControllerEpochZNode,
+                      ControllerZNode, DeleteTopicsZNode, IsrChangeNotificationZNode, LeaderIsrAndControllerEpoch,
+                      ProducerIdBlock, ProducerIdBlockZNode, TopicAssignment, TopicPartitionStateZNode,
+                      TopicsZNode, TopicZNode)
+
+log = logging.getLogger(__name__)
+
+# The epoch a cluster starts from before its first controller (KafkaController.InitialControllerEpoch).
+INITIAL_CONTROLLER_EPOCH = 0
+
+TopicPartition = tuple[str, int]
+
+
+class ZkError(Exception):
+    """A ZooKeeper operation failed."""
+
+
+class ZkConnectionError(ZkError):
+    """No connection (or an expired session): the operation's outcome is unknown."""
+
+
+class ZkNodeExistsError(ZkError):
+    """An ephemeral node exists and belongs to another session (e.g. a broker id already registered)."""
+
+
+class ControllerMovedError(ZkError):
+    """Another broker is controller, or the controller epoch changed under us."""
+
+
+class TopicExistsError(ZkError):
+    """The topic already exists."""
+
+
+def _zk(method):
+    """Translate kazoo exceptions into ZkError subclasses."""
+    @functools.wraps(method)
+    def wrapper(*args, **kwargs):
+        try:
+            return method(*args, **kwargs)
+        except (ConnectionLoss, SessionExpiredError, OperationTimeoutError, KazooTimeoutError) as e:
+            raise ZkConnectionError(f"{method.__name__}: {type(e).__name__} {e}") from e
+        except KazooException as e:
+            raise ZkError(f"{method.__name__}: {type(e).__name__} {e}") from e
+    return wrapper
+
+
+def split_connect_string(connect: str) -> tuple[str, str]:
+    """``host:port,host:port/chroot`` -> (hosts, chroot or '')."""
+    hosts, slash, chroot = connect.partition("/")
+    return hosts, (slash + chroot).rstrip("/")
+
+
+class KafkaZkClient:
+    """Kafka's znodes over one ZooKeeper session."""
+
+    def __init__(self, connect: str, session_timeout_ms: int = 18000, connection_timeout_ms: int = 18000,
+                 on_event: Callable[[str, Any], None] | None = None):
+        """``on_event(kind, payload)`` gets ("session", "connected" | "disconnected" | "expired") on kazoo's thread."""
+        self.connect = connect
+        self.hosts, self.chroot = split_connect_string(connect)
+        self.session_timeout_ms = session_timeout_ms
+        self.connection_timeout_ms = connection_timeout_ms
+        self.on_event = on_event
+        self._closing = False
+        self._zk = KazooClient(hosts=connect, timeout=session_timeout_ms / 1000)
+        self._zk.add_listener(self._state_changed)
+
+    # --- session ----------------------------------------------------------------------------------
+    @_zk
+    def start(self) -> None:
+        """Connect, creating the chroot path first if it is missing (as Kafka does)."""
+        timeout = self.connection_timeout_ms / 1000
+        if self.chroot:
+            bootstrap = KazooClient(hosts=self.hosts, timeout=self.session_timeout_ms / 1000)
+            bootstrap.start(timeout=timeout)
+            try:
+                bootstrap.ensure_path(self.chroot)
+            finally:
+                bootstrap.stop()
+                bootstrap.close()
+        self._zk.start(timeout=timeout)
+
+    def close(self) -> None:
+        """Close the session: its ephemeral nodes (broker registration, /controller) disappear."""
+        self._closing = True
+        try:
+            self._zk.stop()
+            self._zk.close()
+        except KazooException:
+            log.debug("closing ZooKeeper session", exc_info=True)
+
+    @property
+    def session_id(self) -> int | None:
+        return self._zk.client_id[0] if self._zk.client_id else None
+
+    def _state_changed(self, state: str) -> None:
+        if self._closing or self.on_event is None:
+            return
+        kinds = {KazooState.CONNECTED: "connected", KazooState.SUSPENDED: "disconnected", KazooState.LOST: "expired"}
+        try:
+            self.on_event("session", kinds[state])
+        except Exception:
+            log.exception("session state callback failed")
+
+    # --- generic helpers --------------------------------------------------------------------------
+    def _get(self, path: str) -> tuple[bytes | None, Any]:
+        try:
+            return self._zk.get(path)
+        except NoNodeError:
+            return None, None
+
+    def _get_many(self, paths: dict[Any, str]) -> dict[Any, tuple[bytes, Any]]:
+        """Pipelined reads: key -> (data, stat) for the paths that exist."""
+        pending = [(key, self._zk.get_async(path)) for key, path in paths.items()]
+        found = {}
+        for key, result in pending:
+            try:
+                found[key] = result.get()
+            except NoNodeError:
+                continue
+        return found
+
+    def _children(self, path: str) -> list[str]:
+        try:
+            return self._zk.get_children(path)
+        except NoNodeError:
+            return []
+
+    def _delete(self, path: str, recursive: bool = False) -> None:
+        try:
+            self._zk.delete(path, recursive=recursive)
+        except NoNodeError:
+            pass
+
+    def _ephemeral_create(self, path: str, data: bytes) -> Any:
+        """Create an ephemeral node; if it exists, it must be ours (a retried create). Returns its stat."""
+        try:
+            return self._zk.create(path, data, ephemeral=True, makepath=True, include_data=True)[1]
+        except NodeExistsError:
+            _, stat = self._get(path)
+            if stat is not None and stat.ephemeralOwner == self.session_id:
+                return stat
+            raise ZkNodeExistsError(f"{path} exists and is owned by another session") from None
+
+    def _set_or_create(self, path: str, data: bytes) -> None:
+        try:
+            self._zk.set(path, data)
+        except NoNodeError:
+            try:
+                self._zk.create(path, data, makepath=True)
+            except NodeExistsError:
+                self._zk.set(path, data)
+
+    def _conditional_set(self, path: str, data: bytes, version: int, epoch_zk_version: int | None) -> int | None:
+        """Set ``path`` at ``version`` (and check /controller_epoch's version): new version, None on BadVersion."""
+        if epoch_zk_version is None:
+            try:
+                return self._zk.set(path, data, version=version).version
+            except BadVersionError:
+                return None
+        tx = self._zk.transaction()
+        tx.check(ControllerEpochZNode.path, epoch_zk_version)
+        tx.set_data(path, data, version)
+        check, result = tx.commit()
+        if isinstance(check, BadVersionError):
+            raise ControllerMovedError(f"controller epoch znode version is no longer {epoch_zk_version}")
+        if isinstance(result, BadVersionError):
+            return None
+        if isinstance(result, Exception):
+            raise result
+        return result.version
+
+    # --- cluster ----------------------------------------------------------------------------------
+    @_zk
+    def create_top_level_paths(self) -> None:
+        """Create Kafka's persistent paths (/brokers/ids, /config/changes, ...) if missing."""
+        for path in PERSISTENT_PATHS:
+            self._zk.ensure_path(path)
+
+    @_zk
+    def get_or_create_cluster_id(self) -> str:
+        """Read /cluster/id, creating it with a new random id if absent."""
+        data, _ = self._get(ClusterIdZNode.path)
+        if data is not None:
+            return ClusterIdZNode.decode(data)
+        cluster_id = ClusterIdZNode.new_cluster_id()
+        try:
+            self._zk.create(ClusterIdZNode.path, ClusterIdZNode.encode(cluster_id), makepath=True)
+            return cluster_id
+        except NodeExistsError:
+            return ClusterIdZNode.decode(self._zk.get(ClusterIdZNode.path)[0])
+
+    # --- brokers ----------------------------------------------------------------------------------
+    @_zk
+    def register_broker(self, info: BrokerInfo) -> int:
+        """Create the ephemeral /brokers/ids/<id>; returns the broker epoch (the znode's czxid)."""
+        stat = self._ephemeral_create(BrokerIdZNode.path(info.broker_id), BrokerIdZNode.encode(info))
+        log.info("registered broker %d with broker epoch %d", info.broker_id, stat.czxid)
+        return stat.czxid
+
+    @_zk
+    def get_all_brokers_with_epochs(self) -> dict[int, tuple[BrokerInfo, int]]:
+        """Live brokers: id -> (registration, broker epoch)."""
+        ids = [int(name) for name in self._children(BrokerIdsZNode.path) if name.isdigit()]
+        found = self._get_many({i: BrokerIdZNode.path(i) for i in sorted(ids)})
+        return {i: (BrokerIdZNode.decode(i, data), stat.czxid) for i, (data, stat) in found.items()}
+
+    def get_all_brokers(self) -> dict[int, BrokerInfo]:
+        """Live brokers: id -> registration."""
+        return {i: info for i, (info, _) in self.get_all_brokers_with_epochs().items()}
+
+    @_zk
+    def get_broker(self, broker_id: int) -> BrokerInfo | None:
+        """One broker's registration, or None if it is not live."""
+        data, _ = self._get(BrokerIdZNode.path(broker_id))
+        return None if data is None else BrokerIdZNode.decode(broker_id, data)
+
+    @_zk
+    def generate_broker_id(self, reserved_max: int) -> int:
+        """A new broker id above ``reserved_max``: the next version of /brokers/seqid (as Kafka)."""
+        self._zk.ensure_path(BrokerSequenceIdZNode.path)
+        return self._zk.set(BrokerSequenceIdZNode.path, b"").version + reserved_max
+
+    # --- controller -------------------------------------------------------------------------------
+    @_zk
+    def register_controller_and_increment_epoch(self, broker_id: int) -> tuple[int, int]:
+        """Create /controller and bump /controller_epoch in one transaction: (new epoch, its znode version)."""
+        epoch_and_version = self.get_controller_epoch()
+        if epoch_and_version is None:
+            try:
+                self._zk.create(ControllerEpochZNode.path, ControllerEpochZNode.encode(INITIAL_CONTROLLER_EPOCH))
+            except NodeExistsError:
+                pass
+            epoch_and_version = self.get_controller_epoch()
+        epoch, version = epoch_and_version
+        new_epoch = epoch + 1
+        tx = self._zk.transaction()
+        tx.create(ControllerZNode.path, ControllerZNode.encode(broker_id), ephemeral=True)
+        tx.set_data(ControllerEpochZNode.path, ControllerEpochZNode.encode(new_epoch), version)
+        created, stat = tx.commit()
+        if not isinstance(created, Exception) and not isinstance(stat, Exception):
+            log.info("broker %d is controller with epoch %d (zk version %d)", broker_id, new_epoch, stat.version)
+            return new_epoch, stat.version
+        # Kafka's checkControllerAndEpoch: a retried transaction of ours may already have succeeded
+        data, owner = self._get(ControllerZNode.path)
+        current = self.get_controller_epoch()
+        if (owner is not None and owner.ephemeralOwner == self.session_id and current is not None
+                and current[0] == new_epoch and ControllerZNode.decode(data) == broker_id):
+            return current
+        holder = ControllerZNode.decode(data) if data is not None else None
+        raise ControllerMovedError(f"broker {broker_id} lost the election: controller is {holder}, "
+                                   f"epoch {current[0] if current else None}")
+
+    @_zk
+    def get_controller_id(self) -> int | None:
+        """The broker id in /controller, or None without a controller."""
+        return ControllerZNode.decode(self._get(ControllerZNode.path)[0])
+
+    @_zk
+    def get_controller_epoch(self) -> tuple[int, int] | None:
+        """(epoch, znode version) of /controller_epoch, or None if it was never written."""
+        data, stat = self._get(ControllerEpochZNode.path)
+        return None if stat is None else (ControllerEpochZNode.decode(data), stat.version)
+
+    @_zk
+    def delete_controller(self, epoch_zk_version: int | None = None) -> None:
+        """Resign: delete /controller (conditionally on /controller_epoch's version when given)."""
+        if epoch_zk_version is None:
+            return self._delete(ControllerZNode.path)
+        tx = self._zk.transaction()
+        tx.check(ControllerEpochZNode.path, epoch_zk_version)
+        tx.delete(ControllerZNode.path)
+        check, _ = tx.commit()
+        if isinstance(check, BadVersionError):
+            raise ControllerMovedError(f"controller epoch znode version is no longer {epoch_zk_version}")
+
+    def watch_controller(self, callback: Callable[[int | None], None]) -> None:
+        """``callback(controller id or None)`` now and whenever /controller changes (kazoo's thread)."""
+        self.watch_data(ControllerZNode.path, lambda data, version: callback(ControllerZNode.decode(data)))
+
+    # --- topics -----------------------------------------------------------------------------------
+    @_zk
+    def create_topic_assignment(self, topic: str, assignment: TopicAssignment, config: dict[str, str]) -> None:
+        """Write /config/topics/<t>, then create /brokers/topics/<t>; TopicExistsError if it exists."""
+        if self._zk.exists(TopicZNode.path(topic)) is not None:
+            raise TopicExistsError(f"Topic '{topic}' already exists.")
+        self._set_or_create(ConfigEntityZNode.path("topics", topic), ConfigEntityZNode.encode(config))
+        try:
+            self._zk.create(TopicZNode.path(topic), TopicZNode.encode(assignment), makepath=True)
+        except NodeExistsError:
+            raise TopicExistsError(f"Topic '{topic}' already exists.") from None
+
+    @_zk
+    def get_all_topics(self) -> list[str]:
+        """Names under /brokers/topics."""
+        return sorted(self._children(TopicsZNode.path))
+
+    @_zk
+    def topic_exists(self, topic: str) -> bool:
+        return self._zk.exists(TopicZNode.path(topic)) is not None
+
+    @_zk
+    def get_topic_assignments_with_versions(self, topics: Iterable[str] | None = None
+                                            ) -> dict[str, tuple[TopicAssignment, int]]:
+        """topic -> (assignment, znode version) for the given (default: all) existing topics."""
+        names = self.get_all_topics() if topics is None else list(topics)
+        found = self._get_many({t: TopicZNode.path(t) for t in names})
+        return {t: (TopicZNode.decode(data), stat.version) for t, (data, stat) in found.items()}
+
+    def get_topic_assignments(self, topics: Iterable[str] | None = None) -> dict[str, TopicAssignment]:
+        """topic -> assignment for the given (default: all) existing topics."""
+        return {t: a for t, (a, _) in self.get_topic_assignments_with_versions(topics).items()}
+
+    @_zk
+    def set_topic_assignment(self, topic: str, assignment: TopicAssignment, expected_version: int = -1,
+                             epoch_zk_version: int | None = None) -> int | None:
+        """Rewrite /brokers/topics/<t> at ``expected_version``: new version, or None on BadVersion."""
+        return self._conditional_set(TopicZNode.path(topic), TopicZNode.encode(assignment), expected_version,
+                                     epoch_zk_version)
+
+    # --- partition state --------------------------------------------------------------------------
+    @_zk
+    def create_partition_states(self, states: dict[TopicPartition, LeaderIsrAndControllerEpoch],
+                                epoch_zk_version: int | None = None) -> dict[TopicPartition, bool]:
+        """Create .../partitions/<p>/state for each partition: (t, p) -> created (False if it existed)."""
+        if epoch_zk_version is not None:
+            self._check_epoch_version(epoch_zk_version)
+        pending = [(tp, self._zk.create_async(TopicPartitionStateZNode.path(*tp),
+                                              TopicPartitionStateZNode.encode(state), makepath=True))
+                   for tp, state in states.items()]
+        created = {}
+        for tp, result in pending:
+            try:
+                result.get()
+                created[tp] = True
+            except NodeExistsError:
+                created[tp] = False
+        return created
+
+    def _check_epoch_version(self, epoch_zk_version: int) -> None:
+        _, stat = self._get(ControllerEpochZNode.path)
+        if stat is None or stat.version != epoch_zk_version:
+            raise ControllerMovedError(f"controller epoch znode version is no longer {epoch_zk_version}")
+
+    @_zk
+    def get_partition_states(self, partitions: Iterable[TopicPartition]
+                             ) -> dict[TopicPartition, tuple[LeaderIsrAndControllerEpoch, int]]:
+        """(t, p) -> (state, znode version) for the partitions that have a state znode."""
+        found = self._get_many({tp: TopicPartitionStateZNode.path(*tp) for tp in partitions})
+        return {tp: (TopicPartitionStateZNode.decode(data), stat.version) for tp, (data, stat) in found.items()}
+
+    @_zk
+    def update_partition_state(self, topic: str, partition: int, state: LeaderIsrAndControllerEpoch,
+                               expected_version: int, epoch_zk_version: int | None = None) -> int | None:
+        """Conditional write of the state: new znode version, or None on BadVersion (the caller re-reads)."""
+        return self._conditional_set(TopicPartitionStateZNode.path(topic, partition),
+                                     TopicPartitionStateZNode.encode(state), expected_version, epoch_zk_version)
+
+    # --- topic deletion ---------------------------------------------------------------------------
+    @_zk
+    def mark_topic_for_deletion(self, topics: Iterable[str]) -> None:
+        """Create /admin/delete_topics/<t> for each topic (already marked is fine)."""
+        for topic in topics:
+            try:
+                self._zk.create(DeleteTopicsZNode.topic_path(topic), b"", makepath=True)
+            except NodeExistsError:
+                pass
+
+    @_zk
+    def get_topics_marked_for_deletion(self) -> list[str]:
+        return sorted(self._children(DeleteTopicsZNode.path))
+
+    @_zk
+    def delete_topic_znodes(self, topic: str) -> None:
+        """Remove the topic's assignment and states, its config, then its deletion marker."""
+        self._delete(TopicZNode.path(topic), recursive=True)
+        self._delete(ConfigEntityZNode.path("topics", topic))
+        self._delete(DeleteTopicsZNode.topic_path(topic))
+
+    # --- ISR change notifications -----------------------------------------------------------------
+    @_zk
+    def propagate_isr_changes(self, partitions: Iterable[TopicPartition]) -> str:
+        """Create a sequential /isr_change_notification/isr_change_N naming the partitions; returns its name."""
+        path = self._zk.create(IsrChangeNotificationZNode.prefix, IsrChangeNotificationZNode.encode(list(partitions)),
+                               sequence=True, makepath=True)
+        return path.rsplit("/", 1)[1]
+
+    @_zk
+    def get_isr_change_notifications(self) -> dict[str, list[TopicPartition]]:
+        """Notification name -> partitions, oldest first (vanished notifications are skipped)."""
+        names = sorted(self._children(IsrChangeNotificationZNode.path))
+        found = self._get_many({n: f"{IsrChangeNotificationZNode.path}/{n}" for n in names})
+        return {n: IsrChangeNotificationZNode.decode(data) for n, (data, _) in found.items()}
+
+    @_zk
+    def delete_isr_change_notifications(self, names: Iterable[str] | None = None) -> None:
+        """Delete the named notifications (default: all)."""
+        for name in (self._children(IsrChangeNotificationZNode.path) if names is None else names):
+            self._delete(f"{IsrChangeNotificationZNode.path}/{name}")
+
+    # --- producer ids -----------------------------------------------------------------------------
+    @_zk
+    def allocate_producer_id_block(self, broker_id: int) -> ProducerIdBlock:
+        """Claim the next block of producer ids with a versioned write, retrying when another broker wins."""
+        self._zk.ensure_path(ProducerIdBlockZNode.path)
+        while True:
+            data, stat = self._zk.get(ProducerIdBlockZNode.path)
+            block = ProducerIdBlockZNode.next_block(ProducerIdBlockZNode.decode(data), broker_id)
+            try:
+                self._zk.set(ProducerIdBlockZNode.path, ProducerIdBlockZNode.encode(block), version=stat.version)
+                return block
+            except BadVersionError:
+                continue
+
+    # --- configs ----------------------------------------------------------------------------------
+    @_zk
+    def get_entity_config(self, entity_type: str, entity_name: str) -> dict[str, str]:
+        """The overrides in /config/<type>/<name> ({} if none)."""
+        return ConfigEntityZNode.decode(self._get(ConfigEntityZNode.path(entity_type, entity_name))[0])
+
+    @_zk
+    def set_entity_config(self, entity_type: str, entity_name: str, config: dict[str, str]) -> None:
+        """Write /config/<type>/<name>, then announce it with a /config/changes/config_change_N."""
+        self._set_or_create(ConfigEntityZNode.path(entity_type, entity_name), ConfigEntityZNode.encode(config))
+        self._zk.create(ConfigChangeNotificationZNode.prefix,
+                        ConfigChangeNotificationZNode.encode(entity_type, entity_name), sequence=True, makepath=True)
+
+    @_zk
+    def get_config_change_notifications(self) -> dict[str, tuple[str, str]]:
+        """Notification name -> (entity type, entity name), oldest first."""
+        names = sorted(self._children(ConfigChangeNotificationZNode.path))
+        found = self._get_many({n: f"{ConfigChangeNotificationZNode.path}/{n}" for n in names})
+        return {n: ConfigChangeNotificationZNode.decode(data) for n, (data, _) in found.items()}
+
+    # --- raw access (tests, tools) ----------------------------------------------------------------
+    @_zk
+    def get_data(self, path: str) -> tuple[bytes | None, int | None]:
+        """(data, version) of any znode, (None, None) if absent."""
+        data, stat = self._get(path)
+        return data, None if stat is None else stat.version
+
+    @_zk
+    def get_children(self, path: str) -> list[str]:
+        return sorted(self._children(path))
+
+    # --- watches ----------------------------------------------------------------------------------
+    @_zk
+    def watch_children(self, path: str, callback: Callable[[list[str]], None]) -> None:
+        """``callback(sorted children)`` now and after every change; re-armed, survives reconnects (kazoo's thread)."""
+        self._zk.ensure_path(path)
+
+        def fire(children: list[str]) -> None:
+            if self._closing:
+                return
+            try:
+                callback(sorted(children))
+            except Exception:
+                log.exception("children watch callback for %s failed", path)
+
+        ChildrenWatch(self._zk, path, fire, allow_session_lost=True)  # kazoo keeps it registered
+
+    @_zk
+    def watch_data(self, path: str, callback: Callable[[bytes | None, int | None], None]) -> None:
+        """``callback(data, version)`` now and on every create/change/delete of ``path`` (kazoo's thread)."""
+        def fire(data: bytes | None, stat: Any) -> None:
+            if self._closing:
+                return
+            try:
+                callback(data, None if stat is None else stat.version)
+            except Exception:
+                log.exception("data watch callback for %s failed", path)
+
+        DataWatch(self._zk, path, fire)
