@@ -20,16 +20,13 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import Counter, deque
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable
 
 from ...protocol.api_keys import ApiKey
 from ...protocol.errors import FrameTooLargeError, UnknownApiKeyError, UnsupportedApiVersionError
 from ...protocol.framing import FrameSplitter
 from ...protocol.header import RequestHeader, decode_request
 from .request_channel import Request, RequestChannel, Response
-
-if TYPE_CHECKING:
-    from .socket_server import SocketServer
 
 log = logging.getLogger(__name__)
 
