@@ -86,6 +86,15 @@ def uvarint(value: int) -> bytes:
         return _ONE_BYTE[value]
     if value < 0 or value >= 1 << 32:
         raise ValueError(f"unsigned varint out of range: {value}")
+    return base128(value)
+
+
+def base128(value: int) -> bytes:
+    """The base-128 groups of a non-negative integer, low first (the body of every varint)."""
+    if value < 0x80:
+        return _ONE_BYTE[value]
+    if value < 0x4000:
+        return bytes(((value & 0x7F) | 0x80, value >> 7))
     out = bytearray()
     while value >= 0x80:
         out.append((value & 0x7F) | 0x80)

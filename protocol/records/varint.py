@@ -8,14 +8,12 @@ CorruptRecordBatchError, never IndexError.
 
 from __future__ import annotations
 
+from ..types import base128
 from .errors import CorruptRecordBatchError
 
 # Kafka rejects a varint longer than 5 bytes and a varlong longer than 10.
 _VARINT_MAX_SHIFT = 28
 _VARLONG_MAX_SHIFT = 63
-
-# Zigzag values 0..127 encode as one byte; most deltas and lengths in small records do.
-_ONE_BYTE = [bytes((z,)) for z in range(128)]
 
 
 def _decode(buf: bytes, pos: int, max_shift: int, kind: str) -> tuple[int, int]:
@@ -47,17 +45,7 @@ def decode_varlong(buf: bytes, pos: int = 0) -> tuple[int, int]:
 
 def encode_varint(value: int) -> bytes:
     """Zigzag-encode an int32 or int64 (the same bytes: the width only bounds the length)."""
-    z = (value << 1) ^ (value >> 63)
-    if z < 0x80:
-        return _ONE_BYTE[z]
-    if z < 0x4000:
-        return bytes(((z & 0x7F) | 0x80, z >> 7))
-    out = bytearray()
-    while z >= 0x80:
-        out.append((z & 0x7F) | 0x80)
-        z >>= 7
-    out.append(z)
-    return bytes(out)
+    return base128((value << 1) ^ (value >> 63))
 
 
 encode_varlong = encode_varint
