@@ -130,15 +130,23 @@ def _nbytes(part: Buffer) -> int:
     return part.nbytes if isinstance(part, memoryview) else len(part)
 
 
+def payload_size(parts: Iterable[Buffer]) -> int:
+    """Total bytes of a frame's parts (a memoryview counts its bytes, not its items)."""
+    # Inline type checks: this runs over every part of every response on the hot path.
+    return sum([len(p) if type(p) is not memoryview else p.nbytes for p in parts])
+
+
 def frame(payload_parts: Buffer | Iterable[Buffer]) -> bytes:
     """One frame (size prefix + payload) as bytes, from a payload or a sequence of its parts."""
     if isinstance(payload_parts, (bytes, bytearray, memoryview)):
         return _pack_size(_nbytes(payload_parts)) + payload_parts
     parts = list(payload_parts)
-    return b"".join([_pack_size(sum(map(_nbytes, parts))), *parts])
+    return b"".join([_pack_size(payload_size(parts)), *parts])
 
 
 def frame_parts(payload_parts: Iterable[Buffer]) -> list[Buffer]:
     """The prefix followed by the parts, uncopied: for ``transport.writelines``."""
-    parts = list(payload_parts)
-    return [_pack_size(sum(map(_nbytes, parts))), *parts]
+    framed: list[Buffer] = [b""]  # the prefix's place; it counts 0 bytes while the size is summed
+    framed.extend(payload_parts)
+    framed[0] = _pack_size(payload_size(framed))
+    return framed

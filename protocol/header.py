@@ -13,7 +13,7 @@ from __future__ import annotations
 import struct
 from typing import Any
 
-from . import types
+from . import framing, types
 from .api_keys import request_header_version, response_header_version
 from .errors import ProtocolError, UnknownApiKeyError, UnsupportedApiVersionError
 from .messages import REQUESTS, RESPONSES
@@ -119,8 +119,7 @@ def encode_request(body: Any, api_version: int, correlation_id: int, client_id: 
     message = body.MESSAGE
     if message.kind != "request":
         raise ValueError(f"{message.name} is not a request")
-    parts: list[Any] = [b""] if framed else []
-    parts.append(_KEY_VERSION_CORRELATION.pack(message.api_key, api_version, correlation_id))
+    parts: list[Any] = [_KEY_VERSION_CORRELATION.pack(message.api_key, api_version, correlation_id)]
     header_version = request_header_version(message.api_key, api_version)
     if header_version >= 1:
         if client_id is None:
@@ -132,9 +131,7 @@ def encode_request(body: Any, api_version: int, correlation_id: int, client_id: 
     if header_version >= 2:
         parts.append(b"\x00")
     message.encode_into(body, api_version, parts.append)
-    if framed:
-        parts[0] = _INT32.pack(sum(len(p) for p in parts))
-    return b"".join(parts)
+    return framing.frame(parts) if framed else b"".join(parts)
 
 
 def encode_response_parts(body: Any, api_version: int, correlation_id: int) -> list[Any]:
@@ -145,11 +142,11 @@ def encode_response_parts(body: Any, api_version: int, correlation_id: int) -> l
     message = body.MESSAGE
     if message.kind != "response":
         raise ValueError(f"{message.name} is not a response")
-    parts: list[Any] = [b"", _INT32.pack(correlation_id)]
+    parts: list[Any] = [b"", _INT32.pack(correlation_id)]  # parts[0]: the size prefix, set last
     if response_header_version(message.api_key, api_version) >= 1:
         parts.append(b"\x00")
     message.encode_into(body, api_version, parts.append)
-    parts[0] = _INT32.pack(sum(len(p) if type(p) is bytes else memoryview(p).nbytes for p in parts))
+    parts[0] = framing.size_prefix(framing.payload_size(parts))
     return parts
 
 
