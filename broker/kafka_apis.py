@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
-from typing import Any, Callable
+from typing import Any, Awaitable, Callable
 
 from ..protocol.errors import KafkaError, UnknownServerError
 from ..protocol.header import encode_response_parts
@@ -80,16 +80,29 @@ class KafkaApis:
     def served(self) -> set[int]:
         return set(self.handlers)
 
-    async def handle(self, request: Request) -> Response:
+    def dispatch(self, request: Request) -> Response | Awaitable[Response]:
+        """Run the handler; a handler that has to wait (a parked fetch, an acks=-1 produce, a ZooKeeper
+        call) gives back an awaitable, which the handler pool finishes in its own task so that no
+        request-handler task is held while a request waits."""
         try:
             result = self.handlers[request.header.api_key](request)
             if inspect.isawaitable(result):
-                result = await result
+                return self._finish(request, result)
             return self._to_response(request, result)
+        except Exception as exc:
+            return self.error_response(request, exc)
+
+    async def _finish(self, request: Request, pending: Awaitable[Any]) -> Response:
+        try:
+            return self._to_response(request, await pending)
         except asyncio.CancelledError:
             raise
         except Exception as exc:
             return self.error_response(request, exc)
+
+    async def handle(self, request: Request) -> Response:
+        result = self.dispatch(request)
+        return result if isinstance(result, Response) else await result
 
     def _to_response(self, request: Request, result: Any) -> Response:
         if result is None:

@@ -1,8 +1,9 @@
 """KafkaRequestHandlerPool: ``num.io.threads`` tasks taking requests off the channel.
 
-Each task runs ``receive -> KafkaApis.handle -> send_response``. A handler that awaits (a delayed
-produce, a long fetch) holds only its own task; with every task waiting, the channel fills and the
-processors stop reading, which is the backpressure Kafka gets from its handler threads.
+Each task runs ``receive -> KafkaApis.dispatch -> send_response``. A request that must wait (a
+parked fetch, an acks=-1 produce) continues in a task of its own, as Kafka's purgatory frees its
+handler threads; its connection stays muted until the answer is sent, so order is kept. When
+handlers cannot keep up, the channel fills and the processors stop reading (backpressure).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ class KafkaRequestHandlerPool:
         self.num_threads = num_threads
         self.tasks: list[asyncio.Task] = []
         self.busy = 0  # handlers between receive and send_response (for draining on shutdown)
+        self.waiting: set[asyncio.Task] = set()  # requests parked until a purgatory or ZooKeeper answers
 
     def start(self) -> None:
         loop = asyncio.get_running_loop()
@@ -31,25 +33,44 @@ class KafkaRequestHandlerPool:
 
     async def _run(self) -> None:
         receive = self.channel.receive_request
-        handle = self.apis.handle
+        dispatch = self.apis.dispatch
         send = self.channel.send_response
         while True:
             request = await receive()
             self.busy += 1
             try:
                 try:
-                    response = await handle(request)
-                except asyncio.CancelledError:
-                    raise
-                except Exception:  # handle() has its own error path; this is a bug guard
-                    log.exception("KafkaApis.handle failed on %r", request)
+                    response = dispatch(request)
+                except Exception:  # dispatch() has its own error path; this is a bug guard
+                    log.exception("KafkaApis.dispatch failed on %r", request)
                     response = Response.close(request, "internal error")
-                send(response)
+                if isinstance(response, Response):
+                    send(response)
+                else:
+                    self._park(request, response)
             finally:
                 self.busy -= 1
 
+    def _park(self, request, pending) -> None:
+        """Finish a waiting request in its own task; the connection stays muted until it answers."""
+        task = asyncio.get_running_loop().create_task(pending)
+        self.waiting.add(task)
+
+        def done(t: asyncio.Task) -> None:
+            self.waiting.discard(t)
+            if t.cancelled():
+                return
+            exc = t.exception()
+            self.channel.send_response(Response.close(request, "internal error") if exc else t.result())
+            if exc:
+                log.error("Request %r failed: %r", request, exc)
+
+        task.add_done_callback(done)
+
     async def stop(self) -> None:
-        for task in self.tasks:
+        tasks = self.tasks + list(self.waiting)
+        for task in tasks:
             task.cancel()
-        await asyncio.gather(*self.tasks, return_exceptions=True)
+        await asyncio.gather(*tasks, return_exceptions=True)
         self.tasks = []
+        self.waiting.clear()

@@ -126,16 +126,12 @@ def test_handler_errors_become_error_responses():
 
 def test_backpressure_when_the_channel_is_full_loses_nothing():
     apis = KafkaApis()
-    gate = asyncio.Event()
-
-    async def heartbeat(request):
-        await gate.wait()
-        return heartbeat_response()
-
-    apis.register(ApiKey.HEARTBEAT, heartbeat)
+    apis.register(ApiKey.HEARTBEAT, lambda request: heartbeat_response())
 
     async def main():
         async with serving(apis, num_io_threads=1, queued_max_requests=1, num_network_threads=2) as server:
+            # Handlers that stop taking requests (all busy, in Kafka's terms) fill the channel.
+            await server.handler_pool.stop()
             clients = [await Client.connect(server.port()) for _ in range(6)]
             for i, client in enumerate(clients):
                 for cid in range(5):
@@ -143,17 +139,43 @@ def test_backpressure_when_the_channel_is_full_loses_nothing():
             while server.stats["channel_full"] == 0:
                 await asyncio.sleep(0.01)
             await asyncio.sleep(0.05)
-            # One request in a handler, one queued, the rest held by blocked processors: none read further.
+            # One request queued, the rest held by blocked processors: none read further.
             assert server.channel.qsize() == 1
             assert any(p.blocked for p in server.processors)
             assert server.stats["requests_received"] <= 6
-            gate.set()
+            server.handler_pool.start()
             results = await asyncio.gather(*(read_correlation_ids(c, 12, 3, 5) for c in clients))
             assert results == [[i * 100 + cid for cid in range(5)] for i in range(6)]
             assert server.stats["responses_sent"] == 30
             assert not any(p.blocked for p in server.processors)
             for client in clients:
                 client.close()
+
+    run(main())
+
+
+def test_a_waiting_request_does_not_hold_a_handler():
+    """An async handler (a parked fetch) waits in its own task: one handler task serves the others."""
+    apis = KafkaApis()
+    gate = asyncio.Event()
+
+    async def slow_heartbeat(request):
+        await gate.wait()
+        return heartbeat_response()
+
+    apis.register(ApiKey.HEARTBEAT, slow_heartbeat)
+
+    async def main():
+        async with serving(apis, num_io_threads=1) as server:
+            waiting, other = await Client.connect(server.port()), await Client.connect(server.port())
+            waiting.send(HeartbeatRequest(group_id="g", member_id="m"), 3, 1)
+            await asyncio.sleep(0.05)
+            assert (await other.api_versions(correlation_id=2)).error_code == 0
+            assert len(server.handler_pool.waiting) == 1
+            gate.set()
+            assert await read_correlation_ids(waiting, 12, 3, 1) == [1]
+            waiting.close()
+            other.close()
 
     run(main())
 
