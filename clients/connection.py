@@ -1,0 +1,328 @@
+"""One TCP connection to one Kafka broker: version negotiation and pipelined requests.
+
+    conn = await BrokerConnection.connect("127.0.0.1", 9092)      # TCP + ApiVersions
+    response = await conn.send(MetadataRequest(topics=None))       # highest version both sides speak
+    await conn.close()
+
+Many requests may be in flight at once. A broker answers each connection in request order (Kafka
+mutes a channel until its response is written), so responses are matched first-in first-out and
+each one's correlation id must be the oldest outstanding one; anything else means the stream is out
+of sync and the connection is closed, failing every waiter (as the Java client and kafka-python do).
+A request that times out closes the connection for the same reason: its response may still come and
+would be taken for the next one's. A caller that merely cancels its ``send`` leaves the connection
+usable: the late response is read and dropped.
+
+Produce with acks=0 gets no response at all (COMPAT G7), so it is never put in flight.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import socket
+import struct
+from collections import deque
+from importlib import metadata as _metadata
+from typing import Any
+
+from ..protocol.api_keys import KAFKA_2_8_VERSIONS, ApiKey
+from ..protocol.errors import FrameTooLargeError, UnsupportedVersionError, for_code
+from ..protocol.framing import FrameSplitter
+from ..protocol.header import decode_response, encode_request
+from ..protocol.messages import ApiVersionsRequest
+from .errors import CorrelationIdError, KafkaConnectionError
+
+log = logging.getLogger(__name__)
+
+_API_VERSIONS = int(ApiKey.API_VERSIONS)
+_PRODUCE = int(ApiKey.PRODUCE)
+_UNSUPPORTED_VERSION = UnsupportedVersionError.code
+_INT32 = struct.Struct(">i")
+_INT16 = struct.Struct(">h")
+_MAX_CORRELATION_ID = 2**31 - 1
+# Clients accept responses of any size (Java's client reads with an unlimited NetworkReceive);
+# the cap only rejects a negative or absurd size prefix.
+_MAX_RESPONSE_SIZE = 2**31 - 1
+CLIENT_SOFTWARE_NAME = "odradek"
+
+
+def _software_version() -> str:
+    try:
+        return _metadata.version("odradek")
+    except _metadata.PackageNotFoundError:
+        return "0.0.0"
+
+
+CLIENT_SOFTWARE_VERSION = _software_version()
+
+
+class _InFlight:
+    __slots__ = ("correlation_id", "api_key", "api_version", "future")
+
+    def __init__(self, correlation_id: int, api_key: int, api_version: int, future: asyncio.Future) -> None:
+        self.correlation_id = correlation_id
+        self.api_key = api_key
+        self.api_version = api_version
+        self.future = future
+
+
+def _copy_error(exc: BaseException) -> BaseException:
+    """A fresh instance per waiter, so that raising it in one task does not grow another's traceback."""
+    try:
+        copy = type(exc)(*exc.args)
+    except Exception:
+        return exc
+    copy.__cause__ = exc.__cause__
+    return copy
+
+
+class BrokerConnection(asyncio.Protocol):
+    """A connection to one broker. Build it with ``await BrokerConnection.connect(host, port)``.
+
+    The ``asyncio.Protocol`` callbacks (``connection_made``, ``data_received``, ...) are internal.
+    """
+
+    def __init__(self, host: str, port: int, client_id: str, loop: asyncio.AbstractEventLoop) -> None:
+        self.host = host
+        self.port = port
+        self.client_id = client_id
+        # The broker's advertised (min, max) per api key; empty until negotiated.
+        self.api_versions: dict[int, tuple[int, int]] = {}
+        self._negotiated = False
+        self._loop = loop
+        self._transport: asyncio.Transport | None = None
+        self._splitter = FrameSplitter(_MAX_RESPONSE_SIZE)
+        self._in_flight: deque[_InFlight] = deque()
+        self._next_correlation_id = 0
+        self._closed = False
+        self._error: BaseException | None = None  # why the connection is closed
+        self._lost: asyncio.Future = loop.create_future()
+        self._paused = False
+        self._drain_waiters: list[asyncio.Future] = []
+
+    # -- construction -------------------------------------------------------------------------------
+    @classmethod
+    async def connect(cls, host: str, port: int, *, client_id: str = "odradek", timeout: float = 10.0,
+                      negotiate: bool = True) -> "BrokerConnection":
+        """Open the TCP connection and (unless ``negotiate=False``) learn the broker's API versions.
+
+        Raises ``ConnectionError`` (``KafkaConnectionError``) when the broker cannot be reached and
+        ``TimeoutError`` when connecting and negotiating take longer than ``timeout`` seconds.
+        """
+        loop = asyncio.get_running_loop()
+        conn = cls(host, port, client_id, loop)
+        try:
+            async with asyncio.timeout(timeout):
+                try:
+                    await loop.create_connection(lambda: conn, host, port)
+                except TimeoutError:
+                    raise
+                except OSError as exc:
+                    raise KafkaConnectionError(f"cannot connect to {host}:{port}: {exc}") from exc
+                if negotiate:
+                    await conn._negotiate()
+        except TimeoutError:
+            conn._fail(KafkaConnectionError(f"connecting to {host}:{port} timed out"))
+            raise TimeoutError(f"connecting to {host}:{port} took longer than {timeout} s") from None
+        except BaseException as exc:
+            conn._fail(KafkaConnectionError(f"connecting to {host}:{port} failed: {exc}"))
+            raise
+        return conn
+
+    async def _negotiate(self) -> None:
+        """ApiVersions at our highest version, falling back when the broker answers error 35.
+
+        Since KIP-511 a broker that does not know our ApiVersions version answers with a v0 body:
+        error 35 and its own ApiVersions range. Like librdkafka we retry at min(our version - 1,
+        the broker's max) (Java's client uses the broker's max; the -1 guards against a broker that
+        keeps refusing the version it advertised); a broker that sent no range gets v0.
+        """
+        version = KAFKA_2_8_VERSIONS[_API_VERSIONS][1]
+        request = ApiVersionsRequest(client_software_name=CLIENT_SOFTWARE_NAME,
+                                     client_software_version=CLIENT_SOFTWARE_VERSION)
+        while True:
+            response = await self.send(request, version=version)
+            code = response.error_code
+            if code == 0:
+                break
+            if code != _UNSUPPORTED_VERSION or version == 0:
+                raise for_code(code)(f"ApiVersions v{version} to {self.host}:{self.port} failed")
+            broker_max = max((e.max_version for e in response.api_keys if e.api_key == _API_VERSIONS), default=0)
+            log.debug("%s:%d refused ApiVersions v%d (its max is v%d); retrying",
+                      self.host, self.port, version, broker_max)
+            version = max(0, min(version - 1, broker_max))
+        self.api_versions = {e.api_key: (e.min_version, e.max_version) for e in response.api_keys}
+        self._negotiated = True
+
+    # -- public API ---------------------------------------------------------------------------------
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    @property
+    def in_flight(self) -> int:
+        """Requests sent and not yet answered (for picking the least loaded connection)."""
+        return len(self._in_flight)
+
+    def version_for(self, api_key: int, max_version: int | None = None) -> int:
+        """The highest version of ``api_key`` both sides speak, at most ``max_version``.
+
+        Without negotiation (``connect(negotiate=False)``) our own Kafka 2.8 ranges are assumed.
+        Raises ``UnsupportedVersionError`` when there is no common version.
+        """
+        ours = KAFKA_2_8_VERSIONS.get(api_key)
+        if ours is None:
+            raise UnsupportedVersionError(f"api key {api_key} is not one this client speaks")
+        theirs = self.api_versions.get(api_key) if self._negotiated else ours
+        if theirs is None:
+            raise UnsupportedVersionError(f"broker {self.host}:{self.port} does not support api key {api_key}")
+        low = max(ours[0], theirs[0])
+        high = min(ours[1], theirs[1])
+        if max_version is not None:
+            high = min(high, max_version)
+        if high < low:
+            raise UnsupportedVersionError(
+                f"no common version of api key {api_key}: broker {self.host}:{self.port} speaks "
+                f"{theirs[0]}-{theirs[1]}, we speak {ours[0]}-{ours[1]}"
+                + (f" (capped at {max_version})" if max_version is not None else ""))
+        return high
+
+    async def send(self, body: Any, *, version: int | None = None, timeout: float | None = None) -> Any:
+        """Send a request and return the decoded response body (None for acks=0 Produce).
+
+        ``version`` defaults to ``version_for(api key)``; ``timeout`` (seconds, None = no deadline)
+        covers writing and waiting. On timeout the connection is closed and ``TimeoutError`` raised.
+        """
+        if self._closed:
+            raise _copy_error(self._error or KafkaConnectionError(f"connection to {self.host}:{self.port} is closed"))
+        api_key = body.MESSAGE.api_key
+        if version is None:
+            version = self.version_for(api_key)
+        correlation_id = self._next_correlation_id
+        self._next_correlation_id = 0 if correlation_id == _MAX_CORRELATION_ID else correlation_id + 1
+        data = encode_request(body, version, correlation_id, self.client_id)  # may raise: nothing sent yet
+        waiter = None
+        if not (api_key == _PRODUCE and body.acks == 0):
+            waiter = self._loop.create_future()
+            self._in_flight.append(_InFlight(correlation_id, api_key, version, waiter))
+        assert self._transport is not None
+        self._transport.write(data)
+        try:
+            async with asyncio.timeout(timeout):
+                if self._paused:
+                    await self._drain()
+                if waiter is None:
+                    return None
+                return await waiter
+        except TimeoutError:
+            # Its response may still arrive and would be matched to the next request: close.
+            self._fail(KafkaConnectionError(f"a request to {self.host}:{self.port} timed out; "
+                                            "the connection was closed"))
+            raise TimeoutError(f"api key {api_key} v{version} to {self.host}:{self.port} got no response "
+                               f"within {timeout} s") from None
+
+    async def close(self) -> None:
+        """Close the connection; requests in flight fail with ``ConnectionError``."""
+        self._fail(KafkaConnectionError(f"connection to {self.host}:{self.port} was closed by the client"),
+                   abort=False)
+        if self._transport is not None and not self._lost.done():
+            await asyncio.shield(self._lost)
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else f"{len(self._in_flight)} in flight"
+        return f"BrokerConnection({self.host}:{self.port}, {state})"
+
+    # -- asyncio.Protocol ---------------------------------------------------------------------------
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self._transport = transport  # type: ignore[assignment]
+        sock = transport.get_extra_info("socket")
+        if sock is not None:
+            try:  # small requests must not wait for Nagle (both asyncio and uvloop set it; be sure)
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            except (OSError, AttributeError):
+                pass
+
+    def data_received(self, data: bytes) -> None:
+        try:
+            frames = self._splitter.feed(data)
+        except FrameTooLargeError as exc:
+            self._fail(KafkaConnectionError(f"bad response frame from {self.host}:{self.port}: {exc}"))
+            return
+        for frame in frames:
+            if not self._on_frame(frame):
+                return
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        reason = f": {exc}" if exc else " by the broker"
+        self._fail(KafkaConnectionError(f"connection to {self.host}:{self.port} was closed{reason}"), abort=False)
+        if not self._lost.done():
+            self._lost.set_result(None)
+
+    def pause_writing(self) -> None:
+        self._paused = True
+
+    def resume_writing(self) -> None:
+        self._paused = False
+        self._wake_drain_waiters(None)
+
+    # -- internals ----------------------------------------------------------------------------------
+    def _on_frame(self, frame: Any) -> bool:
+        """Match one response frame to the oldest request in flight; False if the connection failed."""
+        if not self._in_flight:
+            self._fail(CorrelationIdError(f"{self.host}:{self.port} sent a response with no request in flight"))
+            return False
+        if len(frame) < 4:
+            self._fail(KafkaConnectionError(f"{self.host}:{self.port} sent a {len(frame)}-byte response"))
+            return False
+        entry = self._in_flight.popleft()
+        (correlation_id,) = _INT32.unpack_from(frame, 0)
+        if correlation_id != entry.correlation_id:
+            self._fail(CorrelationIdError(
+                f"{self.host}:{self.port} answered correlation id {correlation_id}, "
+                f"expected {entry.correlation_id}"))
+            if not entry.future.done():
+                entry.future.set_exception(_copy_error(self._error))  # type: ignore[arg-type]
+            return False
+        future = entry.future
+        if future.done():  # the caller gave up (cancelled); the stream stays in sync
+            return True
+        version = entry.api_version
+        # An ApiVersions error is sent as a v0 body whatever version was asked (KIP-511); the error
+        # code comes first in every version, so read it before choosing the layout.
+        if entry.api_key == _API_VERSIONS and version and len(frame) >= 6 and _INT16.unpack_from(frame, 4)[0]:
+            version = 0
+        try:
+            _, body = decode_response(frame, entry.api_key, version)
+        except Exception as exc:  # a bad body spoils only this response; framing is intact
+            future.set_exception(exc)
+        else:
+            future.set_result(body)
+        return True
+
+    def _fail(self, error: BaseException, *, abort: bool = True) -> None:
+        """Close (once) and fail every waiter with ``error``."""
+        if not self._closed:
+            self._closed = True
+            self._error = error
+            if self._transport is not None:
+                # On a broken stream drop unsent bytes; a normal close lets them go out.
+                self._transport.abort() if abort else self._transport.close()
+            elif not self._lost.done():
+                self._lost.set_result(None)
+        error = self._error or error
+        while self._in_flight:
+            entry = self._in_flight.popleft()
+            if not entry.future.done():
+                entry.future.set_exception(_copy_error(error))
+        self._wake_drain_waiters(error)
+
+    async def _drain(self) -> None:
+        waiter = self._loop.create_future()
+        self._drain_waiters.append(waiter)
+        await waiter
+
+    def _wake_drain_waiters(self, error: BaseException | None) -> None:
+        waiters, self._drain_waiters = self._drain_waiters, []
+        for waiter in waiters:
+            if not waiter.done():
+                waiter.set_result(None) if error is None else waiter.set_exception(_copy_error(error))
