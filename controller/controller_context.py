@@ -1,0 +1,138 @@
+"""ControllerContext: the active controller's in-memory view of the cluster (Kafka's ControllerContext).
+
+Built from ZooKeeper when a broker becomes controller, then kept current by the controller's events;
+only the controller's event task touches it, so it needs no locks. It holds the live brokers with
+their broker epochs (the czxid of /brokers/ids/<id>), each topic's id and replica assignment, each
+partition's leadership with the znode version it was read or written at, and the topics queued for
+deletion.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from typing import Iterable
+
+from .zk_data import BrokerInfo, LeaderIsrAndControllerEpoch, TopicAssignment
+
+TopicPartition = tuple[str, int]
+
+
+@dataclass
+class PartitionLeadership:
+    """A partition's state znode as last read or written: the next write is conditional on ``zk_version``."""
+    state: LeaderIsrAndControllerEpoch
+    zk_version: int
+
+
+class ControllerContext:
+    def __init__(self) -> None:
+        self.epoch = 0               # the controller epoch we hold (0 before the first election)
+        self.epoch_zk_version = -1   # /controller_epoch's znode version: fences our ZooKeeper writes
+        self.live_brokers: dict[int, BrokerInfo] = {}
+        self.broker_epochs: dict[int, int] = {}
+        self.shutting_down_broker_ids: set[int] = set()
+        self.topic_ids: dict[str, uuid.UUID] = {}
+        self.assignments: dict[str, dict[int, list[int]]] = {}
+        self.leaderships: dict[TopicPartition, PartitionLeadership] = {}
+        self.topics_to_be_deleted: set[str] = set()
+
+    def reset(self) -> None:
+        """Forget everything but the epoch (on resignation)."""
+        epoch, version = self.epoch, self.epoch_zk_version
+        self.__init__()
+        self.epoch, self.epoch_zk_version = epoch, version
+
+    # --- brokers ---------------------------------------------------------------------------------------
+    def add_live_broker(self, info: BrokerInfo, broker_epoch: int) -> None:
+        self.live_brokers[info.broker_id] = info
+        self.broker_epochs[info.broker_id] = broker_epoch
+
+    def remove_live_brokers(self, broker_ids: Iterable[int]) -> None:
+        for broker_id in broker_ids:
+            self.live_brokers.pop(broker_id, None)
+            self.broker_epochs.pop(broker_id, None)
+            self.shutting_down_broker_ids.discard(broker_id)
+
+    @property
+    def live_broker_ids(self) -> set[int]:
+        """Live brokers, including those shutting down (Kafka's liveOrShuttingDownBrokerIds)."""
+        return set(self.live_brokers)
+
+    def is_replica_online(self, broker_id: int, partition: TopicPartition | None = None) -> bool:
+        """A replica is online when its broker is live (offline log dirs come with issue 4)."""
+        return broker_id in self.live_brokers
+
+    def broker_epoch(self, broker_id: int) -> int:
+        return self.broker_epochs.get(broker_id, -1)
+
+    # --- topics and assignments ------------------------------------------------------------------------
+    @property
+    def all_topics(self) -> set[str]:
+        return set(self.assignments)
+
+    def add_topic(self, topic: str, assignment: TopicAssignment) -> None:
+        self.assignments[topic] = {p: list(r) for p, r in assignment.partitions.items()}
+        if assignment.topic_id is not None:
+            self.topic_ids[topic] = assignment.topic_id
+
+    def remove_topic(self, topic: str) -> None:
+        for partition in self.assignments.pop(topic, {}):
+            self.leaderships.pop((topic, partition), None)
+        self.topic_ids.pop(topic, None)
+        self.topics_to_be_deleted.discard(topic)
+
+    def replicas(self, partition: TopicPartition) -> list[int]:
+        topic, index = partition
+        return self.assignments.get(topic, {}).get(index, [])
+
+    def partitions_for_topic(self, topic: str) -> list[TopicPartition]:
+        return [(topic, p) for p in sorted(self.assignments.get(topic, {}))]
+
+    def all_partitions(self) -> list[TopicPartition]:
+        return [tp for topic in sorted(self.assignments) for tp in self.partitions_for_topic(topic)]
+
+    def partitions_on_brokers(self, broker_ids: Iterable[int]) -> list[TopicPartition]:
+        """Partitions with a replica on any of the brokers."""
+        wanted = set(broker_ids)
+        return [tp for tp in self.all_partitions() if wanted.intersection(self.replicas(tp))]
+
+    # --- leadership ------------------------------------------------------------------------------------
+    def put_leadership(self, partition: TopicPartition, state: LeaderIsrAndControllerEpoch, zk_version: int) -> None:
+        self.leaderships[partition] = PartitionLeadership(state, zk_version)
+
+    def leadership(self, partition: TopicPartition) -> PartitionLeadership | None:
+        return self.leaderships.get(partition)
+
+    def partitions_with_leaders(self) -> list[TopicPartition]:
+        """Partitions that have a state znode (whatever their leader)."""
+        return [tp for tp in self.all_partitions() if tp in self.leaderships]
+
+    def partitions_needing_election(self) -> list[TopicPartition]:
+        """New partitions (no state yet) and offline ones (leader not live), outside topics being deleted:
+        what Kafka's triggerOnlinePartitionStateChange tries to bring online."""
+        out = []
+        for tp in self.all_partitions():
+            if tp[0] in self.topics_to_be_deleted:
+                continue
+            leadership = self.leaderships.get(tp)
+            if leadership is None or not self.is_replica_online(leadership.state.leader, tp):
+                out.append(tp)
+        return out
+
+    def partitions_with_replicas_in_isr_of(self, broker_ids: Iterable[int]) -> list[TopicPartition]:
+        """Partitions led by, or with an ISR member among, the brokers."""
+        wanted = set(broker_ids)
+        out = []
+        for tp in self.partitions_with_leaders():
+            state = self.leaderships[tp].state
+            if state.leader in wanted or wanted.intersection(state.isr):
+                out.append(tp)
+        return out
+
+    # --- deletion --------------------------------------------------------------------------------------
+    def queue_topic_deletion(self, topics: Iterable[str]) -> None:
+        self.topics_to_be_deleted.update(t for t in topics if t in self.assignments)
+
+    def is_topic_queued_for_deletion(self, topic: str) -> bool:
+        return topic in self.topics_to_be_deleted
