@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import threading
 from typing import Any, Callable, Iterable
 
 from kazoo.client import KazooClient, KazooState
@@ -299,9 +300,9 @@ class KafkaZkClient:
         if isinstance(check, BadVersionError):
             raise ControllerMovedError(f"controller epoch znode version is no longer {epoch_zk_version}")
 
-    def watch_controller(self, callback: Callable[[int | None], None]) -> None:
-        """``callback(controller id or None)`` now and whenever /controller changes (kazoo's thread)."""
-        self.watch_data(ControllerZNode.path, lambda data, version: callback(ControllerZNode.decode(data)))
+    def watch_controller(self, callback: Callable[[int | None], None]) -> Callable[[], None]:
+        """``callback(controller id or None)`` now and whenever /controller changes (kazoo's thread); returns unwatch."""
+        return self.watch_data(ControllerZNode.path, lambda data, version: callback(ControllerZNode.decode(data)))
 
     # --- topics -----------------------------------------------------------------------------------
     @_zk
@@ -396,8 +397,21 @@ class KafkaZkClient:
         return sorted(self._children(DeleteTopicsZNode.path))
 
     @_zk
-    def delete_topic_znodes(self, topic: str) -> None:
-        """Remove the topic's assignment and states, its config, then its deletion marker."""
+    def delete_topic_deletion_markers(self, topics: Iterable[str], epoch_zk_version: int | None = None) -> None:
+        """Remove /admin/delete_topics/<t> (deletion disabled, or the topic does not exist)."""
+        if epoch_zk_version is not None:
+            self._check_epoch_version(epoch_zk_version)
+        for topic in topics:
+            self._delete(DeleteTopicsZNode.topic_path(topic))
+
+    @_zk
+    def delete_topic_znodes(self, topic: str, epoch_zk_version: int | None = None) -> None:
+        """Remove the topic's assignment and states, its config, then its deletion marker.
+
+        With ``epoch_zk_version``, first check that /controller_epoch still has that version
+        (ControllerMovedError otherwise), so a deposed controller does not delete topics."""
+        if epoch_zk_version is not None:
+            self._check_epoch_version(epoch_zk_version)
         self._delete(TopicZNode.path(topic), recursive=True)
         self._delete(ConfigEntityZNode.path("topics", topic))
         self._delete(DeleteTopicsZNode.topic_path(topic))
@@ -468,31 +482,43 @@ class KafkaZkClient:
     def get_children(self, path: str) -> list[str]:
         return sorted(self._children(path))
 
-    # --- watches ----------------------------------------------------------------------------------
+    # --- watches ---------------------------------------------------------------------------------
     @_zk
-    def watch_children(self, path: str, callback: Callable[[list[str]], None]) -> None:
-        """``callback(sorted children)`` now and after every change; re-armed, survives reconnects (kazoo's thread)."""
-        self._zk.ensure_path(path)
+    def watch_children(self, path: str, callback: Callable[[list[str]], None]) -> Callable[[], None]:
+        """``callback(sorted children)`` now and after every change; re-armed, survives reconnects (kazoo's thread).
 
-        def fire(children: list[str]) -> None:
-            if self._closing:
-                return
+        Returns ``unwatch()``: after it the callback is never called again and kazoo drops the watch
+        the next time it fires (a resigning controller drops its watches this way)."""
+        self._zk.ensure_path(path)
+        cancelled = threading.Event()
+
+        def fire(children: list[str]) -> bool | None:
+            if self._closing or cancelled.is_set():
+                return False  # tells kazoo to stop watching
             try:
                 callback(sorted(children))
             except Exception:
                 log.exception("children watch callback for %s failed", path)
+            return None
 
         ChildrenWatch(self._zk, path, fire, allow_session_lost=True)  # kazoo keeps it registered
+        return cancelled.set
 
     @_zk
-    def watch_data(self, path: str, callback: Callable[[bytes | None, int | None], None]) -> None:
-        """``callback(data, version)`` now and on every create/change/delete of ``path`` (kazoo's thread)."""
-        def fire(data: bytes | None, stat: Any) -> None:
-            if self._closing:
-                return
+    def watch_data(self, path: str, callback: Callable[[bytes | None, int | None], None]) -> Callable[[], None]:
+        """``callback(data, version)`` now and on every create/change/delete of ``path`` (kazoo's thread).
+
+        Returns ``unwatch()``, as ``watch_children`` does."""
+        cancelled = threading.Event()
+
+        def fire(data: bytes | None, stat: Any) -> bool | None:
+            if self._closing or cancelled.is_set():
+                return False
             try:
                 callback(data, None if stat is None else stat.version)
             except Exception:
                 log.exception("data watch callback for %s failed", path)
+            return None
 
         DataWatch(self._zk, path, fire)
+        return cancelled.set

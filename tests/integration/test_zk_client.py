@@ -264,6 +264,49 @@ def test_watch_data_sees_create_change_delete(zk_client_factory):
     assert next_event(events, lambda e: e[0] is None) == (None, None)
 
 
+def test_unwatch_stops_children_and_data_callbacks(zk_client_factory):
+    children: queue.Queue = queue.Queue()
+    data: queue.Queue = queue.Queue()
+    watcher, writer = zk_client_factory(), zk_client_factory()
+    watcher.create_top_level_paths()
+    unwatch_children = watcher.watch_children("/admin/delete_topics", children.put)
+    unwatch_data = watcher.watch_data("/admin/x", lambda d, v: data.put(d))
+    assert children.get(timeout=5) == [] and data.get(timeout=5) is None
+    writer.mark_topic_for_deletion(["a"])
+    assert next_event(children, lambda c: c == ["a"])
+    unwatch_children()
+    unwatch_data()
+    writer.mark_topic_for_deletion(["b"])
+    writer._zk.create("/admin/x", b"1")
+    # a later watch on the same paths still sees the changes, the cancelled ones never do
+    later: queue.Queue = queue.Queue()
+    watcher.watch_children("/admin/delete_topics", later.put)
+    assert next_event(later, lambda c: c == ["a", "b"])
+    writer.delete_topic_deletion_markers(["a", "b"])
+    assert next_event(later, lambda c: c == []) == []
+    assert children.empty() and data.empty()
+
+
+def test_fenced_topic_deletion(zk_client_factory):
+    controller, other = zk_client_factory(), zk_client_factory()
+    controller.create_top_level_paths()
+    _, version = controller.register_controller_and_increment_epoch(1)
+    controller.create_topic_assignment("t", TopicAssignment({0: [1]}), {})
+    controller.mark_topic_for_deletion(["t", "u"])
+    with pytest.raises(ControllerMovedError):
+        controller.delete_topic_deletion_markers(["u"], epoch_zk_version=version + 1)
+    controller.delete_topic_deletion_markers(["u"], epoch_zk_version=version)
+    assert other.get_topics_marked_for_deletion() == ["t"]
+    controller.close()
+    other.register_controller_and_increment_epoch(2)  # a new controller bumps the epoch znode
+    zombie = zk_client_factory()
+    with pytest.raises(ControllerMovedError):
+        zombie.delete_topic_znodes("t", epoch_zk_version=version)
+    assert other.topic_exists("t")
+    other.delete_topic_znodes("t", epoch_zk_version=version + 1)
+    assert not other.topic_exists("t") and other.get_topics_marked_for_deletion() == []
+
+
 def test_isr_change_notifications(zk_client_factory):
     broker_client, controller = zk_client_factory(), zk_client_factory()
     events: queue.Queue = queue.Queue()
