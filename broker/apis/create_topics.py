@@ -1,0 +1,113 @@
+"""CreateTopics (19): controller only; writes the assignment to ZooKeeper and waits for the leaders.
+
+As Kafka 2.8's ZkAdminManager: the request is checked (duplicates, partitions/replication factor
+against an explicit assignment), each topic is validated and written by the admin ZooKeeper client,
+then the response waits up to ``timeout_ms`` for the controller's UpdateMetadata to show every
+partition with a leader (REQUEST_TIMED_OUT after that; the topic still gets created). A
+non-controller answers NOT_CONTROLLER so clients go to the controller (COMPAT G8).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any
+
+from ...protocol.api_keys import ApiKey
+from ...protocol.errors import (  # type: ignore[attr-defined]
+    InvalidRequestError,
+    KafkaError,
+    NotControllerError,
+    RequestTimedOutError,
+)
+from ...protocol.messages import CreateTopicsResponse
+from ...protocol.types import ZERO_UUID
+
+if TYPE_CHECKING:
+    from ..kafka_apis import KafkaApis
+    from ..network.request_channel import Request
+    from .services import BrokerServices
+
+_Result = CreateTopicsResponse.CreatableTopicResult
+_Config = _Result.CreatableTopicConfigs
+DEFAULT_CONFIG, DYNAMIC_TOPIC_CONFIG = 5, 1  # DescribeConfigs' config_source values
+
+
+class CreateTopicsApi:
+    def __init__(self, services: "BrokerServices") -> None:
+        self.services = services
+
+    async def handle(self, request: "Request") -> Any:
+        body = request.body
+        services = self.services
+        counts: dict[str, int] = {}
+        for t in body.topics:
+            counts[t.name] = counts.get(t.name, 0) + 1
+        results: dict[str, Any] = {}
+        created: list[str] = []
+        for t in body.topics:
+            if t.name in results:
+                continue
+            if counts[t.name] > 1:
+                results[t.name] = _error(t.name, InvalidRequestError(
+                    f"Create topics request contains multiple entries for the topic {t.name}"))
+                continue
+            if services.controller is None or not services.controller.is_active:
+                results[t.name] = _error(t.name, NotControllerError("this broker is not the controller"))
+                continue
+            try:
+                results[t.name] = await self._create(t, body.validate_only)
+                if not body.validate_only:
+                    created.append(t.name)
+            except KafkaError as exc:
+                results[t.name] = _error(t.name, exc)
+        if created and body.timeout_ms > 0 and not body.validate_only:
+            await self._wait_for_leaders(created, results, body.timeout_ms)
+        return CreateTopicsResponse(throttle_time_ms=0, topics=list(results.values()))
+
+    async def _create(self, t: Any, validate_only: bool) -> Any:
+        config = self.services.config
+        requested = {a.partition_index: list(a.broker_ids) for a in t.assignments} or None
+        overrides = {c.name: c.value for c in t.configs}
+        assignment = await self.services.in_executor(
+            self.services.admin.create_topic, t.name, t.num_partitions, t.replication_factor, overrides,
+            requested, validate_only)
+        partitions = len(assignment)
+        replication = len(next(iter(assignment.values()))) if assignment else 0
+        defaults = config.topic_defaults()
+        configs = [_Config(name=k, value=overrides.get(k, v), read_only=False, is_sensitive=False,
+                           config_source=DYNAMIC_TOPIC_CONFIG if k in overrides else DEFAULT_CONFIG)
+                   for k, v in sorted(defaults.items())]
+        return _Result(name=t.name, topic_id=ZERO_UUID, error_code=0, error_message=None,
+                       num_partitions=partitions, replication_factor=replication, configs=configs)
+
+    async def _wait_for_leaders(self, topics: list[str], results: dict[str, Any], timeout_ms: int) -> None:
+        cache = self.services.metadata_cache
+        deadline = time.monotonic() + timeout_ms / 1000.0
+        pending = [t for t in topics if not cache.has_all_leaders(t)]
+        while pending:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or not await cache.wait_for_change(remaining):
+                break
+            pending = [t for t in pending if not cache.has_all_leaders(t)]
+        for name in topics:
+            if name in cache.topic_ids:
+                results[name].topic_id = cache.topic_ids[name]
+        for name in pending:
+            results[name] = _error(name, RequestTimedOutError(
+                f"the topic {name} was created, but its leaders were not elected within {timeout_ms} ms"))
+
+    def error_response(self, request: "Request", error_code: int) -> Any:
+        return CreateTopicsResponse(throttle_time_ms=0, topics=[
+            _Result(name=t.name, topic_id=ZERO_UUID, error_code=error_code, error_message=None)
+            for t in request.body.topics])
+
+
+def _error(name: str, exc: KafkaError) -> Any:
+    return _Result(name=name, topic_id=ZERO_UUID, error_code=exc.code, error_message=str(exc) or None,
+                   num_partitions=-1, replication_factor=-1, configs=None)
+
+
+def register(apis: "KafkaApis", services: "BrokerServices") -> CreateTopicsApi:
+    api = CreateTopicsApi(services)
+    apis.register(ApiKey.CREATE_TOPICS, api.handle, api.error_response)
+    return api

@@ -1,0 +1,90 @@
+"""DeleteTopics (20): controller only; marks topics for deletion and waits until they are gone.
+
+As Kafka 2.8: unknown topics get UNKNOWN_TOPIC_OR_PARTITION (UNKNOWN_TOPIC_ID by id, v6),
+``delete.topic.enable=false`` gets TOPIC_DELETION_DISABLED, and the answer waits up to
+``timeout_ms`` for the controller's UpdateMetadata to drop the topic (REQUEST_TIMED_OUT after that).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any
+
+from ...protocol.api_keys import ApiKey
+from ...protocol.errors import (  # type: ignore[attr-defined]
+    InvalidRequestError,
+    KafkaError,
+    NotControllerError,
+    RequestTimedOutError,
+    TopicDeletionDisabledError,
+    UnknownTopicIdError,
+    UnknownTopicOrPartitionError,
+)
+from ...protocol.messages import DeleteTopicsResponse
+from ...protocol.types import ZERO_UUID
+
+if TYPE_CHECKING:
+    from ..kafka_apis import KafkaApis
+    from ..network.request_channel import Request
+    from .services import BrokerServices
+
+_Result = DeleteTopicsResponse.DeletableTopicResult
+
+
+class DeleteTopicsApi:
+    def __init__(self, services: "BrokerServices") -> None:
+        self.services = services
+
+    def _requested(self, request: "Request") -> list[tuple[str | None, Any]]:
+        body = request.body
+        if request.api_version >= 6:
+            by_id = {v: k for k, v in self.services.metadata_cache.topic_ids.items()}
+            return [(t.name if t.name is not None else by_id.get(t.topic_id), t.topic_id) for t in body.topics]
+        return [(name, ZERO_UUID) for name in body.topic_names]
+
+    async def handle(self, request: "Request") -> Any:
+        services = self.services
+        cache = services.metadata_cache
+        results: list[Any] = []
+        deleting: list[str] = []
+        for name, topic_id in self._requested(request):
+            try:
+                if services.controller is None or not services.controller.is_active:
+                    raise NotControllerError("this broker is not the controller")
+                if name is None:
+                    raise UnknownTopicIdError(f"no topic has the id {topic_id}")
+                if not cache.contains_topic(name):
+                    raise UnknownTopicOrPartitionError(f"the topic {name} does not exist")
+                if not services.config.get("delete.topic.enable"):
+                    if request.api_version < 3:  # Kafka's answer to clients that predate the error code
+                        raise InvalidRequestError("topic deletion is disabled (delete.topic.enable=false)")
+                    raise TopicDeletionDisabledError("topic deletion is disabled (delete.topic.enable=false)")
+                await services.in_executor(services.admin.delete_topic, name)
+                deleting.append(name)
+                results.append(_Result(name=name, topic_id=cache.topic_ids.get(name, topic_id), error_code=0))
+            except KafkaError as exc:
+                results.append(_Result(name=name, topic_id=topic_id, error_code=exc.code,
+                                       error_message=str(exc) or None))
+        timeout_ms = request.body.timeout_ms
+        if deleting and timeout_ms > 0:
+            deadline = time.monotonic() + timeout_ms / 1000.0
+            while any(cache.contains_topic(n) for n in deleting):
+                remaining = deadline - time.monotonic()
+                if remaining <= 0 or not await cache.wait_for_change(remaining):
+                    break
+            for result in results:
+                if result.name in deleting and cache.contains_topic(result.name):
+                    result.error_code = RequestTimedOutError.code
+                    result.error_message = f"the topic {result.name} was not deleted within {timeout_ms} ms"
+        return DeleteTopicsResponse(throttle_time_ms=0, responses=results)
+
+    def error_response(self, request: "Request", error_code: int) -> Any:
+        return DeleteTopicsResponse(throttle_time_ms=0, responses=[
+            _Result(name=name, topic_id=topic_id, error_code=error_code)
+            for name, topic_id in self._requested(request)])
+
+
+def register(apis: "KafkaApis", services: "BrokerServices") -> DeleteTopicsApi:
+    api = DeleteTopicsApi(services)
+    apis.register(ApiKey.DELETE_TOPICS, api.handle, api.error_response)
+    return api

@@ -1,0 +1,89 @@
+"""ListOffsets (2): earliest, latest, or the first offset at or after a timestamp (time index).
+
+As Kafka 2.8: consumers (replica_id -1) see offsets below the high watermark only, so "latest" is
+the high watermark (the last stable offset under read_committed, the same until transactions
+arrive); a follower or debug client (replica_id >= 0 or -2) sees the log end. v0 answers with the
+legacy list of offsets.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ...protocol.api_keys import ApiKey
+from ...protocol.errors import KafkaError  # type: ignore[attr-defined]
+from ...protocol.messages import ListOffsetsResponse
+
+if TYPE_CHECKING:
+    from ..kafka_apis import KafkaApis
+    from ..network.request_channel import Request
+    from ..partition import Partition
+    from .services import BrokerServices
+
+LATEST_TIMESTAMP = -1
+EARLIEST_TIMESTAMP = -2
+CONSUMER_REPLICA_ID = -1
+
+_TopicResponse = ListOffsetsResponse.ListOffsetsTopicResponse
+_PartitionResponse = _TopicResponse.ListOffsetsPartitionResponse
+
+
+class ListOffsetsApi:
+    def __init__(self, services: "BrokerServices") -> None:
+        self.replica_manager = services.replica_manager
+
+    def handle(self, request: "Request") -> Any:
+        body = request.body
+        version = request.api_version
+        topics = []
+        for t in body.topics:
+            parts = []
+            for p in t.partitions:
+                try:
+                    partition = self.replica_manager.leader_partition(t.name, p.partition_index,
+                                                                      p.current_leader_epoch)
+                    timestamp, offset, epoch = _lookup(partition, p.timestamp,
+                                                       consumer=body.replica_id == CONSUMER_REPLICA_ID)
+                    parts.append(_answer(version, p.partition_index, 0, timestamp, offset, epoch))
+                except KafkaError as exc:
+                    parts.append(_answer(version, p.partition_index, exc.code, -1, -1, -1))
+            topics.append(_TopicResponse(name=t.name, partitions=parts))
+        return ListOffsetsResponse(throttle_time_ms=0, topics=topics)
+
+    def error_response(self, request: "Request", error_code: int) -> Any:
+        return ListOffsetsResponse(throttle_time_ms=0, topics=[
+            _TopicResponse(name=t.name, partitions=[
+                _answer(request.api_version, p.partition_index, error_code, -1, -1, -1) for p in t.partitions])
+            for t in request.body.topics])
+
+
+def _lookup(partition: "Partition", timestamp: int, consumer: bool) -> tuple[int, int, int]:
+    """(timestamp, offset, leader epoch) for a target timestamp; offset -1 when none qualifies."""
+    log = partition.log
+    cache = log.leader_epoch_cache
+    if timestamp == LATEST_TIMESTAMP:
+        offset = partition.high_watermark if consumer else log.log_end_offset
+        return -1, offset, log.latest_epoch
+    if timestamp == EARLIEST_TIMESTAMP:
+        offset = log.log_start_offset
+        epoch = cache.epoch_for_offset(offset)
+        return -1, offset, -1 if epoch is None else epoch
+    found = log.fetch_offset_by_timestamp(timestamp)
+    if found is None or (consumer and found[1] >= partition.high_watermark):
+        return -1, -1, -1
+    epoch = cache.epoch_for_offset(found[1])
+    return found[0], found[1], -1 if epoch is None else epoch
+
+
+def _answer(version: int, index: int, error: int, timestamp: int, offset: int, epoch: int) -> Any:
+    if version == 0:
+        return _PartitionResponse(partition_index=index, error_code=error,
+                                  old_style_offsets=[offset] if offset >= 0 else [])
+    return _PartitionResponse(partition_index=index, error_code=error, timestamp=timestamp, offset=offset,
+                              leader_epoch=epoch)
+
+
+def register(apis: "KafkaApis", services: "BrokerServices") -> ListOffsetsApi:
+    api = ListOffsetsApi(services)
+    apis.register(ApiKey.LIST_OFFSETS, api.handle, api.error_response)
+    return api

@@ -1,0 +1,129 @@
+"""Metadata (3): brokers, controller, cluster id and topics from the metadata cache, plus auto-creation.
+
+As Kafka 2.8's handleTopicMetadataRequest: every live broker with an endpoint on the listener the
+request came in on (COMPAT G8: the full list, always), the live controller (-1 if none yet), and
+per topic its partitions. A missing topic is created when the request allows it and
+``auto.create.topics.enable`` is on, and answered LEADER_NOT_AVAILABLE until the controller has
+elected its leaders; otherwise UNKNOWN_TOPIC_OR_PARTITION.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+from ...protocol.api_keys import ApiKey
+from ...protocol.errors import (  # type: ignore[attr-defined]
+    InvalidReplicationFactorError,
+    InvalidTopicError,
+    KafkaError,
+    LeaderNotAvailableError,
+    ReplicaNotAvailableError,
+    TopicAlreadyExistsError,
+    UnknownTopicOrPartitionError,
+)
+from ...protocol.messages import MetadataResponse
+from ...protocol.types import ZERO_UUID
+from ..metadata_cache import INTERNAL_TOPICS
+
+if TYPE_CHECKING:
+    from ..kafka_apis import KafkaApis
+    from ..network.request_channel import Request
+    from .services import BrokerServices
+
+log = logging.getLogger(__name__)
+
+_Broker = MetadataResponse.MetadataResponseBroker
+_Topic = MetadataResponse.MetadataResponseTopic
+_Partition = _Topic.MetadataResponsePartition
+
+
+class MetadataApi:
+    def __init__(self, services: "BrokerServices") -> None:
+        self.services = services
+        self.cache = services.metadata_cache
+        self.config = services.config
+
+    def handle(self, request: "Request") -> Any:
+        body = request.body
+        version = request.api_version
+        if body.topics is None or (version == 0 and not body.topics):
+            names = self.cache.all_topics()
+        else:
+            names = list(dict.fromkeys(t.name for t in body.topics))
+        missing = [n for n in names if not self.cache.contains_topic(n)]
+        auto_create = body.allow_auto_topic_creation and self.config.get("auto.create.topics.enable")
+        if missing and auto_create and body.topics is not None:
+            return self._create_then_answer(request, names, missing)
+        return self._answer(request, names, {n: UnknownTopicOrPartitionError.code for n in missing})
+
+    async def _create_then_answer(self, request: "Request", names: list[str], missing: list[str]) -> Any:
+        errors = {}
+        for name in missing:
+            errors[name] = await self._auto_create(name)
+        return self._answer(request, names, errors)
+
+    async def _auto_create(self, topic: str) -> int:
+        if topic in INTERNAL_TOPICS:
+            return UnknownTopicOrPartitionError.code  # created by their coordinators (later issues)
+        partitions = self.config.get("num.partitions")
+        replication = self.config.get("default.replication.factor")
+        try:
+            await self.services.in_executor(self.services.admin.create_topic, topic, partitions, replication, {})
+            log.info("Auto-created topic %s with %d partitions, replication factor %d", topic, partitions,
+                     replication)
+        except TopicAlreadyExistsError:
+            pass
+        except (InvalidTopicError, InvalidReplicationFactorError) as exc:
+            return exc.code
+        except KafkaError as exc:
+            log.warning("Cannot auto-create topic %s: %s", topic, exc)
+            return exc.code
+        return LeaderNotAvailableError.code
+
+    def _answer(self, request: "Request", names: list[str], errors: dict[str, int]) -> Any:
+        version = request.api_version
+        listener = request.listener
+        cache = self.cache
+        brokers = []
+        for broker_id in cache.alive_broker_ids():
+            endpoint = cache.endpoint(broker_id, listener)
+            if endpoint is not None:
+                brokers.append(_Broker(node_id=broker_id, host=endpoint.host, port=endpoint.port,
+                                       rack=cache.brokers[broker_id].rack))
+        topics = []
+        for name in names:
+            if name in errors or not cache.contains_topic(name):
+                code = errors.get(name, UnknownTopicOrPartitionError.code)
+                topics.append(_Topic(error_code=code, name=name, topic_id=ZERO_UUID,
+                                     is_internal=name in INTERNAL_TOPICS, partitions=[]))
+                continue
+            topics.append(_Topic(error_code=0, name=name, topic_id=cache.topic_ids.get(name, ZERO_UUID),
+                                 is_internal=name in INTERNAL_TOPICS,
+                                 partitions=self._partitions(name, listener, version)))
+        controller = cache.controller_id if cache.controller_id is not None else -1
+        return MetadataResponse(throttle_time_ms=0, brokers=brokers, cluster_id=cache.cluster_id,
+                                controller_id=controller, topics=topics)
+
+    def _partitions(self, topic: str, listener: str, version: int) -> list[Any]:
+        cache = self.cache
+        result = []
+        for index, p in sorted(cache.topic_partitions(topic).items()):
+            replicas, isr = p.replicas, p.isr
+            leader_alive = cache.endpoint(p.leader, listener) is not None
+            error = 0 if leader_alive else LeaderNotAvailableError.code
+            if version == 0:  # v0 lists only live replicas and flags the missing ones (Kafka does)
+                replicas = [r for r in replicas if cache.endpoint(r, listener) is not None]
+                isr = [r for r in isr if cache.endpoint(r, listener) is not None]
+                if leader_alive and (len(replicas) < len(p.replicas) or len(isr) < len(p.isr)):
+                    error = ReplicaNotAvailableError.code
+            result.append(_Partition(error_code=error, partition_index=index,
+                                     leader_id=p.leader if leader_alive else -1, leader_epoch=p.leader_epoch,
+                                     replica_nodes=replicas, isr_nodes=isr, offline_replicas=p.offline_replicas))
+        return result
+
+
+def register(apis: "KafkaApis", services: "BrokerServices") -> MetadataApi:
+    api = MetadataApi(services)
+    apis.register(ApiKey.METADATA, api.handle)
+    return api

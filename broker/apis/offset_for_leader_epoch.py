@@ -1,0 +1,52 @@
+"""OffsetForLeaderEpoch (23): the end offset of a leader epoch, from the leader's epoch cache.
+
+Clients (librdkafka, kafka-python) validate their position with it after a leader change (KIP-320);
+followers will use it to truncate safely after failover. Answered by the leader only, as Kafka does.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ...protocol.api_keys import ApiKey
+from ...protocol.errors import KafkaError  # type: ignore[attr-defined]
+from ...protocol.messages import OffsetForLeaderEpochResponse
+
+if TYPE_CHECKING:
+    from ..kafka_apis import KafkaApis
+    from ..network.request_channel import Request
+    from .services import BrokerServices
+
+_TopicResult = OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult
+_EpochEndOffset = _TopicResult.EpochEndOffset
+
+
+class OffsetForLeaderEpochApi:
+    def __init__(self, services: "BrokerServices") -> None:
+        self.replica_manager = services.replica_manager
+
+    def handle(self, request: "Request") -> Any:
+        topics = []
+        for t in request.body.topics:
+            parts = []
+            for p in t.partitions:
+                try:
+                    partition = self.replica_manager.leader_partition(t.topic, p.partition, p.current_leader_epoch)
+                    epoch, end_offset = partition.end_offset_for_epoch(p.leader_epoch)
+                    parts.append(_EpochEndOffset(error_code=0, partition=p.partition, leader_epoch=epoch,
+                                                 end_offset=end_offset))
+                except KafkaError as exc:
+                    parts.append(_EpochEndOffset(error_code=exc.code, partition=p.partition))
+            topics.append(_TopicResult(topic=t.topic, partitions=parts))
+        return OffsetForLeaderEpochResponse(throttle_time_ms=0, topics=topics)
+
+    def error_response(self, request: "Request", error_code: int) -> Any:
+        return OffsetForLeaderEpochResponse(throttle_time_ms=0, topics=[
+            _TopicResult(topic=t.topic, partitions=[_EpochEndOffset(error_code=error_code, partition=p.partition)
+                                                    for p in t.partitions]) for t in request.body.topics])
+
+
+def register(apis: "KafkaApis", services: "BrokerServices") -> OffsetForLeaderEpochApi:
+    api = OffsetForLeaderEpochApi(services)
+    apis.register(ApiKey.OFFSET_FOR_LEADER_EPOCH, api.handle, api.error_response)
+    return api

@@ -1,0 +1,28 @@
+"""What the API handlers need of the broker, handed to each ``register`` by the composition root."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from ..config import KafkaConfig
+from ..metadata_cache import MetadataCache
+from ..replica_manager import ReplicaManager
+
+
+@dataclass
+class BrokerServices:
+    config: KafkaConfig
+    broker_id: int
+    metadata_cache: MetadataCache
+    replica_manager: ReplicaManager
+    broker_epoch: Callable[[], int]          # this broker's registration epoch (czxid), -1 before
+    admin: Any = None                        # controller.admin_zk.AdminZkClient
+    zk: Any = None                           # controller.zk_client.KafkaZkClient
+    producer_ids: Any = None                 # broker.producer_id_manager.ProducerIdManager
+    controller: Any = None                   # controller.kafka_controller.KafkaController
+
+    async def in_executor(self, fn: Callable[..., Any], *args: Any) -> Any:
+        """Run a blocking call (ZooKeeper, a big file operation) off the event loop."""
+        import asyncio
+        return await asyncio.get_running_loop().run_in_executor(None, fn, *args)

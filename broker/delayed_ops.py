@@ -1,0 +1,119 @@
+"""DelayedFetch and DelayedProduce: requests parked in the purgatory (Kafka's server/Delayed*.scala).
+
+A fetch that cannot gather ``min_bytes`` waits until a produce to one of its partitions wakes it
+(``check_and_complete``) or ``max_wait_ms`` passes; an acks=-1 produce waits until the high watermark
+of each of its partitions passes the appended records. Each operation resolves an asyncio future
+that the request's handler awaits, so no handler task is held while the request waits.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ..protocol.errors import (  # type: ignore[attr-defined]
+    KafkaError, NotLeaderOrFollowerError, RequestTimedOutError,
+)
+from .purgatory import DelayedOperation
+
+if TYPE_CHECKING:
+    from .replica_manager import ReplicaManager
+
+
+@dataclass
+class FetchSpec:
+    """One partition of a fetch request."""
+    topic: str
+    partition: int
+    fetch_offset: int
+    max_bytes: int
+    current_leader_epoch: int = -1
+    log_start_offset: int = -1
+
+
+def _resolve(future: asyncio.Future, value: Any) -> None:
+    if not future.done():
+        future.set_result(value)
+
+
+class DelayedFetch(DelayedOperation):
+    __slots__ = ("specs", "params", "replica_manager", "future")
+
+    def __init__(self, delay_ms: int, specs: list[FetchSpec], params: Any,
+                 replica_manager: "ReplicaManager", future: asyncio.Future) -> None:
+        super().__init__(delay_ms)
+        self.specs = specs
+        self.params = params
+        self.replica_manager = replica_manager
+        self.future = future
+
+    def try_complete(self) -> bool:
+        """Kafka's cases: a partition lost or no longer led here, the log truncated below the fetch
+        offset, or enough bytes gathered, complete the fetch now."""
+        accumulated = 0
+        min_bytes = self.params.min_bytes
+        for spec in self.specs:
+            partition = self.replica_manager.online_partition(spec.topic, spec.partition)
+            if partition is None or not partition.is_leader:
+                return self.force_complete()
+            end = partition.high_watermark if self.params.committed_only else partition.log_end_offset
+            if end < spec.fetch_offset:
+                return self.force_complete()
+            if end > spec.fetch_offset:
+                if min_bytes <= 1:
+                    return self.force_complete()
+                try:
+                    data = partition.read(spec.fetch_offset, spec.max_bytes,
+                                          committed_only=self.params.committed_only, min_one_batch=False)
+                except KafkaError:
+                    return self.force_complete()
+                accumulated += len(data.records)
+        if accumulated >= min_bytes:
+            return self.force_complete()
+        return False
+
+    def on_complete(self) -> None:
+        if self.future.done():  # the client went away; nothing to read for
+            return
+        _resolve(self.future, self.replica_manager.read_from_local_log(self.specs, self.params))
+
+
+@dataclass
+class ProduceStatus:
+    """One partition of an acks=-1 produce while it waits for the ISR."""
+    required_offset: int  # the high watermark must pass this (last appended offset + 1)
+    result: Any           # the partition result to send, its error set on timeout
+    acks_pending: bool = True
+
+
+class DelayedProduce(DelayedOperation):
+    __slots__ = ("statuses", "replica_manager", "future")
+
+    def __init__(self, delay_ms: int, statuses: dict[tuple[str, int], ProduceStatus],
+                 replica_manager: "ReplicaManager", future: asyncio.Future) -> None:
+        super().__init__(delay_ms)
+        self.statuses = statuses
+        self.replica_manager = replica_manager
+        self.future = future
+
+    def try_complete(self) -> bool:
+        for key, status in self.statuses.items():
+            if not status.acks_pending:
+                continue
+            partition = self.replica_manager.online_partition(*key)
+            if partition is None or not partition.is_leader:
+                status.result.error_code = NotLeaderOrFollowerError.code  # leadership moved while waiting
+                status.acks_pending = False
+            elif partition.high_watermark >= status.required_offset:
+                status.acks_pending = False
+        if any(s.acks_pending for s in self.statuses.values()):
+            return False
+        return self.force_complete()
+
+    def on_complete(self) -> None:
+        for status in self.statuses.values():
+            if status.acks_pending:
+                status.result.error_code = RequestTimedOutError.code
+        results = {key: s.result for key, s in self.statuses.items()}
+        _resolve(self.future, results)

@@ -1,0 +1,271 @@
+"""ReplicaManager: the partitions this broker hosts, and the produce and fetch paths through them.
+
+Kafka's server/ReplicaManager. The controller tells it which partitions to lead or follow
+(LeaderAndIsr) and which to stop (StopReplica); Produce appends to leaders and, for acks=-1, parks
+in the produce purgatory until the ISR has the records; Fetch reads whole batches and parks in the
+fetch purgatory until ``min_bytes`` arrive or ``max_wait_ms`` passes. Everything runs on the
+broker's event loop; the logs do their own locking for the executor threads of retention.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass
+from typing import Any, Iterable, Mapping
+
+from ..protocol.errors import (  # type: ignore[attr-defined]
+    FencedLeaderEpochError,
+    InvalidRequiredAcksError,
+    KafkaError,
+    KafkaStorageError,
+    NotLeaderOrFollowerError,
+    StaleControllerEpochError,
+    UnknownTopicOrPartitionError,
+)
+from .delayed_ops import DelayedFetch, DelayedProduce, FetchSpec, ProduceStatus
+from .log import LogManager
+from .metadata_cache import MetadataCache
+from .partition import Partition
+from .purgatory import AsyncTimerDriver, DelayedOperationPurgatory, Timer
+
+log = logging.getLogger(__name__)
+
+# StopReplica v3 marks partitions of a topic being deleted with this leader epoch (Kafka's EpochDuringDelete).
+EPOCH_DURING_DELETE = -2
+
+
+@dataclass
+class ProducePartitionResult:
+    error_code: int = 0
+    base_offset: int = -1
+    log_append_time: int = -1
+    log_start_offset: int = -1
+    error_message: str | None = None
+
+
+@dataclass
+class FetchParams:
+    replica_id: int
+    max_wait_ms: int
+    min_bytes: int
+    max_bytes: int
+    isolation_level: int = 0
+    hard_max_bytes_limit: bool = False  # Fetch v0-2: never return a batch over the partition's max
+
+    @property
+    def committed_only(self) -> bool:
+        """Consumers read below the high watermark; followers (replica_id >= 0) read to the log end."""
+        return self.replica_id < 0
+
+
+@dataclass
+class FetchPartitionResult:
+    error_code: int
+    high_watermark: int = -1
+    last_stable_offset: int = -1
+    log_start_offset: int = -1
+    records: bytes = b""
+
+
+class ReplicaManager:
+    def __init__(self, broker_id: int, log_manager: LogManager, metadata_cache: MetadataCache) -> None:
+        self.broker_id = broker_id
+        self.log_manager = log_manager
+        self.metadata_cache = metadata_cache
+        self.partitions: dict[tuple[str, int], Partition] = {}
+        self.controller_epoch = 0
+        self.fetch_purgatory = DelayedOperationPurgatory("Fetch", Timer())
+        self.produce_purgatory = DelayedOperationPurgatory("Produce", Timer())
+        self._drivers = [AsyncTimerDriver(self.fetch_purgatory.timer),
+                         AsyncTimerDriver(self.produce_purgatory.timer)]
+
+    def start(self) -> None:
+        for driver in self._drivers:
+            driver.start()
+
+    def shutdown(self) -> None:
+        for driver in self._drivers:
+            driver.shutdown()
+        self.fetch_purgatory.shutdown()
+        self.produce_purgatory.shutdown()
+
+    # -- lookups ----------------------------------------------------------------------------------
+
+    def online_partition(self, topic: str, partition: int) -> Partition | None:
+        return self.partitions.get((topic, partition))
+
+    def partition_or_error(self, topic: str, partition: int) -> Partition:
+        """Kafka's getPartitionOrException: unknown to the cluster vs. not hosted here."""
+        found = self.partitions.get((topic, partition))
+        if found is not None:
+            return found
+        if self.metadata_cache.partition(topic, partition) is not None:
+            raise NotLeaderOrFollowerError(f"{topic}-{partition} is not hosted on broker {self.broker_id}")
+        raise UnknownTopicOrPartitionError(f"unknown partition {topic}-{partition}")
+
+    def leader_partition(self, topic: str, partition: int, current_leader_epoch: int = -1) -> Partition:
+        found = self.partition_or_error(topic, partition)
+        found.ensure_leader(current_leader_epoch)
+        return found
+
+    def leader_count(self) -> int:
+        return sum(1 for p in self.partitions.values() if p.is_leader)
+
+    # -- LeaderAndIsr / StopReplica ---------------------------------------------------------------
+
+    def check_controller_epoch(self, controller_epoch: int, what: str) -> None:
+        if controller_epoch < self.controller_epoch:
+            raise StaleControllerEpochError(f"{what} with controller epoch {controller_epoch} is older than "
+                                            f"the latest {self.controller_epoch}")
+        self.controller_epoch = controller_epoch
+
+    def become_leader_or_follower(self, controller_epoch: int, states: Iterable[Any],
+                                  topic_configs: Mapping[str, Mapping[str, Any]]) -> dict[tuple[str, int], int]:
+        """Apply a LeaderAndIsr request's partition states; returns the error code per partition."""
+        self.check_controller_epoch(controller_epoch, "LeaderAndIsr")
+        errors: dict[tuple[str, int], int] = {}
+        for topic, state in states:
+            key = (topic, state.partition_index)
+            current = self.partitions.get(key)
+            current_epoch = current.leader_epoch if current is not None else -1
+            if state.leader_epoch <= current_epoch:
+                # Kafka 2.8 answers an old or repeated leader epoch with STALE_CONTROLLER_EPOCH.
+                errors[key] = StaleControllerEpochError.code
+                continue
+            if self.broker_id not in state.replicas:
+                errors[key] = UnknownTopicOrPartitionError.code
+                continue
+            try:
+                partition = current or self._create_partition(topic, state.partition_index,
+                                                              topic_configs.get(topic, {}))
+                if state.leader == self.broker_id:
+                    partition.make_leader(state)
+                else:
+                    partition.make_follower(state)
+                errors[key] = 0
+            except KafkaError as exc:
+                errors[key] = exc.code
+            except OSError:
+                log.exception("Cannot create the log of %s-%d", topic, state.partition_index)
+                errors[key] = KafkaStorageError.code
+            # A leader change completes what waited on this partition (with NOT_LEADER if it moved away).
+            self.fetch_purgatory.check_and_complete(key)
+            self.produce_purgatory.check_and_complete(key)
+        return errors
+
+    def _create_partition(self, topic: str, partition: int, overrides: Mapping[str, Any]) -> Partition:
+        log_ = self.log_manager.get_or_create_log(topic, partition, overrides)
+        created = Partition(topic, partition, self.broker_id, log_)
+        self.partitions[(topic, partition)] = created
+        return created
+
+    def stop_replicas(self, controller_epoch: int,
+                      partitions: Iterable[tuple[str, int, int, bool]]) -> dict[tuple[str, int], int]:
+        """StopReplica: (topic, partition, leader_epoch, delete) each; returns the error per partition."""
+        self.check_controller_epoch(controller_epoch, "StopReplica")
+        errors: dict[tuple[str, int], int] = {}
+        for topic, index, leader_epoch, delete in partitions:
+            key = (topic, index)
+            current = self.partitions.get(key)
+            if current is not None and leader_epoch not in (-1, EPOCH_DURING_DELETE) \
+                    and leader_epoch < current.leader_epoch:
+                errors[key] = FencedLeaderEpochError.code
+                continue
+            self.partitions.pop(key, None)
+            for purgatory in (self.fetch_purgatory, self.produce_purgatory):
+                for op in purgatory.cancel_for_key(key):
+                    op.force_complete()  # they see the partition gone and answer NOT_LEADER
+            if delete:
+                try:
+                    self.log_manager.delete_log(topic, index)
+                except OSError:
+                    log.exception("Cannot delete the log of %s-%d", topic, index)
+                    errors[key] = KafkaStorageError.code
+                    continue
+            errors[key] = 0
+        return errors
+
+    # -- produce ----------------------------------------------------------------------------------
+
+    def append_records(self, required_acks: int, timeout_ms: int,
+                       entries: Mapping[tuple[str, int], bytearray | KafkaError]
+                       ) -> dict[tuple[str, int], ProducePartitionResult] | asyncio.Future:
+        """Append to local leaders. Returns the results, or (acks=-1 still waiting) a future of them.
+
+        ``entries`` maps a partition to its validated batch, or to the error its validation raised.
+        """
+        results: dict[tuple[str, int], ProducePartitionResult] = {}
+        if required_acks not in (-1, 0, 1):
+            for key in entries:
+                results[key] = ProducePartitionResult(InvalidRequiredAcksError.code)
+            return results
+        appended: dict[tuple[str, int], int] = {}
+        for key, records in entries.items():
+            if isinstance(records, KafkaError):
+                results[key] = ProducePartitionResult(records.code, error_message=str(records) or None)
+                continue
+            try:
+                partition = self.partition_or_error(*key)
+                info, _ = partition.append_records_to_leader(records, required_acks)
+            except KafkaError as exc:
+                results[key] = ProducePartitionResult(exc.code, error_message=str(exc) or None)
+                continue
+            results[key] = ProducePartitionResult(0, info.first_offset, info.log_append_time,
+                                                  info.log_start_offset)
+            appended[key] = info.last_offset + 1
+            # Consumers wake on a high watermark move, followers on any append.
+            self.fetch_purgatory.check_and_complete(key)
+        if required_acks != -1 or not appended:
+            return results
+        statuses = {key: ProduceStatus(appended.get(key, 0), result, acks_pending=key in appended)
+                    for key, result in results.items()}
+        future = asyncio.get_running_loop().create_future()
+        op = DelayedProduce(timeout_ms, statuses, self, future)
+        self.produce_purgatory.try_complete_else_watch(op, list(appended))
+        return future
+
+    # -- fetch ------------------------------------------------------------------------------------
+
+    def fetch_messages(self, params: FetchParams, specs: list[FetchSpec]
+                       ) -> dict[tuple[str, int], FetchPartitionResult] | asyncio.Future:
+        """Read now if there is enough (or an error, or no wait); otherwise a future of the results."""
+        results = self.read_from_local_log(specs, params)
+        if params.max_wait_ms <= 0 or not specs or params.min_bytes <= 0:
+            return results
+        total = 0
+        for result in results.values():
+            if result.error_code:
+                return results
+            total += len(result.records)
+        if total >= params.min_bytes:
+            return results
+        future = asyncio.get_running_loop().create_future()
+        op = DelayedFetch(params.max_wait_ms, specs, params, self, future)
+        self.fetch_purgatory.try_complete_else_watch(op, [(s.topic, s.partition) for s in specs])
+        return future
+
+    def read_from_local_log(self, specs: list[FetchSpec], params: FetchParams
+                            ) -> dict[tuple[str, int], FetchPartitionResult]:
+        """Kafka's readFromLocalLog: the first batch may exceed the limits (KIP-74) unless Fetch v0-2."""
+        results: dict[tuple[str, int], FetchPartitionResult] = {}
+        limit = params.max_bytes
+        min_one = not params.hard_max_bytes_limit
+        committed_only = params.committed_only
+        for spec in specs:
+            key = (spec.topic, spec.partition)
+            try:
+                partition = self.leader_partition(spec.topic, spec.partition, spec.current_leader_epoch)
+                data = partition.read(spec.fetch_offset, max(0, min(spec.max_bytes, limit)),
+                                      committed_only=committed_only, min_one_batch=min_one)
+                if not committed_only and partition.update_follower_position(params.replica_id, spec.fetch_offset):
+                    self.produce_purgatory.check_and_complete(key)
+                hw = partition.high_watermark
+                log_ = partition.log
+                results[key] = FetchPartitionResult(0, hw, hw, log_.log_start_offset, data.records)
+                if data.records:
+                    min_one = False
+                    limit = max(0, limit - len(data.records))
+            except KafkaError as exc:
+                results[key] = FetchPartitionResult(exc.code)
+        return results

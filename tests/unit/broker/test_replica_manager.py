@@ -1,0 +1,171 @@
+"""ReplicaManager with a real LogManager on disk and real purgatories, driven like LeaderAndIsr does."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from types import SimpleNamespace
+
+import pytest
+import uvloop
+
+from odradek.broker.delayed_ops import FetchSpec
+from odradek.broker.log import LogManager
+from odradek.broker.metadata_cache import MetadataCache
+from odradek.broker.replica_manager import FetchParams, ReplicaManager
+from odradek.protocol import errors
+from odradek.protocol.records import RecordBatchBuilder, iter_batches
+
+BROKER = 1
+
+
+def state(partition: int, leader: int = BROKER, epoch: int = 0, replicas=(BROKER,), isr=None):
+    return SimpleNamespace(partition_index=partition, controller_epoch=1, leader=leader, leader_epoch=epoch,
+                           isr=list(isr if isr is not None else replicas), partition_epoch=0,
+                           replicas=list(replicas), is_new=True)
+
+
+def batch(*values: bytes) -> bytearray:
+    builder = RecordBatchBuilder()
+    for v in values:
+        builder.append(value=v, key=None, timestamp=1_700_000_000_000)
+    return bytearray(builder.build())
+
+
+def consumer(max_wait_ms: int = 0, min_bytes: int = 1) -> FetchParams:
+    return FetchParams(replica_id=-1, max_wait_ms=max_wait_ms, min_bytes=min_bytes, max_bytes=1 << 20)
+
+
+@pytest.fixture
+def rm(tmp_path):
+    lm = LogManager([str(tmp_path / "logs")], {}, broker_id=BROKER, cluster_id="c")
+    manager = ReplicaManager(BROKER, lm, MetadataCache(BROKER))
+    yield manager
+    manager.shutdown()
+    lm.shutdown()
+
+
+def run(coro):
+    loop = uvloop.new_event_loop()
+    try:
+        return loop.run_until_complete(asyncio.wait_for(coro, 10))
+    finally:
+        loop.close()
+
+
+def test_leader_appends_and_consumers_read_below_the_high_watermark(rm):
+    async def main():
+        rm.start()
+        assert rm.become_leader_or_follower(1, [("t", state(0))], {}) == {("t", 0): 0}
+        first = rm.append_records(1, 1000, {("t", 0): batch(b"a", b"b")})
+        second = rm.append_records(1, 1000, {("t", 0): batch(b"c")})
+        assert (first[("t", 0)].error_code, first[("t", 0)].base_offset) == (0, 0)
+        assert second[("t", 0)].base_offset == 2
+        result = rm.fetch_messages(consumer(), [FetchSpec("t", 0, 1, 1 << 20)])[("t", 0)]
+        assert result.error_code == 0 and result.high_watermark == 3
+        # The whole batch holding offset 1 comes back, then the next one (Kafka returns whole batches).
+        assert [b.base_offset for b in iter_batches(result.records)] == [0, 2]
+    run(main())
+
+
+def test_a_parked_fetch_wakes_on_produce_and_an_idle_one_expires_empty(rm):
+    async def main():
+        rm.start()
+        rm.become_leader_or_follower(1, [("t", state(0))], {})
+        waiting = rm.fetch_messages(consumer(max_wait_ms=5000), [FetchSpec("t", 0, 0, 1 << 20)])
+        assert isinstance(waiting, asyncio.Future) and not waiting.done()
+        rm.append_records(1, 1000, {("t", 0): batch(b"x")})
+        result = (await waiting)[("t", 0)]
+        assert result.error_code == 0 and len(list(iter_batches(result.records))) == 1
+        idle = rm.fetch_messages(consumer(max_wait_ms=50), [FetchSpec("t", 0, 1, 1 << 20)])
+        result = (await idle)[("t", 0)]
+        assert (result.error_code, result.records, result.high_watermark) == (0, b"", 1)
+    run(main())
+
+
+def test_min_bytes_waits_for_enough_data(rm):
+    async def main():
+        rm.start()
+        rm.become_leader_or_follower(1, [("t", state(0))], {})
+        small = batch(b"x")
+        waiting = rm.fetch_messages(consumer(max_wait_ms=5000, min_bytes=3 * len(small)),
+                                    [FetchSpec("t", 0, 0, 1 << 20)])
+        rm.append_records(1, 1000, {("t", 0): batch(b"x")})
+        await asyncio.sleep(0.01)
+        assert not waiting.done()
+        for _ in range(2):
+            rm.append_records(1, 1000, {("t", 0): batch(b"y")})
+        result = (await waiting)[("t", 0)]
+        assert len(list(iter_batches(result.records))) == 3
+    run(main())
+
+
+def test_errors_per_partition(rm):
+    async def main():
+        rm.start()
+        rm.metadata_cache.partitions = {"elsewhere": {0: SimpleNamespace(leader=2)}}
+        rm.become_leader_or_follower(1, [("t", state(0)), ("f", state(0, leader=2, replicas=(2, BROKER)))], {})
+        results = rm.append_records(1, 1000, {("unknown", 0): batch(b"a"), ("elsewhere", 0): batch(b"a"),
+                                              ("f", 0): batch(b"a"), ("t", 0): batch(b"a")})
+        assert {k: r.error_code for k, r in results.items()} == {
+            ("unknown", 0): errors.UnknownTopicOrPartitionError.code,
+            ("elsewhere", 0): errors.NotLeaderOrFollowerError.code,
+            ("f", 0): errors.NotLeaderOrFollowerError.code, ("t", 0): 0}
+        assert rm.append_records(2, 1000, {("t", 0): batch(b"a")})[("t", 0)].error_code == \
+            errors.InvalidRequiredAcksError.code
+        fetched = rm.fetch_messages(consumer(), [FetchSpec("t", 0, 5, 1 << 20), FetchSpec("t", 0, 0, 100, 7)])
+        assert [r.error_code for r in fetched.values()] == [errors.UnknownLeaderEpochError.code]
+        out_of_range = rm.fetch_messages(consumer(), [FetchSpec("t", 0, 5, 1 << 20)])
+        assert out_of_range[("t", 0)].error_code == errors.OffsetOutOfRangeError.code
+    run(main())
+
+
+def test_stale_controller_and_leader_epochs_are_refused(rm):
+    rm.become_leader_or_follower(5, [("t", state(0, epoch=3))], {})
+    with pytest.raises(errors.StaleControllerEpochError):
+        rm.become_leader_or_follower(4, [("t", state(0, epoch=4))], {})
+    # Same or older leader epoch: Kafka 2.8 answers STALE_CONTROLLER_EPOCH for the partition.
+    assert rm.become_leader_or_follower(5, [("t", state(0, epoch=3))], {}) == {
+        ("t", 0): errors.StaleControllerEpochError.code}
+    assert rm.become_leader_or_follower(5, [("u", state(0, replicas=(7,)))], {}) == {
+        ("u", 0): errors.UnknownTopicOrPartitionError.code}
+
+
+def test_acks_all_waits_for_the_isr_and_times_out_or_completes(rm):
+    async def main():
+        rm.start()
+        rm.become_leader_or_follower(1, [("t", state(0, replicas=(BROKER, 2)))], {})
+        pending = rm.append_records(-1, 5000, {("t", 0): batch(b"a", b"b")})
+        assert isinstance(pending, asyncio.Future)
+        # The follower fetches from offset 2: it has both records, the HW moves, the produce completes.
+        follower = FetchParams(replica_id=2, max_wait_ms=0, min_bytes=1, max_bytes=1 << 20)
+        rm.fetch_messages(follower, [FetchSpec("t", 0, 2, 1 << 20)])
+        assert (await pending)[("t", 0)].error_code == 0
+        timed_out = rm.append_records(-1, 50, {("t", 0): batch(b"c")})
+        assert (await timed_out)[("t", 0)].error_code == errors.RequestTimedOutError.code
+    run(main())
+
+
+def test_acks_all_under_min_insync_replicas_is_refused(tmp_path):
+    lm = LogManager([str(tmp_path / "logs")], {"min.insync.replicas": "2"}, broker_id=BROKER, cluster_id="c")
+    rm = ReplicaManager(BROKER, lm, MetadataCache(BROKER))
+    try:
+        rm.become_leader_or_follower(1, [("t", state(0, replicas=(BROKER, 2), isr=(BROKER,)))], {})
+        assert rm.append_records(-1, 100, {("t", 0): batch(b"a")})[("t", 0)].error_code == \
+            errors.NotEnoughReplicasError.code
+        assert rm.append_records(1, 100, {("t", 0): batch(b"a")})[("t", 0)].error_code == 0
+    finally:
+        lm.shutdown()
+
+
+def test_stop_replica_with_delete_removes_the_log_and_answers_parked_fetches(rm):
+    async def main():
+        rm.start()
+        rm.become_leader_or_follower(1, [("t", state(0))], {})
+        log_dir = rm.online_partition("t", 0).log.dir
+        waiting = rm.fetch_messages(consumer(max_wait_ms=5000), [FetchSpec("t", 0, 0, 1 << 20)])
+        assert rm.stop_replicas(1, [("t", 0, -2, True)]) == {("t", 0): 0}
+        result = (await waiting)[("t", 0)]
+        assert result.error_code == errors.UnknownTopicOrPartitionError.code
+        assert not os.path.exists(log_dir)
+    run(main())
