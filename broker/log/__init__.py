@@ -6,15 +6,20 @@ from .log import (
     FetchDataInfo, Log, LogAppendInfo, UnexpectedAppendOffsetError, log_dir_name, parse_topic_partition,
 )
 from .log_config import LogConfig
-from .log_manager import InconsistentBrokerMetadataError, LogDirLockedError, LogManager
+from .log_manager import (
+    PRODUCER_ID_EXPIRATION_CHECK_INTERVAL_MS, InconsistentBrokerMetadataError, LogDirLockedError, LogManager,
+)
 from .offset_index import CorruptIndexError, OffsetIndex
+from .producer_snapshot import CorruptSnapshotError
+from .producer_state import BatchMetadata, ProducerStateEntry, ProducerStateManager
 from .segment import LogSegment, SegmentRead
 from .time_index import TimeIndex
 
 __all__ = [
-    "UNDEFINED_EPOCH", "UNDEFINED_EPOCH_OFFSET", "CheckpointError", "CorruptIndexError", "EpochEntry",
-    "FetchDataInfo", "InconsistentBrokerMetadataError", "LeaderEpochCheckpointFile", "LeaderEpochFileCache",
-    "Log", "LogAppendInfo", "LogConfig", "LogDirLockedError", "LogManager", "LogSegment", "OffsetCheckpointFile",
-    "OffsetIndex", "SegmentRead", "TimeIndex", "UnexpectedAppendOffsetError", "log_dir_name",
-    "parse_topic_partition",
+    "PRODUCER_ID_EXPIRATION_CHECK_INTERVAL_MS", "UNDEFINED_EPOCH", "UNDEFINED_EPOCH_OFFSET", "BatchMetadata",
+    "CheckpointError", "CorruptIndexError", "CorruptSnapshotError", "EpochEntry", "FetchDataInfo",
+    "InconsistentBrokerMetadataError", "LeaderEpochCheckpointFile", "LeaderEpochFileCache", "Log", "LogAppendInfo",
+    "LogConfig", "LogDirLockedError", "LogManager", "LogSegment", "OffsetCheckpointFile", "OffsetIndex",
+    "ProducerStateEntry", "ProducerStateManager", "SegmentRead", "TimeIndex", "UnexpectedAppendOffsetError",
+    "log_dir_name", "parse_topic_partition",
 ]

@@ -10,6 +10,10 @@ crash; replication covers machine loss). Segments are fsynced when they roll, wh
 everything is known to be on disk, and recovery after an unclean stop scans from there.
 Deleted segments are renamed to ``.deleted`` and removed at once (Kafka waits
 ``file.delete.delay.ms`` before removing them; we do not need to, reads are serialised by the lock).
+
+Idempotent producers: ``producer_state`` (see producer_state.py) checks every batch with a producer
+id before a leader append and answers a retried batch with its original offsets; its
+``<offset>.snapshot`` files are written on roll and close and replayed from on load.
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ from .log_types import (
     FetchDataInfo, LogAppendInfo, UnexpectedAppendOffsetError, log_dir_name, parse_topic_partition,
 )
 from .offset_index import CorruptIndexError
+from .producer_state import DEFAULT_PRODUCER_ID_EXPIRATION_MS, BatchMetadata, ProducerStateManager
 from .segment import (
     CLEANED_SUFFIX, DELETED_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, SWAP_SUFFIX, TIME_INDEX_SUFFIX,
     LogSegment, now_ms, parse_base_offset, walk_headers,
@@ -51,7 +56,8 @@ Clock = Callable[[], int]
 class Log:
     def __init__(self, directory: str, config: LogConfig | None = None, *, recovery_point: int = 0,
                  log_start_offset: int = 0, high_watermark: int = 0, had_clean_shutdown: bool = False,
-                 clock: Clock = now_ms) -> None:
+                 clock: Clock = now_ms,
+                 max_producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS) -> None:
         self.dir = directory
         self.config = config or LogConfig()
         self._clock = clock
@@ -75,6 +81,8 @@ class Log:
         self.leader_epoch_cache.truncate_from_start(self.log_start_offset)
         self._unflushed_messages = 0
         self._last_flush_ms = clock()
+        self.producer_state = ProducerStateManager(directory, max_producer_id_expiration_ms, self.name)
+        self._rebuild_producer_state(reload_from_clean_shutdown=had_clean_shutdown)
 
     # -- loading and recovery ---------------------------------------------------------------------
 
@@ -168,9 +176,17 @@ class Log:
     # -- appending --------------------------------------------------------------------------------
 
     def append_as_leader(self, records: bytearray | memoryview, leader_epoch: int) -> LogAppendInfo:
-        """Assign offsets to already-validated batches (rewritten in place) and append them."""
+        """Assign offsets to already-validated batches (rewritten in place) and append them.
+
+        Batches with a producer id are checked first (epoch, sequence); a retry of one of the
+        producer's last 5 batches appends nothing and returns the original's offsets with
+        ``duplicate=True``.
+        """
         with self._lock:
             headers = self._check_batches(records)
+            pending, duplicate = self.producer_state.check_leader_append(records, headers)
+            if duplicate is not None:
+                return self._duplicate_info(duplicate, len(records))
             log_append = self.config.message_timestamp_type == "LogAppendTime"
             now = self._clock() if log_append else NO_TIMESTAMP
             first = offset = self.log_end_offset
@@ -193,7 +209,17 @@ class Log:
             if leader_epoch != NO_PARTITION_LEADER_EPOCH:
                 self.leader_epoch_cache.assign(leader_epoch, first)
             info.rolled = self._append(records, info)
+            if pending is not None:
+                self.producer_state.apply_leader_append(records, pending, first, now)
+            self.producer_state.map_end_offset = offset
             return info
+
+    def _duplicate_info(self, duplicate: BatchMetadata, size: int) -> LogAppendInfo:
+        """A retried batch: the original's offsets (its timestamp is the append time under LogAppendTime)."""
+        append_time = duplicate.timestamp if self.config.message_timestamp_type == "LogAppendTime" else NO_TIMESTAMP
+        return LogAppendInfo(duplicate.first_offset, duplicate.last_offset, duplicate.timestamp,
+                             duplicate.last_offset, append_time, self.log_start_offset,
+                             duplicate.last_offset - duplicate.first_offset + 1, size, duplicate=True)
 
     def append_as_follower(self, records: bytes | bytearray | memoryview) -> LogAppendInfo:
         """Append batches replicated from the leader, keeping their offsets and epochs."""
@@ -216,6 +242,8 @@ class Log:
             info = LogAppendInfo(first, headers[-1].last_offset, max_ts, offset_of_max_ts, NO_TIMESTAMP,
                                  self.log_start_offset, headers[-1].last_offset - first + 1, len(records))
             info.rolled = self._append(records, info)
+            self.producer_state.replay_records(records, headers)  # no sequence checks: the leader did them
+            self.producer_state.map_end_offset = headers[-1].last_offset + 1
             return info
 
     def _check_batches(self, records: bytes | bytearray | memoryview) -> list:
@@ -258,6 +286,9 @@ class Log:
             active = self.active_segment
             if active.base_offset == new_base and active.size == 0:
                 return active  # nothing to roll away from
+            # A snapshot at the new base offset: recovery of the new segment starts from it.
+            self.producer_state.map_end_offset = new_base
+            self.producer_state.take_snapshot()
             active.on_become_inactive()
             if new_base in self._segments:
                 self._remove_segment(new_base)
@@ -345,6 +376,7 @@ class Log:
                 return False
             self.log_start_offset = new_start
             self.leader_epoch_cache.truncate_from_start(new_start)
+            self.producer_state.on_log_start_offset_incremented(new_start)
             return True
 
     # -- retention --------------------------------------------------------------------------------
@@ -392,6 +424,7 @@ class Log:
         if new_start > self.log_start_offset:
             self.log_start_offset = new_start
             self.leader_epoch_cache.truncate_from_start(new_start)
+            self.producer_state.on_log_start_offset_incremented(new_start)
         return len(doomed)
 
     def _remove_segment(self, base: int) -> None:
@@ -418,6 +451,7 @@ class Log:
             self.active_segment.truncate_to(target_offset)
             self._after_truncation(target_offset)
             self.log_start_offset = min(self.log_start_offset, target_offset)
+            self._rebuild_producer_state(reload_from_clean_shutdown=False)
             return True
 
     def truncate_fully_and_start_at(self, new_offset: int) -> None:
@@ -431,6 +465,7 @@ class Log:
             self.recovery_point = new_offset
             self.high_watermark = new_offset
             self._unflushed_messages = 0
+            self.producer_state.truncate_fully_and_start_at(new_offset)
 
     def _after_truncation(self, target_offset: int) -> None:
         leo = self.log_end_offset
@@ -438,10 +473,50 @@ class Log:
         self.recovery_point = min(self.recovery_point, leo)
         self.high_watermark = min(self.high_watermark, leo)
 
+    # -- producer state ---------------------------------------------------------------------------
+
+    def _rebuild_producer_state(self, reload_from_clean_shutdown: bool) -> None:
+        """Producer state up to the log end offset: the latest snapshot at or below it, then the
+        batches after it replayed from the segments (Kafka 2.8's Log.rebuildProducerState)."""
+        state, leo = self.producer_state, self.log_end_offset
+        bases = self._bases
+        worth_snapshotting = {leo, bases[-1]} | ({bases[-2]} if len(bases) > 1 else set())
+        if state.latest_snapshot_offset is None and reload_from_clean_shutdown:
+            # Kafka's upgrade shortcut: a clean shutdown always leaves a snapshot when there was
+            # producer state, so none means nothing to rebuild; empty snapshots spare the next scan.
+            for offset in sorted(worth_snapshotting):
+                state.map_end_offset = offset
+                state.take_snapshot()
+            return
+        was_empty = state.is_empty and state.map_end_offset >= leo
+        state.truncate_and_reload(self.log_start_offset, leo, self._clock())
+        if leo > state.map_end_offset and not was_empty:
+            for i, base in enumerate(bases):
+                upper = bases[i + 1] if i + 1 < len(bases) else leo
+                if upper <= state.map_end_offset:
+                    continue
+                start = max(base, state.map_end_offset, self.log_start_offset)
+                state.map_end_offset = start
+                if base in worth_snapshotting:
+                    state.take_snapshot()
+                segment = self._segments[base]
+                header = segment.translate_offset(start)
+                if header is not None:
+                    state.replay_segment(segment.log_path, header.position, segment.size, start)
+        state.map_end_offset = leo
+        state.take_snapshot()
+
+    def remove_expired_producers(self, now: int | None = None) -> int:
+        """Forget producer ids idle for longer than ``transactional.id.expiration.ms``."""
+        with self._lock:
+            return self.producer_state.remove_expired_producers(self._clock() if now is None else now)
+
     # -- lifecycle --------------------------------------------------------------------------------
 
     def close(self) -> None:
         with self._lock:
+            # At the log end offset: a clean restart then reads the state without scanning the log.
+            self.producer_state.take_snapshot()
             for segment in self._segments.values():
                 segment.close()
 
@@ -463,6 +538,7 @@ class Log:
                 segment.log_path = os.path.join(new_dir, os.path.basename(segment.log_path))
                 for index in (segment.offset_index, segment.time_index):
                     index.path = os.path.join(new_dir, os.path.basename(index.path))
+            self.producer_state.dir = new_dir
             self.leader_epoch_cache.checkpoint.path = os.path.join(new_dir, LEADER_EPOCH_CHECKPOINT)
             self.leader_epoch_cache.checkpoint._file.path = self.leader_epoch_cache.checkpoint.path
 

@@ -24,6 +24,7 @@ from .checkpoints import (
 )
 from .log import Log, log_dir_name, parse_topic_partition
 from .log_config import LogConfig
+from .producer_state import DEFAULT_PRODUCER_ID_EXPIRATION_MS
 from .segment import now_ms
 
 META_PROPERTIES = "meta.properties"
@@ -31,6 +32,9 @@ CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
 LOCK_FILE = ".lock"
 DELETE_DIR_SUFFIX = "-delete"
 FUTURE_DIR_SUFFIX = "-future"  # reserved for moving a replica between log dirs
+# How often the broker should call remove_expired_producers() (Kafka's internal
+# producer.id.expiration.check.interval.ms).
+PRODUCER_ID_EXPIRATION_CHECK_INTERVAL_MS = 600_000
 
 TopicPartition = tuple[str, int]
 
@@ -67,7 +71,8 @@ class LogManager:
     def __init__(self, log_dirs: list[str], topic_defaults: Mapping[str, Any] | None = None, *,
                  broker_id: int | None = None, cluster_id: str | None = None,
                  topic_configs: Mapping[str, Mapping[str, Any]] | None = None,
-                 clock: Callable[[], int] = now_ms) -> None:
+                 clock: Callable[[], int] = now_ms,
+                 max_producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS) -> None:
         if not log_dirs:
             raise ValueError("at least one log dir is needed")
         self.log_dirs = [os.path.abspath(d) for d in log_dirs]
@@ -78,6 +83,8 @@ class LogManager:
         self.broker_id = broker_id
         self.cluster_id = cluster_id
         self._clock = clock
+        # transactional.id.expiration.ms: producer ids idle this long are forgotten by every log
+        self.max_producer_id_expiration_ms = max_producer_id_expiration_ms
         self._lock = threading.RLock()
         self._logs: dict[TopicPartition, Log] = {}
         self._dir_of: dict[TopicPartition, str] = {}
@@ -179,7 +186,8 @@ class LogManager:
                     f"duplicate log directories for {name}: {self._dir_of[tp]} and {d}")
             log = Log(path, self._config_for(tp[0]), recovery_point=recovery_points.get(tp, 0),
                       log_start_offset=start_offsets.get(tp, 0), high_watermark=high_watermarks.get(tp, 0),
-                      had_clean_shutdown=clean, clock=self._clock)
+                      had_clean_shutdown=clean, clock=self._clock,
+                      max_producer_id_expiration_ms=self.max_producer_id_expiration_ms)
             self._logs[tp] = log
             self._dir_of[tp] = d
         if clean:
@@ -217,7 +225,8 @@ class LogManager:
                 self.topic_configs.setdefault(topic, {}).update(topic_config)
             d = self._next_log_dir()
             log = Log(os.path.join(d, log_dir_name(topic, partition)), self._config_for(topic),
-                      had_clean_shutdown=True, clock=self._clock)
+                      had_clean_shutdown=True, clock=self._clock,
+                      max_producer_id_expiration_ms=self.max_producer_id_expiration_ms)
             self._logs[tp] = log
             self._dir_of[tp] = d
             return log
@@ -273,6 +282,11 @@ class LogManager:
 
     def flush_dirty_logs(self) -> int:
         return sum(1 for log in self.all_logs() if log.flush_if_due())
+
+    def remove_expired_producers(self) -> int:
+        """Forget idle producer ids in every log (call every PRODUCER_ID_EXPIRATION_CHECK_INTERVAL_MS)."""
+        now = self._clock()
+        return sum(log.remove_expired_producers(now) for log in self.all_logs())
 
     def shutdown(self) -> None:
         """Flush and close every log, write the checkpoints and the clean-shutdown marker."""

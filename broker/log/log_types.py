@@ -37,6 +37,7 @@ class LogAppendInfo:
     num_messages: int
     valid_bytes: int
     rolled: bool = False
+    duplicate: bool = False  # a retried idempotent batch: the offsets are the original append's
 
 
 class FetchDataInfo(NamedTuple):

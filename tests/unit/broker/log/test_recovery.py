@@ -1,13 +1,10 @@
 import os
-import signal
-import subprocess
-import sys
 import textwrap
 
 from odradek.broker.log import Log, LogConfig
 from odradek.protocol.records import decode_batch, iter_batches
 
-from .helpers import make_batch
+from .helpers import make_batch, run_until_killed
 
 
 def read_all(log):
@@ -101,19 +98,7 @@ WRITER = textwrap.dedent("""
 
 def test_sigkill_during_appends_loses_no_acknowledged_batch(tmp_path):
     directory = str(tmp_path / "killed-0")
-    proc = subprocess.Popen([sys.executable, "-c", WRITER, directory], stdout=subprocess.PIPE, text=True)
-    acked = []
-    try:
-        for line in proc.stdout:
-            i, first = map(int, line.split())
-            acked.append((i, first))
-            if len(acked) >= 1500:
-                break
-        proc.send_signal(signal.SIGKILL)
-    finally:
-        proc.kill()
-        proc.wait()
-    assert proc.returncode == -signal.SIGKILL
+    acked = [tuple(map(int, line.split())) for line in run_until_killed(WRITER, directory, lines=1500)]
     log = Log(directory, LogConfig(segment_bytes=64 * 1024))  # unclean: full recovery
     assert log.num_segments > 1
     records = {}
