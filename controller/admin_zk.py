@@ -1,0 +1,127 @@
+"""AdminZkClient: topic creation and deletion requests, written to ZooKeeper for the controller to act on.
+
+What a broker's CreateTopics, DeleteTopics and Metadata auto-creation call (Kafka's ZkAdminManager +
+AdminZkClient). Creating a topic only validates and writes ``/config/topics/<t>`` and
+``/brokers/topics/<t>``; the controller sees the new child of /brokers/topics, creates the partition
+states and tells the brokers. Deleting only writes ``/admin/delete_topics/<t>``.
+
+Synchronous (ZooKeeper round trips): the broker runs these in an executor. Errors are
+``odradek.protocol.errors`` classes, ready to be answered as they are.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import uuid
+from typing import Any, Mapping, Sequence
+
+# The topic-level config table is the broker's; it is a leaf module (no broker machinery comes with it).
+from ..broker.config import validate_topic_config
+from ..protocol.errors import (InvalidConfigError, InvalidRequestError, InvalidTopicError, TopicAlreadyExistsError,
+                               TopicDeletionDisabledError, UnknownTopicOrPartitionError)
+from .replica_assignment import assign_replicas_to_brokers, validate_replica_assignment
+from .zk_client import KafkaZkClient, TopicExistsError
+from .zk_data import DeleteTopicsZNode, TopicAssignment
+
+log = logging.getLogger(__name__)
+
+MAX_TOPIC_NAME_LENGTH = 249
+_LEGAL_TOPIC_NAME = re.compile(r"[a-zA-Z0-9._-]+")
+NO_NUM_PARTITIONS = -1       # CreateTopics: "use the broker's num.partitions"
+NO_REPLICATION_FACTOR = -1   # CreateTopics: "use the broker's default.replication.factor"
+
+
+def validate_topic_name(topic: str) -> None:
+    """Kafka's Topic.validate: InvalidTopicError with Kafka's messages."""
+    if not topic:
+        raise InvalidTopicError("Topic name is illegal, it can't be empty")
+    if topic in (".", ".."):
+        raise InvalidTopicError('Topic name cannot be "." or ".."')
+    if len(topic) > MAX_TOPIC_NAME_LENGTH:
+        raise InvalidTopicError(f"Topic name is illegal, it can't be longer than {MAX_TOPIC_NAME_LENGTH} "
+                                f"characters, topic name: {topic}")
+    if not _LEGAL_TOPIC_NAME.fullmatch(topic):
+        raise InvalidTopicError(f'Topic name "{topic}" is illegal, it contains a character other than '
+                                "ASCII alphanumerics, '.', '_' and '-'")
+
+
+def topics_collide(a: str, b: str) -> bool:
+    """'.' and '_' map to the same metric names, so ``a.b`` and ``a_b`` cannot both exist."""
+    return a.replace(".", "_") == b.replace(".", "_")
+
+
+class AdminZkClient:
+    def __init__(self, zk: KafkaZkClient, config: Any) -> None:
+        self.zk = zk
+        self.config = config
+
+    # --- creation --------------------------------------------------------------------------------------
+    def create_topic(self, topic: str, partitions: int | None, replication_factor: int | None,
+                     configs: Mapping[str, str | None] | None = None,
+                     replica_assignment: Mapping[int, Sequence[int]] | None = None,
+                     validate_only: bool = False) -> dict[int, list[int]]:
+        """Validate and (unless ``validate_only``) create a topic; returns its replica assignment.
+
+        ``partitions`` / ``replication_factor`` of -1 or None mean the broker defaults (num.partitions,
+        default.replication.factor); with a ``replica_assignment`` both must be unset, as in Kafka.
+        """
+        configs = dict(configs or {})
+        validate_topic_name(topic)
+        null_configs = [k for k, v in configs.items() if v is None]
+        if null_configs:
+            raise InvalidRequestError(f"Null value not supported for topic configs : {','.join(null_configs)}")
+        partitions = NO_NUM_PARTITIONS if partitions is None else partitions
+        replication_factor = NO_REPLICATION_FACTOR if replication_factor is None else replication_factor
+        if replica_assignment:
+            if partitions != NO_NUM_PARTITIONS or replication_factor != NO_REPLICATION_FACTOR:
+                raise InvalidRequestError("Both numPartitions or replicationFactor and replicasAssignments were "
+                                          "set. Both cannot be used at the same time.")
+            assignment = {int(p): [int(b) for b in r] for p, r in replica_assignment.items()}
+        else:
+            if partitions == NO_NUM_PARTITIONS:
+                partitions = self.config.get("num.partitions")
+            if replication_factor == NO_REPLICATION_FACTOR:
+                replication_factor = self.config.get("default.replication.factor")
+            live = sorted(self.zk.get_all_brokers())
+            assignment = assign_replicas_to_brokers(live, partitions, replication_factor)
+        self._check_topic_is_new(topic)
+        validate_replica_assignment(assignment)
+        errors = validate_topic_config(configs)
+        if errors:
+            raise InvalidConfigError(errors[0])
+        if validate_only:
+            return assignment
+        try:
+            self.zk.create_topic_assignment(topic, TopicAssignment(assignment, uuid.uuid4()),
+                                            {k: str(v) for k, v in configs.items()})
+        except TopicExistsError as e:
+            raise TopicAlreadyExistsError(str(e)) from None
+        log.info("Creating topic %s with configuration %s and initial partition assignment %s",
+                 topic, configs, assignment)
+        return assignment
+
+    def _check_topic_is_new(self, topic: str) -> None:
+        """Kafka's validateTopicCreate: not marked for deletion, not existing, no '.'/'_' collision."""
+        if self.zk.get_data(DeleteTopicsZNode.topic_path(topic))[1] is not None:
+            raise TopicAlreadyExistsError(f"Topic '{topic}' is marked for deletion.")
+        if self.zk.topic_exists(topic):
+            raise TopicAlreadyExistsError(f"Topic '{topic}' already exists.")
+        if "." in topic or "_" in topic:
+            existing = self.zk.get_all_topics()
+            if topic in existing:
+                raise TopicAlreadyExistsError(f"Topic '{topic}' already exists.")
+            colliding = [t for t in existing if topics_collide(topic, t)]
+            if colliding:
+                raise InvalidTopicError(f"Topic '{topic}' collides with existing topics: {', '.join(colliding)}")
+
+    # --- deletion --------------------------------------------------------------------------------------
+    def delete_topic(self, topic: str) -> None:
+        """Mark a topic for deletion; the controller deletes it. Marking twice is not an error (Kafka)."""
+        if not self.config.get("delete.topic.enable"):
+            # (A DeleteTopics handler answers v0-v2 requests with INVALID_REQUEST instead, as Kafka does.)
+            raise TopicDeletionDisabledError("Topic deletion is disabled.")
+        if not self.zk.topic_exists(topic):
+            raise UnknownTopicOrPartitionError(f"Topic `{topic}` to delete does not exist")
+        self.zk.mark_topic_for_deletion([topic])
+        log.info("Topic %s is marked for deletion", topic)
