@@ -1,0 +1,239 @@
+"""The composition root: ``odradek-server <server.properties> [--override key=value]...``.
+
+KafkaServer starts the pieces in Kafka's order: ZooKeeper session and cluster id, the log manager
+(recovery happens here), the replica manager and metadata cache, the socket server (so the bound
+ports are known), the broker registration in ZooKeeper (which gives the broker epoch), then the
+controller, which every broker runs and one wins. Shutdown goes in reverse and leaves clean-shutdown
+markers and checkpoints behind, so the next start skips recovery.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import os
+import signal
+import socket
+import sys
+import time
+from typing import Any, Callable
+
+from ..controller.admin_zk import AdminZkClient
+from ..controller.kafka_controller import KafkaController
+from ..controller.zk_client import KafkaZkClient, ZkNodeExistsError
+from ..controller.zk_data import BrokerInfo
+from ..protocol import messages
+from .apis import create_topics, delete_topics, fetch, inter_broker, list_offsets, metadata
+from .apis import offset_for_leader_epoch, produce, producers
+from .apis.services import BrokerServices
+from .config import ConfigError, KafkaConfig, load_config
+from .kafka_apis import KafkaApis
+from .log import LogManager
+from .log.log_manager import PRODUCER_ID_EXPIRATION_CHECK_INTERVAL_MS
+from .metadata_cache import MetadataCache
+from .network.socket_server import SocketServer
+from .producer_id_manager import ProducerIdManager
+from .replica_manager import ReplicaManager
+
+log = logging.getLogger("odradek.server")
+
+_API_MODULES = (produce, fetch, list_offsets, metadata, create_topics, delete_topics, inter_broker,
+                offset_for_leader_epoch, producers)
+_NEVER_MS = 2 ** 62  # Kafka's Long.MaxValue defaults: "never"
+
+
+class KafkaServer:
+    def __init__(self, config: KafkaConfig) -> None:
+        self.config = config
+        self.broker_id = config.broker_id
+        self.broker_epoch = -1
+        self.zk: KafkaZkClient | None = None
+        self.log_manager: LogManager | None = None
+        self.socket_server: SocketServer | None = None
+        self.replica_manager: ReplicaManager | None = None
+        self.controller: KafkaController | None = None
+        self._tasks: list[asyncio.Task] = []
+        self._stopped = asyncio.Event()
+
+    async def _blocking(self, fn: Callable[..., Any], *args: Any) -> Any:
+        return await asyncio.get_running_loop().run_in_executor(None, fn, *args)
+
+    async def startup(self) -> None:
+        cfg = self.config
+        messages.compile_all()  # ~1 s once, instead of a first-use pause on live requests
+        zk = KafkaZkClient(cfg.get("zookeeper.connect"), cfg.get("zookeeper.session.timeout.ms"),
+                           cfg.zookeeper_connection_timeout_ms)
+        self.zk = zk
+        await self._blocking(zk.start)
+        await self._blocking(zk.create_top_level_paths)
+        cluster_id = await self._blocking(zk.get_or_create_cluster_id)
+        if self.broker_id < 0:
+            self.broker_id = await self._blocking(zk.generate_broker_id, cfg.get("reserved.broker.max.id"))
+        topic_configs = await self._blocking(self._all_topic_configs)
+        self.log_manager = await self._blocking(lambda: LogManager(
+            cfg.log_dirs, cfg.topic_defaults(), broker_id=self.broker_id, cluster_id=cluster_id,
+            topic_configs=topic_configs,
+            max_producer_id_expiration_ms=cfg.get("transactional.id.expiration.ms")))
+        cache = MetadataCache(self.broker_id)
+        cache.cluster_id = cluster_id
+        self.replica_manager = ReplicaManager(self.broker_id, self.log_manager, cache)
+        self.replica_manager.start()
+        services = BrokerServices(cfg, self.broker_id, cache, self.replica_manager, lambda: self.broker_epoch,
+                                  admin=AdminZkClient(zk, cfg), zk=zk,
+                                  producer_ids=ProducerIdManager(self.broker_id, zk))
+        apis = KafkaApis()
+        for module in _API_MODULES:
+            module.register(apis, services)
+        self.socket_server = SocketServer(cfg, apis)
+        await self.socket_server.start()
+        self.broker_epoch = await self._register()
+        self.controller = KafkaController(cfg, zk, self.broker_id, lambda: self.broker_epoch)
+        services.controller = self.controller
+        await self.controller.startup()
+        self._start_periodic_tasks()
+        log.info("[KafkaServer id=%d] started (cluster id %s, listeners %s)", self.broker_id, cluster_id,
+                 ", ".join(f"{e.name}://{e.host}:{self.socket_server.port(e.name)}" for e in cfg.listeners))
+
+    async def _register(self) -> int:
+        """Register in ZooKeeper. After a crash the old ephemeral registration lives until its session
+        expires; Kafka fails to start then, we wait for it (up to the session timeout, and a margin)."""
+        assert self.zk is not None
+        info = self._broker_info()
+        deadline = time.monotonic() + self.config.get("zookeeper.session.timeout.ms") * 1.5 / 1000 + 5
+        while True:
+            try:
+                return await self._blocking(self.zk.register_broker, info)
+            except ZkNodeExistsError:
+                if time.monotonic() > deadline:
+                    raise
+                log.info("Broker %d is still registered by a previous session; waiting for it to expire",
+                         self.broker_id)
+                await asyncio.sleep(0.5)
+
+    def _all_topic_configs(self) -> dict[str, dict[str, str]]:
+        assert self.zk is not None
+        return {t: c for t in self.zk.get_all_topics() if (c := self.zk.get_entity_config("topics", t))}
+
+    def _broker_info(self) -> BrokerInfo:
+        """The registration: advertised listeners, with the bound port where the listener asked for 0."""
+        assert self.socket_server is not None
+        endpoints = []
+        for e in self.config.advertised_listeners:
+            port = e.port or self.socket_server.port(e.name)
+            endpoints.append((e.name, e.host or socket.getfqdn(), port))
+        protocols = {e.name: e.security_protocol for e in self.config.listeners}
+        return BrokerInfo(self.broker_id, endpoints, self.config.get("broker.rack"), protocols)
+
+    # -- background work --------------------------------------------------------------------------
+
+    def _start_periodic_tasks(self) -> None:
+        cfg, lm = self.config, self.log_manager
+        assert lm is not None
+        jobs: list[tuple[str, int, Callable[[], Any]]] = [
+            ("log-retention", cfg.get("log.retention.check.interval.ms"), lm.cleanup_logs),
+            ("recovery-point-checkpoint", cfg.get("log.flush.offset.checkpoint.interval.ms"),
+             lm.checkpoint_recovery_points),
+            ("log-start-offset-checkpoint", cfg.get("log.flush.start.offset.checkpoint.interval.ms"),
+             lm.checkpoint_log_start_offsets),
+            ("highwatermark-checkpoint", cfg.get("replica.high.watermark.checkpoint.interval.ms"),
+             lm.checkpoint_high_watermarks),
+        ]
+        flush_ms = cfg.get("log.flush.scheduler.interval.ms")
+        if flush_ms < _NEVER_MS:
+            jobs.append(("log-flusher", flush_ms, lm.flush_dirty_logs))
+        jobs.append(("producer-expiration", PRODUCER_ID_EXPIRATION_CHECK_INTERVAL_MS, lm.remove_expired_producers))
+        loop = asyncio.get_running_loop()
+        self._tasks = [loop.create_task(self._every(name, ms, fn), name=name) for name, ms, fn in jobs]
+
+    async def _every(self, name: str, period_ms: int, fn: Callable[[], Any]) -> None:
+        while True:
+            await asyncio.sleep(period_ms / 1000.0)
+            try:
+                await self._blocking(fn)
+            except Exception:
+                log.exception("Periodic task %s failed", name)
+
+    # -- shutdown ---------------------------------------------------------------------------------
+
+    async def shutdown(self) -> None:
+        log.info("[KafkaServer id=%d] shutting down", self.broker_id)
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        if self.controller is not None:
+            await _quietly(self.controller.shutdown())
+        if self.socket_server is not None:
+            await _quietly(self.socket_server.stop())
+        if self.replica_manager is not None:
+            self.replica_manager.shutdown()
+        if self.log_manager is not None:
+            lm = self.log_manager
+            await _quietly(self._blocking(lm.checkpoint_high_watermarks))
+            await _quietly(self._blocking(lm.shutdown))
+        if self.zk is not None:
+            await _quietly(self._blocking(self.zk.close))
+        log.info("[KafkaServer id=%d] shut down completed", self.broker_id)
+        self._stopped.set()
+
+    async def wait_stopped(self) -> None:
+        await self._stopped.wait()
+
+
+async def _quietly(awaitable: Any) -> None:
+    try:
+        await awaitable
+    except Exception:
+        log.exception("Error during shutdown")
+
+
+# -- command line ---------------------------------------------------------------------------------
+
+def _parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="odradek-server", description="Start an Odradek broker.")
+    parser.add_argument("config", help="server.properties file")
+    parser.add_argument("--override", action="append", default=[], metavar="key=value",
+                        help="override a property of the file (repeatable)")
+    return parser.parse_args(argv)
+
+
+def setup_logging() -> None:
+    level = os.environ.get("ODRADEK_LOG_LEVEL", "INFO").upper()
+    logging.basicConfig(stream=sys.stderr, level=getattr(logging, level, logging.INFO),
+                        format="[%(asctime)s] %(levelname)s %(message)s (%(name)s)")
+    logging.getLogger("kazoo").setLevel(logging.WARNING)
+
+
+async def serve(config: KafkaConfig) -> int:
+    server = KafkaServer(config)
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    try:
+        await server.startup()
+    except Exception as exc:
+        log.error("Fatal error during KafkaServer startup: %s", exc, exc_info=not isinstance(exc, OSError))
+        await server.shutdown()
+        return 1
+    await stop.wait()
+    await server.shutdown()
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parse_args(argv)
+    try:
+        config, warnings = load_config(args.config, args.override, os.environ)
+    except ConfigError as exc:
+        print(f"odradek-server: {exc}", file=sys.stderr)
+        return 1
+    setup_logging()
+    for warning in warnings:
+        log.warning("%s", warning)
+    import uvloop
+    return uvloop.run(serve(config))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
