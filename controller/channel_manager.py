@@ -117,7 +117,8 @@ class ControllerChannelManager:
     """Connections from the controller to every live broker, through their inter-broker listener."""
 
     def __init__(self, controller_id: int, listener_name: str, socket_timeout_ms: int = 30000,
-                 backoff_ms: int = 50, max_backoff_ms: int = 1000, connect: Connector = BrokerConnection.connect) -> None:
+                 backoff_ms: int = 50, max_backoff_ms: int = 1000,
+                 connect: Connector = BrokerConnection.connect) -> None:
         self.controller_id = controller_id
         self.listener_name = listener_name
         self.client_id = f"controller-{controller_id}"

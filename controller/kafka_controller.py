@@ -28,12 +28,13 @@ from .controller_context import ControllerContext, TopicPartition
 from .event_manager import (BrokerChange, ControllerChange, ControllerEvent, ControllerEventManager, Reelect,
                             Startup, StopReplicaResponseReceived, TopicChange, TopicDeletion)
 from .leader_election import initial_state, state_after_broker_failure
-from .zk_client import ControllerMovedError, KafkaZkClient, ZkError
+from .zk_client import ControllerMovedError, KafkaZkClient, ZkConnectionError, ZkError
 from .zk_data import (BrokerIdsZNode, DeleteTopicsZNode, LeaderIsrAndControllerEpoch, TopicAssignment,
                       TopicsZNode)
 
 log = logging.getLogger(__name__)
 
+ZK_RETRY_BACKOFF_S = 1.0
 MAX_STATE_WRITE_ATTEMPTS = 10  # re-reads after a version conflict before a partition is left for later
 
 # replica deletion progress of a topic being deleted (Kafka's ReplicaDeletion* replica states)
@@ -63,6 +64,8 @@ class KafkaController:
         self._unwatch_controller: Callable[[], None] | None = None
         self._deletions: dict[str, dict[tuple[TopicPartition, int], str]] = {}  # topic -> (tp, replica) -> state
         self._zk_executor = ThreadPoolExecutor(1, thread_name_prefix=f"controller-{broker_id}-zk")
+        self._active = False
+        self._controller_session: int | None = None  # the ZooKeeper session that won the election
         self._shut_down = False
 
     # --- the broker's interface ------------------------------------------------------------------------
@@ -79,7 +82,7 @@ class KafkaController:
         await self.event_manager.close()
         if self._unwatch_controller is not None:
             self._unwatch_controller()
-        was_active, epoch_zk_version = self.is_active, self.context.epoch_zk_version
+        was_active, epoch_zk_version = self._active, self.context.epoch_zk_version
         await self._on_controller_resignation()
         self.active_controller_id = -1
         if was_active:  # let another broker take over now rather than when our session ends
@@ -91,7 +94,8 @@ class KafkaController:
 
     @property
     def is_active(self) -> bool:
-        return self.active_controller_id == self.broker_id
+        """True between winning an election and resigning (``active_controller_id`` is what ZooKeeper says)."""
+        return self._active
 
     @property
     def epoch(self) -> int:
@@ -118,7 +122,8 @@ class KafkaController:
     async def _process(self, event: ControllerEvent) -> None:
         try:
             if isinstance(event, Startup):
-                self._unwatch_controller = await self._zk(self.zk.watch_controller, self._on_controller_znode)
+                if self._unwatch_controller is None:
+                    self._unwatch_controller = await self._zk(self.zk.watch_controller, self._on_controller_znode)
                 await self._elect()
             elif isinstance(event, ControllerChange):
                 await self._maybe_resign()
@@ -127,6 +132,12 @@ class KafkaController:
                 await self._elect()
             elif not self.is_active:
                 return  # a watch or response of an earlier tenure: only the active controller acts
+            elif self.zk.session_id != self._controller_session:
+                # Our session expired since we won: /controller (ephemeral) is gone, we are a zombie.
+                # Kafka resigns on its Expire event; the session id tells us without that event.
+                log.info("Controller %d: the ZooKeeper session that won the election ended", self.broker_id)
+                await self._on_controller_resignation()
+                await self._maybe_resign()
             elif isinstance(event, BrokerChange):
                 await self._process_broker_change()
             elif isinstance(event, TopicChange):
@@ -139,6 +150,17 @@ class KafkaController:
             log.info("Controller %d: controller moved to another broker while processing %r (%s); resigning",
                      self.broker_id, event, e)
             await self._maybe_resign()
+        except ZkConnectionError as e:
+            log.warning("Controller %d: ZooKeeper unavailable while processing %r (%s); retrying", self.broker_id,
+                        event, e)
+            await self._retry_later(event)
+
+    async def _retry_later(self, event: ControllerEvent) -> None:
+        """Kafka's ZooKeeper client blocks until it reconnects; so does our event task, then the event goes
+        back on the queue. Every event re-reads what it needs from ZooKeeper, so running it again is safe."""
+        await asyncio.sleep(ZK_RETRY_BACKOFF_S)
+        if not self._shut_down:
+            self.event_manager.put(event)
 
     # --- election and resignation ----------------------------------------------------------------------
     async def _read_active_controller(self) -> None:
@@ -146,14 +168,20 @@ class KafkaController:
         self.active_controller_id = -1 if controller_id is None else controller_id
 
     async def _maybe_resign(self) -> None:
-        was_active = self.is_active
         await self._read_active_controller()
-        if was_active and not self.is_active:
+        if self._active and self.active_controller_id != self.broker_id:
             log.info("Controller %d: resigning, the controller is now %d", self.broker_id, self.active_controller_id)
             await self._on_controller_resignation()
+        elif not self._active and self.active_controller_id == self.broker_id:
+            # /controller names us but we do not act as controller (a failed failover whose /controller
+            # could not be deleted then): delete it, so that every broker runs for election again.
+            log.warning("Controller %d: /controller names this broker, which is not controller; deleting it",
+                        self.broker_id)
+            await self._zk(self.zk.delete_controller)
+            self.active_controller_id = -1
 
     async def _elect(self) -> None:
-        await self._read_active_controller()
+        await self._maybe_resign()
         if self.active_controller_id != -1:
             log.debug("Controller %d: broker %d is controller", self.broker_id, self.active_controller_id)
             return
@@ -165,6 +193,8 @@ class KafkaController:
             return
         self.context.epoch, self.context.epoch_zk_version = epoch, epoch_zk_version
         self.active_controller_id = self.broker_id
+        self._active = True
+        self._controller_session = self.zk.session_id
         log.info("Controller %d: elected as controller with epoch %d", self.broker_id, epoch)
         try:
             await self._on_controller_failover()
@@ -178,6 +208,9 @@ class KafkaController:
             self.active_controller_id = -1
             try:
                 await self._zk(self.zk.delete_controller, version)
+            except ZkConnectionError:
+                log.warning("Controller %d: could not delete /controller yet", self.broker_id, exc_info=True)
+                await self._retry_later(Reelect())  # which deletes it once ZooKeeper answers
             except ZkError:
                 log.warning("Controller %d: could not delete /controller", self.broker_id, exc_info=True)
 
@@ -211,6 +244,7 @@ class KafkaController:
         await self._resume_topic_deletions(retry_failed=True)
 
     async def _on_controller_resignation(self) -> None:
+        self._active = False
         for unwatch in self._watches:
             unwatch()
         self._watches.clear()
@@ -290,7 +324,8 @@ class KafkaController:
         return [r for r in self.context.replicas(tp) if self.context.is_replica_online(r, tp)]
 
     # --- partition leadership --------------------------------------------------------------------------
-    async def _elect_partitions(self, partitions: Iterable[TopicPartition], batch: ControllerBrokerRequestBatch) -> None:
+    async def _elect_partitions(self, partitions: Iterable[TopicPartition],
+                                batch: ControllerBrokerRequestBatch) -> None:
         """Bring new partitions (no state znode yet) and offline ones (leader not live) online where a
         replica can lead, and drop dead brokers from ISRs (``state_after_broker_failure``: leader -1
         when nobody is eligible); LeaderAndIsr for the ones that changed goes into ``batch``."""

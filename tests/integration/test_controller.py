@@ -359,6 +359,32 @@ def test_controller_znode_deleted_under_the_controller_triggers_a_new_election(c
     run(cluster, main)
 
 
+def test_controller_whose_session_expires_resigns(cluster):
+    async def main(cluster):
+        first = await cluster.start((1, 2, 3))
+        from kazoo.client import KazooClient  # test-only: expire a session the way ZooKeeper does
+
+        def expire_session(client: KafkaZkClient) -> None:
+            twin = KazooClient(hosts=client.connect, client_id=client._zk.client_id)
+            twin.start()
+            twin.stop()  # closing the twin ends the shared session: the controller's client sees it expire
+            twin.close()
+
+        await asyncio.to_thread(expire_session, first.zk)
+
+        def settled():
+            epoch = cluster.observer.get_controller_epoch()[0]
+            active = [b for b in cluster.brokers.values() if b.controller.is_active]
+            return epoch >= 2 and len(active) == 1 and active[0].controller.epoch == epoch and \
+                cluster.observer.get_controller_id() == active[0].broker_id and active[0]
+
+        winner = await eventually(settled, "one controller with a new epoch after the expiry")
+        if winner is not first:
+            assert first.controller.channel is None and not first.controller._watches
+
+    run(cluster, main)
+
+
 # --- AdminZkClient's validation (nothing reaches ZooKeeper when it fails) --------------------------------
 
 def test_admin_validation(zk_client_factory, zk_chroot):
