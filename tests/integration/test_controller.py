@@ -385,6 +385,44 @@ def test_controller_whose_session_expires_resigns(cluster):
     run(cluster, main)
 
 
+def test_channel_manager_waits_for_a_broker_and_reconnects_in_order(zk_chroot):
+    from odradek.clients.cli.local_zookeeper import free_port
+    from odradek.controller.channel_manager import ControllerChannelManager
+    from odradek.protocol.messages import UpdateMetadataRequest
+
+    async def main():
+        port = free_port()
+        cfg = config(7, zk_chroot, listeners=f"PLAINTEXT://127.0.0.1:{port}")
+        channel = ControllerChannelManager(0, "PLAINTEXT", socket_timeout_ms=5000, backoff_ms=10, max_backoff_ms=50)
+        channel.add_broker(BrokerInfo(7, [("PLAINTEXT", "127.0.0.1", port)]))
+        answers: list[int] = []
+
+        def request(n: int):  # the controller epoch numbers the requests
+            return lambda version: UpdateMetadataRequest(controller_id=0, controller_epoch=n)
+
+        for n in range(3):  # queued while nothing listens: the sender keeps retrying
+            channel.send(7, ApiKey.UPDATE_METADATA, request(n), lambda b, k, r: answers.append(b))
+        await asyncio.sleep(0.2)
+        assert answers == []
+        broker = FakeBroker(7, None, cfg)  # only its reactor: no ZooKeeper here
+        await broker.server.start()
+        await eventually(lambda: len(answers) == 3, "queued requests delivered once the broker listens")
+        await broker.server.stop(timeout=0.5)  # the connection drops ...
+        for n in range(3, 6):
+            channel.send(7, ApiKey.UPDATE_METADATA, request(n), lambda b, k, r: answers.append(b))
+        restarted = FakeBroker(7, None, cfg)
+        await restarted.server.start()  # ... and comes back on the same port
+        await eventually(lambda: len(answers) == 6, "requests delivered after a reconnect")
+        epochs = [b.controller_epoch for b in broker.requests(ApiKey.UPDATE_METADATA) +
+                  restarted.requests(ApiKey.UPDATE_METADATA)]
+        assert epochs == list(range(6)) and answers == [7] * 6
+        await channel.shutdown()
+        assert channel.broker_ids == set() and not channel.send(7, ApiKey.UPDATE_METADATA, request(9))
+        await restarted.server.stop(timeout=0.5)
+
+    asyncio.run(asyncio.wait_for(main(), 60))
+
+
 # --- AdminZkClient's validation (nothing reaches ZooKeeper when it fails) --------------------------------
 
 def test_admin_validation(zk_client_factory, zk_chroot):
