@@ -79,8 +79,10 @@ def _answer(version: int, index: int, error: int, timestamp: int, offset: int, e
     if version == 0:
         return _PartitionResponse(partition_index=index, error_code=error,
                                   old_style_offsets=[offset] if offset >= 0 else [])
-    return _PartitionResponse(partition_index=index, error_code=error, timestamp=timestamp, offset=offset,
-                              leader_epoch=epoch)
+    answer = _PartitionResponse(partition_index=index, error_code=error, timestamp=timestamp, offset=offset)
+    if version >= 4:  # as Kafka 2.8: leader_epoch exists from v4 on; setting it earlier fails the encoding
+        answer.leader_epoch = epoch
+    return answer
 
 
 def register(apis: "KafkaApis", services: "BrokerServices") -> ListOffsetsApi:
