@@ -1,12 +1,19 @@
-"""Fixtures for tests against real servers: one ZooKeeper per test session, one chroot per test."""
+"""Fixtures for tests against real servers: one ZooKeeper per test session, one chroot per test, and
+clusters of real broker processes (each with a chroot of its own on that ZooKeeper)."""
 
 from __future__ import annotations
 
 import uuid
+from pathlib import Path
 
 import pytest
 
+from odradek.clients.cli.local_cluster import LocalCluster
 from odradek.clients.cli.local_zookeeper import LocalZooKeeper
+
+# A short ZooKeeper session so a SIGKILLed broker's registration vanishes in seconds (Kafka's default is 18 s)
+TEST_BROKER_OVERRIDES = {"zookeeper.session.timeout.ms": "6000"}
+_CLUSTERS = pytest.StashKey[list]()
 
 
 @pytest.fixture(scope="session")
@@ -41,3 +48,62 @@ def zk_client_factory(zk_chroot):
     yield make
     for client in clients:
         client.close()
+
+
+def new_cluster(data_dir: Path, zookeeper: LocalZooKeeper, brokers: int = 1,
+                overrides: dict | None = None) -> LocalCluster:
+    """A (not yet started) cluster on free ports with a chroot of its own on ``zookeeper``."""
+    return LocalCluster(data_dir, brokers, zookeeper=zookeeper, base_port=0,
+                        chroot=f"/odradek-{uuid.uuid4().hex}",
+                        broker_overrides={**TEST_BROKER_OVERRIDES, **(overrides or {})})
+
+
+@pytest.fixture
+def odradek_cluster_factory(zookeeper, tmp_path, request):
+    """``make(brokers=1, overrides=None, timeout=60.0)`` starts a cluster of real broker processes and returns
+    the ``LocalCluster``; every cluster is stopped after the test, and its broker logs are printed if it fails."""
+    clusters: list[LocalCluster] = []
+    request.node.stash[_CLUSTERS] = clusters
+
+    def make(brokers: int = 1, overrides: dict | None = None, timeout: float = 60.0) -> LocalCluster:
+        cluster = new_cluster(tmp_path / f"cluster-{len(clusters)}", zookeeper, brokers, overrides)
+        clusters.append(cluster)
+        return cluster.start(timeout)
+
+    yield make
+    for cluster in clusters:
+        cluster.stop(timeout=15.0)  # SIGKILLs what does not stop in time, so nothing outlives the test
+
+
+def _module_cluster(zookeeper: LocalZooKeeper, data_dir: Path, brokers: int):
+    cluster = new_cluster(data_dir, zookeeper, brokers)
+    try:
+        yield cluster.start()
+    finally:
+        cluster.stop(timeout=15.0)
+
+
+@pytest.fixture(scope="module")
+def single_broker_cluster(zookeeper, tmp_path_factory):
+    """One broker, shared by a module's tests (compatibility tests)."""
+    yield from _module_cluster(zookeeper, tmp_path_factory.mktemp("single-broker"), 1)
+
+
+@pytest.fixture(scope="module")
+def three_broker_cluster(zookeeper, tmp_path_factory):
+    """Three brokers, shared by a module's tests (compatibility tests)."""
+    yield from _module_cluster(zookeeper, tmp_path_factory.mktemp("three-brokers"), 3)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """Attach the broker logs of the test's clusters to its failure report."""
+    outcome = yield
+    report = outcome.get_result()
+    if report.when != "call" or not report.failed:
+        return
+    clusters = list(item.stash.get(_CLUSTERS, []))
+    clusters += [value for value in getattr(item, "funcargs", {}).values()
+                 if isinstance(value, LocalCluster) and value not in clusters]
+    for cluster in clusters:
+        report.sections.append((f"broker logs of {cluster!r}", cluster.log_tails()))

@@ -1,0 +1,200 @@
+"""``odradek-cluster start|stop|status``: a local ZooKeeper and N brokers on loopback, as background processes.
+
+    odradek-cluster start --brokers 3 --data-dir ./.odradek-cluster
+    odradek-cluster status --data-dir ./.odradek-cluster
+    odradek-cluster stop --data-dir ./.odradek-cluster
+
+``start`` prints progress on stderr and the bootstrap servers alone on stdout, so
+``BOOTSTRAP=$(odradek-cluster start ...)`` works. Errors are one line on stderr and exit code 1, as Kafka's
+tools exit 1 on bad usage (``CommandLineUtils.printUsageAndDie``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import NoReturn, Sequence
+
+from odradek.clients.cli.local_cluster import ClusterError, LocalCluster
+from odradek.clients.cli.local_zookeeper import ZooKeeperNotFoundError, ZooKeeperStartError
+
+PROG = "odradek-cluster"
+DEFAULT_DATA_DIR = "./.odradek-cluster"
+DEFAULT_ZOOKEEPER_PORT = 2181  # Kafka's and ZooKeeper's usual client port
+DEFAULT_BASE_PORT = 9092
+
+
+class UsageError(Exception):
+    pass
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """argparse, but a bad flag is one line (argparse prints the usage block and exits 2)."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(f"{message}. Run `{self.prog} --help` for the options.")
+
+
+def _key_value(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise argparse.ArgumentTypeError(f"expected key=value, got {text!r}")
+    return key.strip(), value
+
+
+def _integer(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+
+
+def _positive(text: str) -> int:
+    value = _integer(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a number >= 1, got {text}")
+    return value
+
+
+def _port(text: str) -> int:
+    value = _integer(text)
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"expected a port in [0, 65535], got {text}")
+    return value
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds > 0, got {text}")
+    return value
+
+
+def build_parser() -> OneLineParser:
+    parser = OneLineParser(prog=PROG, description="Run a local Odradek cluster: one ZooKeeper and N brokers "
+                                                  "on 127.0.0.1, as background processes.")
+    commands = parser.add_subparsers(dest="command", metavar="{start,stop,status}")
+    commands.required = True
+
+    def command(name: str, help_text: str, timeout: float) -> OneLineParser:
+        sub = commands.add_parser(name, help=help_text, description=help_text)
+        sub.add_argument("--data-dir", default=DEFAULT_DATA_DIR, metavar="DIR",
+                         help=f"where pid files, logs and data live (default {DEFAULT_DATA_DIR})")
+        sub.add_argument("--timeout", type=_seconds, default=timeout, metavar="SECONDS",
+                         help=f"how long to wait (default {timeout:g})")
+        return sub
+
+    start = command("start", "Start ZooKeeper and the brokers, wait until every broker is in the cluster "
+                             "metadata, print the bootstrap servers.", 60.0)
+    start.add_argument("--brokers", type=_positive, default=1, metavar="N", help="number of brokers (default 1)")
+    start.add_argument("--base-port", type=_port, default=DEFAULT_BASE_PORT, metavar="PORT",
+                       help=f"broker i listens on PORT+i (default {DEFAULT_BASE_PORT}; 0 = any free ports)")
+    zookeeper = start.add_mutually_exclusive_group()
+    zookeeper.add_argument("--zookeeper-port", type=_port, default=DEFAULT_ZOOKEEPER_PORT, metavar="PORT",
+                           help=f"port of the ZooKeeper this command starts (default {DEFAULT_ZOOKEEPER_PORT}; "
+                                "0 = any free port)")
+    zookeeper.add_argument("--zookeeper", metavar="HOST:PORT",
+                           help="use this running ZooKeeper instead of starting one")
+    start.add_argument("--chroot", default="/odradek", metavar="PATH",
+                       help="ZooKeeper path the brokers keep their znodes under (default /odradek)")
+    start.add_argument("--override", type=_key_value, action="append", default=[], metavar="KEY=VALUE",
+                       help="a broker setting for every broker (repeatable), as kafka-server-start's --override")
+    command("stop", "Stop the brokers (SIGTERM, then SIGKILL after the timeout), then ZooKeeper.", 30.0)
+    command("status", "Show which processes are alive, the bootstrap servers and the controller.", 10.0)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        args = build_parser().parse_args(argv)
+        return {"start": start, "stop": stop, "status": status}[args.command](args)
+    except UsageError as e:
+        return _fail(str(e))
+    except (ClusterError, ZooKeeperNotFoundError, ZooKeeperStartError) as e:
+        return _fail(str(e).splitlines()[0])
+    except KeyboardInterrupt:
+        return _fail("Interrupted")
+
+
+def _fail(message: str) -> int:
+    print(f"Error: {message}", file=sys.stderr)
+    return 1
+
+
+def _say(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def start(args: argparse.Namespace) -> int:
+    if args.base_port and args.base_port + args.brokers - 1 > 65535:
+        raise UsageError(f"--base-port {args.base_port} leaves no room for {args.brokers} brokers below 65536")
+    if args.chroot and (not args.chroot.startswith("/") or args.chroot.endswith("/")):
+        raise UsageError(f"--chroot must start with / and not end with one, got {args.chroot!r}")
+    cluster = LocalCluster(args.data_dir, args.brokers, zookeeper=args.zookeeper,
+                           zookeeper_port=args.zookeeper_port, base_port=args.base_port, chroot=args.chroot,
+                           broker_overrides=dict(args.override), detach=True)
+    zookeeper = (f"using ZooKeeper at {args.zookeeper}" if args.zookeeper else "starting ZooKeeper on "
+                 + (f"127.0.0.1:{args.zookeeper_port}" if args.zookeeper_port else "a free port"))
+    ports = (f"127.0.0.1:{args.base_port}" + (f"-{args.base_port + args.brokers - 1}" if args.brokers > 1 else "")
+             if args.base_port else "free ports")
+    _say(f"Starting {args.brokers} broker{'s' if args.brokers > 1 else ''} on {ports}, {zookeeper} "
+         f"(data in {cluster.data_dir}) ...")
+    cluster.data_dir.mkdir(parents=True, exist_ok=True)
+    # the data directory ignores itself, so a cluster started inside a git checkout never shows up in git status
+    (cluster.data_dir / ".gitignore").write_text("*\n")
+    cluster.start(timeout=args.timeout)
+    metadata = cluster.metadata()
+    _say(f"ZooKeeper: {cluster.zookeeper_connect}")
+    for broker in cluster.brokers:
+        _say(f"Started broker {broker.broker_id} on {cluster.host}:{broker.port} "
+             f"(pid {broker.process.pid}, log {broker.log_path})")
+    _say(f"Cluster is up: {len(metadata.brokers)} broker{'s' if len(metadata.brokers) > 1 else ''}, "
+         f"controller is broker {metadata.controller_id}. Stop it with "
+         f"`{PROG} stop --data-dir {args.data_dir}`. Bootstrap servers:")
+    print(cluster.bootstrap_servers, flush=True)
+    return 0
+
+
+def stop(args: argparse.Namespace) -> int:
+    cluster = LocalCluster.attach(args.data_dir)
+    if cluster is None:
+        # kafka-server-stop.sh also exits 1 when there is nothing to stop
+        return _fail(f"No cluster to stop in {args.data_dir} (no cluster.json)")
+    if not cluster.running():
+        cluster.stop(timeout=args.timeout)  # removes the stale pid files
+        return _fail(f"No cluster to stop in {args.data_dir}: its processes are gone (stale pid files removed)")
+    live = [name for name, _, alive, _ in cluster.process_table() if alive]
+    _say(f"Stopping {', '.join(live)} ...")
+    cluster.stop(timeout=args.timeout)
+    _say("Stopped.")
+    return 0
+
+
+def status(args: argparse.Namespace) -> int:
+    cluster = LocalCluster.attach(args.data_dir)
+    if cluster is None:
+        print(f"No cluster in {args.data_dir} (no cluster.json)")
+        return 1
+    rows = cluster.process_table()
+    for name, pid, alive, address in rows:
+        print(f"{name:<10} {address:<21} pid {pid if pid is not None else '-':<8} "
+              f"{'running' if alive else 'NOT RUNNING'}")
+    if cluster.zookeeper_alive() is None:
+        print(f"ZooKeeper  {cluster.zookeeper_hosts:<21} (not started by odradek-cluster)")
+    print(f"Bootstrap servers: {cluster.bootstrap_servers}")
+    print(f"ZooKeeper connect: {cluster.zookeeper_connect}")
+    try:
+        metadata = cluster.metadata(timeout=args.timeout)
+    except Exception as e:  # noqa: BLE001 - any failure means "no answer"; say which
+        print(f"Controller: unknown (no broker answered Metadata: {type(e).__name__} {e})".rstrip())
+        return 1
+    print(f"Brokers in metadata: {','.join(str(i) for i in sorted(metadata.brokers))}")
+    print(f"Controller: broker {metadata.controller_id}")
+    return 0 if all(alive for _, _, alive, _ in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
