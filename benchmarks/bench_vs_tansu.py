@@ -264,7 +264,7 @@ def measure(brokers: list, args: argparse.Namespace) -> dict[tuple[str, str], li
         for round_ in range(args.rounds):
             order = brokers if round_ % 2 == 0 else brokers[::-1]
             for broker in order:
-                if f"{broker.name}:{workload.label}" in failed:
+                if f"{broker.name}:{workload.label}" in failed or broker.name in failed:
                     continue
                 topic = consume_topic if workload.kind == "consume" else f"bench-{workload.key}-{round_}"
                 try:
@@ -276,9 +276,10 @@ def measure(brokers: list, args: argparse.Namespace) -> dict[tuple[str, str], li
                 results.setdefault((workload.key, broker.name), []).append(figures)
                 print(f"  {workload.label:<26} round {round_ + 1} {broker.name:<8} {format_row(figures)}",
                       flush=True)
-                if broker.process.poll() is not None:
-                    raise RuntimeError(f"{broker.name} exited (code {broker.process.returncode}); "
-                                       f"see {broker.log}:\n{tail(broker.log)}")
+                if broker.process.poll() is not None:  # nothing more to measure on it; the others go on
+                    failed.add(broker.name)
+                    print(f"  {broker.name} exited (code {broker.process.returncode}); see {broker.log}:\n"
+                          f"{tail(broker.log)}", flush=True)
     return results
 
 
@@ -296,7 +297,7 @@ def format_figure(key: str, value: float | None) -> str:
 
 
 def format_row(figures: dict) -> str:
-    return "  ".join(f"{key} {format_figure(key, figures[key])}" for key in COLUMNS)
+    return "  ".join(f"{key} {format_figure(key, figures[key])}" for key in COLUMNS if figures[key] is not None)
 
 
 def ratio(numerator: float | None, denominator: float | None) -> str:
