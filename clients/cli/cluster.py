@@ -12,13 +12,16 @@ tools exit 1 on bad usage (``CommandLineUtils.printUsageAndDie``).
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import NoReturn, Sequence
 
-from odradek.clients.cli.local_cluster import ClusterError, LocalCluster
+from odradek.clients.cli.local_cluster import ClusterAlreadyRunningError, ClusterError, LocalCluster
 from odradek.clients.cli.local_zookeeper import ZooKeeperNotFoundError, ZooKeeperStartError
 
 PROG = "odradek-cluster"
+# How the user runs this command, for the hints in messages (cluster.sh sets "bash cluster.sh")
+COMMAND = os.environ.get("ODRADEK_CLUSTER_COMMAND", PROG)
 DEFAULT_DATA_DIR = "./.odradek-cluster"
 DEFAULT_ZOOKEEPER_PORT = 2181  # Kafka's and ZooKeeper's usual client port
 DEFAULT_BASE_PORT = 9092
@@ -113,6 +116,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return {"start": start, "stop": stop, "status": status}[args.command](args)
     except UsageError as e:
         return _fail(str(e))
+    except ClusterAlreadyRunningError as e:
+        return _fail(f"{e.message}; stop it first with `{COMMAND} stop --data-dir {args.data_dir}`")
     except (ClusterError, ZooKeeperNotFoundError, ZooKeeperStartError) as e:
         return _fail(str(e).splitlines()[0])
     except KeyboardInterrupt:
@@ -136,6 +141,10 @@ def start(args: argparse.Namespace) -> int:
     cluster = LocalCluster(args.data_dir, args.brokers, zookeeper=args.zookeeper,
                            zookeeper_port=args.zookeeper_port, base_port=args.base_port, chroot=args.chroot,
                            broker_overrides=dict(args.override), detach=True)
+    previous = LocalCluster.attach(args.data_dir)
+    if previous is not None and previous.running():  # say so before "Starting" (start() checks again, locked)
+        raise ClusterAlreadyRunningError(f"A cluster is already running in {args.data_dir} (bootstrap servers "
+                                         f"{previous.bootstrap_servers})")
     zookeeper = (f"using ZooKeeper at {args.zookeeper}" if args.zookeeper else "starting ZooKeeper on "
                  + (f"127.0.0.1:{args.zookeeper_port}" if args.zookeeper_port else "a free port"))
     ports = (f"127.0.0.1:{args.base_port}" + (f"-{args.base_port + args.brokers - 1}" if args.brokers > 1 else "")
@@ -153,7 +162,7 @@ def start(args: argparse.Namespace) -> int:
              f"(pid {broker.process.pid}, log {broker.log_path})")
     _say(f"Cluster is up: {len(metadata.brokers)} broker{'s' if len(metadata.brokers) > 1 else ''}, "
          f"controller is broker {metadata.controller_id}. Stop it with "
-         f"`{PROG} stop --data-dir {args.data_dir}`. Bootstrap servers:")
+         f"`{COMMAND} stop --data-dir {args.data_dir}`. Bootstrap servers:")
     print(cluster.bootstrap_servers, flush=True)
     return 0
 
@@ -166,8 +175,10 @@ def stop(args: argparse.Namespace) -> int:
     if not cluster.running():
         cluster.stop(timeout=args.timeout)  # removes the stale pid files
         return _fail(f"No cluster to stop in {args.data_dir}: its processes are gone (stale pid files removed)")
-    live = [name for name, _, alive, _ in cluster.process_table() if alive]
-    _say(f"Stopping {', '.join(live)} ...")
+    brokers = [str(b.broker_id) for b in cluster.brokers if b.alive()]
+    what = [f"broker{'s' if len(brokers) > 1 else ''} {', '.join(brokers)}"] if brokers else []
+    what += ["ZooKeeper"] if cluster.zookeeper_alive() else []
+    _say(f"Stopping {', then '.join(what)} ...")
     cluster.stop(timeout=args.timeout)
     _say("Stopped.")
     return 0

@@ -305,9 +305,8 @@ class LocalCluster:
         if previous is None:
             return
         if previous.running():
-            raise ClusterAlreadyRunningError(
-                f"A cluster is already running in {self.data_dir} (bootstrap servers "
-                f"{previous.bootstrap_servers}); stop it first with `odradek-cluster stop --data-dir {self.data_dir}`")
+            raise ClusterAlreadyRunningError(f"A cluster is already running in {self.data_dir} (bootstrap servers "
+                                             f"{previous.bootstrap_servers})")
         previous._remove_run_files()  # stale files of a cluster that died
 
     def _check_ports(self) -> None:

@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# Start, stop or inspect a local Odradek cluster (ZooKeeper + brokers on 127.0.0.1) from a fresh clone.
+#   bash cluster.sh start  [odradek-cluster start flags]   # default: --brokers 3 --data-dir ./.odradek-cluster
+#   bash cluster.sh status [flags]
+#   bash cluster.sh stop   [flags]
+# `start` first installs what is missing: Debian's zookeeper package (apt-get, through sudo when not root)
+# and this checkout with pip (`pip install -e .`, into ./.venv when the system Python is externally managed).
+# Environment: PYTHON (default python3), ODRADEK_BROKERS (3), ODRADEK_DATA_DIR (./.odradek-cluster).
+set -euo pipefail
+cd "$(dirname "$0")"
+
+COMMAND=${1:-start}
+if [ $# -gt 0 ]; then shift; fi
+BROKERS=${ODRADEK_BROKERS:-3}
+DATA_DIR=${ODRADEK_DATA_DIR:-./.odradek-cluster}
+PYTHON=${PYTHON:-python3}
+export ODRADEK_CLUSTER_COMMAND="bash cluster.sh"  # how odradek-cluster's hints tell you to stop the cluster
+
+sudo_if_needed() {
+    if [ "$(id -u)" -ne 0 ] && command -v sudo >/dev/null 2>&1; then sudo "$@"; else "$@"; fi
+}
+
+apt_install() {
+    sudo_if_needed apt-get update -qq
+    sudo_if_needed env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@"
+}
+
+install_zookeeper() {
+    if [ -f /usr/share/java/zookeeper.jar ] || [ -n "${ZOOKEEPER_HOME:-}" ]; then return; fi
+    if ! command -v apt-get >/dev/null 2>&1; then
+        echo "ZooKeeper is missing and this is not a Debian-like system: install Apache ZooKeeper and set ZOOKEEPER_HOME" >&2
+        exit 1
+    fi
+    echo "Installing Debian's zookeeper package ..." >&2
+    apt_install zookeeper
+}
+
+# Picks the Python that runs Odradek: ./.venv if present, else the system one unless it is externally
+# managed (PEP 668, Debian 12's python3), in which case ./.venv is created.
+choose_python() {
+    if [ -x .venv/bin/python ]; then PYTHON=.venv/bin/python; return; fi
+    if ! command -v "$PYTHON" >/dev/null 2>&1; then apt_install python3 python3-pip python3-venv; fi
+    if ! "$PYTHON" -c 'import sys; sys.exit(sys.version_info < (3, 11))'; then
+        echo "Odradek needs Python >= 3.11; $PYTHON is $("$PYTHON" -V 2>&1). Set PYTHON to a newer one." >&2
+        exit 1
+    fi
+    if "$PYTHON" -c 'import os, sys, sysconfig
+managed = os.path.exists(os.path.join(sysconfig.get_path("stdlib"), "EXTERNALLY-MANAGED"))
+sys.exit(0 if managed and sys.prefix == sys.base_prefix else 1)'; then
+        "$PYTHON" -m venv .venv 2>/dev/null || { apt_install python3-venv && "$PYTHON" -m venv .venv; }
+        PYTHON=.venv/bin/python
+    elif ! "$PYTHON" -m pip --version >/dev/null 2>&1; then
+        apt_install python3-pip
+    fi
+}
+
+# Installs this checkout unless the chosen Python already imports Odradek from here.
+install_odradek() {
+    local here
+    here=$(pwd -P)
+    if [ "$("$PYTHON" -c 'import os, odradek.clients.cli.cluster as m; print(os.path.realpath(m.__file__))' 2>/dev/null)" \
+        = "$here/clients/cli/cluster.py" ]; then return; fi
+    echo "Installing Odradek (pip install -e .) ..." >&2
+    "$PYTHON" -m pip install --quiet --disable-pip-version-check --root-user-action=ignore -e .
+}
+
+case "$COMMAND" in
+    start)
+        install_zookeeper
+        choose_python
+        install_odradek
+        exec "$PYTHON" -m odradek.clients.cli.cluster start --brokers "$BROKERS" --data-dir "$DATA_DIR" "$@"
+        ;;
+    stop|status)
+        if [ -x .venv/bin/python ]; then PYTHON=.venv/bin/python; fi
+        exec "$PYTHON" -m odradek.clients.cli.cluster "$COMMAND" --data-dir "$DATA_DIR" "$@"
+        ;;
+    *)
+        echo "Usage: bash cluster.sh start|stop|status [odradek-cluster flags]" >&2
+        exit 1
+        ;;
+esac
