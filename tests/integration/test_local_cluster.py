@@ -108,7 +108,9 @@ def test_start_refuses_when_already_running(cli_data_dir):
 
 
 def test_dead_processes_are_reported_and_a_new_start_cleans_up(cli_data_dir):
-    assert run_cli(*start_args(cli_data_dir, 1)).returncode == 0
+    # a short session, so the new broker need not wait long for the killed one's registration to expire
+    short_session = ("--override", "zookeeper.session.timeout.ms=6000")
+    assert run_cli(*start_args(cli_data_dir, 1, *short_session)).returncode == 0
     pids = recorded_pids(cli_data_dir)
     for pid in pids:
         os.kill(pid, signal.SIGKILL)
@@ -118,7 +120,7 @@ def test_dead_processes_are_reported_and_a_new_start_cleans_up(cli_data_dir):
     assert status.stdout.count("NOT RUNNING") == 2
     assert "Controller: unknown" in status.stdout
 
-    restarted = run_cli(*start_args(cli_data_dir, 1))
+    restarted = run_cli(*start_args(cli_data_dir, 1, *short_session))
     assert restarted.returncode == 0, restarted.stderr
     assert not set(recorded_pids(cli_data_dir)) & set(pids)
 
