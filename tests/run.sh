@@ -15,6 +15,14 @@ if [ ! -f /usr/share/java/zookeeper.jar ] && [ -z "${ZOOKEEPER_HOME:-}" ]; then
     $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq zookeeper
 fi
 
+# Compatibility tests drive kcat (Debian's package: kcat 1.7.1 on librdkafka 2.0.2, the version COMPAT.md studied).
+if ! command -v kcat >/dev/null 2>&1; then
+    SUDO=""
+    if [ "$(id -u)" -ne 0 ] && command -v sudo >/dev/null 2>&1; then SUDO="sudo"; fi
+    $SUDO apt-get update -qq
+    $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq kcat
+fi
+
 "$PYTHON" -m pip install --quiet --disable-pip-version-check --root-user-action=ignore -e '.[test]'
 
 # The protocol package must stay sans-IO: no asyncio, sockets, kazoo or uvloop under protocol/.
