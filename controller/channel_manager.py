@@ -270,9 +270,10 @@ class ControllerBrokerRequestBatch:
                     broker_id=leader_id, host_name=endpoint[0], port=endpoint[1]))
         broker_epoch = self.context.broker_epoch(broker_id)
         topic_ids = dict(self.context.topic_ids)
-        for s in states:
-            state_change_log.info("Controller %d epoch %d sending LeaderAndIsr %s to broker %d", self.controller_id,
-                                  controller_epoch, _describe(s), broker_id)
+        if state_change_log.isEnabledFor(logging.INFO):
+            for s in states:
+                state_change_log.info("Controller %d epoch %d sending LeaderAndIsr %s to broker %d",
+                                      self.controller_id, controller_epoch, _describe(s), broker_id)
 
         def build(version: int) -> LeaderAndIsrRequest:
             request = LeaderAndIsrRequest(controller_id=self.controller_id, controller_epoch=controller_epoch,

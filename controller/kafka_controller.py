@@ -23,7 +23,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Iterable
 
 from ..protocol.api_keys import ApiKey
-from .channel_manager import ControllerBrokerRequestBatch, ControllerChannelManager
+from .channel_manager import ControllerBrokerRequestBatch, ControllerChannelManager, state_change_log
 from .controller_context import ControllerContext, TopicPartition
 from .event_manager import (BrokerChange, ControllerChange, ControllerEvent, ControllerEventManager, Reelect,
                             Startup, StopReplicaResponseReceived, TopicChange, TopicDeletion)
@@ -40,7 +40,7 @@ MAX_STATE_WRITE_ATTEMPTS = 10  # re-reads after a version conflict before a part
 # replica deletion progress of a topic being deleted (Kafka's ReplicaDeletion* replica states)
 DELETION_PENDING, DELETION_STARTED, DELETION_FAILED, DELETION_DONE = "pending", "started", "failed", "done"
 
-StateChange = Callable[[LeaderIsrAndControllerEpoch], "LeaderIsrAndControllerEpoch | None"]
+StateChange = Callable[[TopicPartition, LeaderIsrAndControllerEpoch], "LeaderIsrAndControllerEpoch | None"]
 
 
 class KafkaController:
@@ -331,22 +331,23 @@ class KafkaController:
         when nobody is eligible); LeaderAndIsr for the ones that changed goes into ``batch``."""
         ctx = self.context
         new: dict[TopicPartition, LeaderIsrAndControllerEpoch] = {}
+        existing = []
         for tp in partitions:
-            leadership = ctx.leadership(tp)
-            if leadership is None:
-                state = initial_state(ctx.replicas(tp), ctx.live_broker_ids, ctx.epoch)
-                if state is None:
-                    log.warning("Controller %d: cannot bring %s-%d online: all its replicas %s are dead",
-                                self.broker_id, *tp, ctx.replicas(tp))
-                else:
-                    new[tp] = state
+            if ctx.leadership(tp) is not None:
+                existing.append(tp)
                 continue
-            if await self._update_state(tp, functools.partial(self._state_after_failure, tp)):
-                batch.add_leader_and_isr(self._live_replicas(tp), tp)
-            state = ctx.leadership(tp).state
-            if not ctx.is_replica_online(state.leader, tp):
-                log.warning("Controller %d: %s-%d stays offline, no eligible leader (replicas %s, isr %s, live %s)",
-                            self.broker_id, *tp, ctx.replicas(tp), state.isr, sorted(ctx.live_broker_ids))
+            state = initial_state(ctx.replicas(tp), ctx.live_broker_ids, ctx.epoch)
+            if state is None:
+                log.warning("Controller %d: cannot bring %s-%d online: all its replicas %s are dead",
+                            self.broker_id, *tp, ctx.replicas(tp))
+            else:
+                new[tp] = state
+        for tp in await self._update_states(existing, self._state_after_failure):
+            batch.add_leader_and_isr(self._live_replicas(tp), tp)
+        offline = [tp for tp in existing if not ctx.is_replica_online(ctx.leadership(tp).state.leader, tp)]
+        if offline:
+            log.warning("Controller %d: %d partitions stay offline, no eligible leader (live brokers %s): %s",
+                        self.broker_id, len(offline), sorted(ctx.live_broker_ids), offline[:20])
         if new:
             await self._create_states(new, batch)
 
@@ -370,36 +371,49 @@ class KafkaController:
                 ctx.put_leadership(tp, state, zk_version)
                 batch.add_leader_and_isr(self._live_replicas(tp), tp)
 
-    async def _update_state(self, tp: TopicPartition, change: StateChange) -> bool:
-        """Write ``change(current state)`` conditionally on the znode version, re-reading after a conflict.
-
-        False when the change is None (nothing to do) or the partition vanished; ControllerMovedError
-        when /controller_epoch moved or the znode was written by a newer controller."""
+    async def _update_states(self, partitions: Iterable[TopicPartition], change: StateChange) -> list[TopicPartition]:
+        """Write ``change(tp, current state)`` for each partition, conditionally on the znode versions and in
+        one pipelined round (Kafka's updateLeaderAndIsr); partitions whose znode moved meanwhile are re-read
+        and changed again. Returns the partitions written. ControllerMovedError when /controller_epoch
+        moved or a znode was written by a newer controller."""
         ctx = self.context
+        remaining, written = list(partitions), []
         for _ in range(MAX_STATE_WRITE_ATTEMPTS):
-            leadership = ctx.leadership(tp)
-            if leadership is None:
-                return False
-            new_state = change(leadership.state)
-            if new_state is None:
-                return False
-            zk_version = await self._zk(self.zk.update_partition_state, tp[0], tp[1], new_state,
-                                        leadership.zk_version, ctx.epoch_zk_version)
-            if zk_version is not None:
-                ctx.put_leadership(tp, new_state, zk_version)
-                log.info("Controller %d: %s-%d is now leader %d, epoch %d, isr %s", self.broker_id, *tp,
-                         new_state.leader, new_state.leader_epoch, new_state.isr)
-                return True
-            found = (await self._zk(self.zk.get_partition_states, [tp])).get(tp)
-            if found is None:
-                return False
-            state, zk_version = found
-            if state.controller_epoch > ctx.epoch:
-                raise ControllerMovedError(f"{tp[0]}-{tp[1]} was written by controller epoch {state.controller_epoch}")
-            ctx.put_leadership(tp, state, zk_version)
-        log.error("Controller %d: gave up writing the state of %s-%d after %d version conflicts",
-                  self.broker_id, *tp, MAX_STATE_WRITE_ATTEMPTS)
-        return False
+            updates = {}
+            for tp in remaining:
+                leadership = ctx.leadership(tp)
+                new_state = None if leadership is None else change(tp, leadership.state)
+                if new_state is not None:
+                    updates[tp] = (new_state, leadership.zk_version)
+            if not updates:
+                return written
+            versions = await self._zk(self.zk.update_partition_states, updates, ctx.epoch_zk_version)
+            conflicts = []
+            for tp, zk_version in versions.items():
+                if zk_version is None:
+                    conflicts.append(tp)
+                    continue
+                state = updates[tp][0]
+                ctx.put_leadership(tp, state, zk_version)
+                written.append(tp)
+                state_change_log.info("Controller %d epoch %d changed %s-%d to leader %d, leader epoch %d, isr %s",
+                                      self.broker_id, ctx.epoch, *tp, state.leader, state.leader_epoch, state.isr)
+            if not conflicts:
+                return written
+            found = await self._zk(self.zk.get_partition_states, conflicts)
+            remaining = []
+            for tp in conflicts:
+                if tp not in found:
+                    continue  # the topic is gone
+                state, zk_version = found[tp]
+                if state.controller_epoch > ctx.epoch:
+                    raise ControllerMovedError(f"{tp[0]}-{tp[1]} was written by controller epoch "
+                                               f"{state.controller_epoch}")
+                ctx.put_leadership(tp, state, zk_version)
+                remaining.append(tp)
+        log.error("Controller %d: gave up writing the states of %s after %d version conflicts",
+                  self.broker_id, remaining, MAX_STATE_WRITE_ATTEMPTS)
+        return written
 
     # --- topics ----------------------------------------------------------------------------------------
     async def _add_topics(self, assignments: dict[str, tuple[TopicAssignment, int]]) -> None:

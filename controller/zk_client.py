@@ -382,6 +382,46 @@ class KafkaZkClient:
         return self._conditional_set(TopicPartitionStateZNode.path(topic, partition),
                                      TopicPartitionStateZNode.encode(state), expected_version, epoch_zk_version)
 
+    @_zk
+    def update_partition_states(self, updates: dict[TopicPartition, tuple[LeaderIsrAndControllerEpoch, int]],
+                                epoch_zk_version: int | None = None) -> dict[TopicPartition, int | None]:
+        """Many conditional writes, pipelined (Kafka's updateLeaderAndIsr): (t, p) -> (state, expected version)
+        in, (t, p) -> new znode version or None (version conflict or no such znode: re-read) out.
+
+        With ``epoch_zk_version`` each write is a transaction checking /controller_epoch's version too;
+        ControllerMovedError if any of those checks failed."""
+        pending = []
+        for tp, (state, version) in updates.items():
+            path, data = TopicPartitionStateZNode.path(*tp), TopicPartitionStateZNode.encode(state)
+            if epoch_zk_version is None:
+                pending.append((tp, self._zk.set_async(path, data, version)))
+            else:
+                tx = self._zk.transaction()
+                tx.check(ControllerEpochZNode.path, epoch_zk_version)
+                tx.set_data(path, data, version)
+                pending.append((tp, tx.commit_async()))
+        written: dict[TopicPartition, int | None] = {}
+        moved = False
+        for tp, result in pending:
+            if epoch_zk_version is None:
+                try:
+                    written[tp] = result.get().version
+                except (BadVersionError, NoNodeError):
+                    written[tp] = None
+                continue
+            check, outcome = result.get()
+            if isinstance(check, BadVersionError):
+                moved = True
+            elif isinstance(outcome, (BadVersionError, NoNodeError)):
+                written[tp] = None
+            elif isinstance(outcome, Exception):
+                raise outcome
+            else:
+                written[tp] = outcome.version
+        if moved:
+            raise ControllerMovedError(f"controller epoch znode version is no longer {epoch_zk_version}")
+        return written
+
     # --- topic deletion ---------------------------------------------------------------------------
     @_zk
     def mark_topic_for_deletion(self, topics: Iterable[str]) -> None:

@@ -183,6 +183,30 @@ def test_partition_state_updates_are_conditional(zk_client_factory):
         controller.create_partition_states({("t", 5): shrunk}, epoch_zk_version=epoch_version + 1)
 
 
+def test_pipelined_partition_state_updates(zk_client_factory):
+    controller = zk_client_factory()
+    epoch, epoch_version = controller.register_controller_and_increment_epoch(1)
+    states = {("t", p): LeaderIsrAndControllerEpoch(1, 0, [1, 2], epoch) for p in range(50)}
+    controller.create_partition_states(states)
+    moved = {tp: LeaderIsrAndControllerEpoch(2, 1, [2], epoch) for tp in states}
+    stale = {("t", 3), ("t", 7)}
+    controller.update_partition_state("t", 3, states[("t", 3)], 0)  # someone wrote these two meanwhile
+    controller.update_partition_state("t", 7, states[("t", 7)], 0)
+    updates = {tp: (state, 0) for tp, state in moved.items()}
+    updates[("t", 99)] = (moved[("t", 0)], 0)  # no such znode
+    written = controller.update_partition_states(updates)
+    assert {tp for tp, v in written.items() if v is None} == stale | {("t", 99)}
+    assert all(v == 1 for tp, v in written.items() if v is not None)
+    # fenced on the controller epoch, at the versions just written
+    again = {tp: (state, 1) for tp, state in moved.items()}
+    assert set(controller.update_partition_states(again, epoch_zk_version=epoch_version).values()) == {2}
+    read = controller.get_partition_states(list(states))
+    assert read[("t", 0)] == (moved[("t", 0)], 2) and read[("t", 3)] == (moved[("t", 3)], 2)
+    with pytest.raises(ControllerMovedError):
+        controller.update_partition_states({("t", 0): (moved[("t", 0)], 2)}, epoch_zk_version=epoch_version + 1)
+    assert controller.get_partition_states([("t", 0)])[("t", 0)][1] == 2  # the fenced write did nothing
+
+
 def test_topic_create_exists_delete(zk_client_factory):
     client, other = zk_client_factory(), zk_client_factory()
     client.create_top_level_paths()
