@@ -154,9 +154,11 @@ class OdradekBroker:
         self.process: subprocess.Popen | None = None
 
     def version(self) -> str:
-        commit = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"],
-                                capture_output=True, text=True).stdout.strip()
-        return f"odradek {commit or '?'}"
+        def git(*args: str) -> str:
+            return subprocess.run(["git", "-C", str(REPO), *args], capture_output=True, text=True).stdout.strip()
+        # the broker runs from the working tree, which may hold edits not yet committed
+        dirty = git("status", "--porcelain", "--untracked-files=no", "--", "broker", "protocol", "controller")
+        return f"odradek {git('rev-parse', '--short', 'HEAD') or '?'}{' + uncommitted changes' if dirty else ''}"
 
     def command(self, port: int) -> list[str]:
         if self.profile_path is not None:
