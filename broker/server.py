@@ -210,13 +210,28 @@ async def serve(config: KafkaConfig) -> int:
     stop = asyncio.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
-    try:
-        await server.startup()
-    except Exception as exc:
+    starting = loop.create_task(server.startup())
+    stopping = loop.create_task(stop.wait())
+    await asyncio.wait({starting, stopping}, return_when=asyncio.FIRST_COMPLETED)
+    if not starting.done():  # a signal during start-up (e.g. still waiting for ZooKeeper): give up now
+        log.info("Start-up interrupted by a signal")
+        starting.cancel()
+        await asyncio.gather(starting, return_exceptions=True)
+        try:
+            await asyncio.wait_for(server.shutdown(), 5)
+        except asyncio.TimeoutError:
+            pass
+        # A blocking ZooKeeper connect may still hold an executor thread, which the loop would wait
+        # for on exit: leave without it (nothing was registered or written yet).
+        logging.shutdown()
+        os._exit(0)
+    exc = starting.exception()
+    if exc is not None:
         log.error("Fatal error during KafkaServer startup: %s", exc, exc_info=not isinstance(exc, OSError))
+        stopping.cancel()
         await server.shutdown()
         return 1
-    await stop.wait()
+    await stopping
     await server.shutdown()
     return 0
 

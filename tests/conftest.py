@@ -1,4 +1,4 @@
-"""Fixtures for tests against real servers: one ZooKeeper per test session, one chroot per test, and
+"""Fixtures for tests against real servers (integration and compat): one ZooKeeper per test session, one chroot per test, and
 clusters of real broker processes (each with a chroot of its own on that ZooKeeper)."""
 
 from __future__ import annotations
