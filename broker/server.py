@@ -54,6 +54,7 @@ class KafkaServer:
         self.replica_manager: ReplicaManager | None = None
         self.controller: KafkaController | None = None
         self._tasks: list[asyncio.Task] = []
+        self._session_expired = False
         self._stopped = asyncio.Event()
 
     async def _blocking(self, fn: Callable[..., Any], *args: Any) -> Any:
@@ -62,8 +63,10 @@ class KafkaServer:
     async def startup(self) -> None:
         cfg = self.config
         messages.compile_all()  # ~1 s once, instead of a first-use pause on live requests
+        loop = asyncio.get_running_loop()
         zk = KafkaZkClient(cfg.get("zookeeper.connect"), cfg.get("zookeeper.session.timeout.ms"),
-                           cfg.zookeeper_connection_timeout_ms)
+                           cfg.zookeeper_connection_timeout_ms,
+                           on_event=lambda kind, state: loop.call_soon_threadsafe(self._on_session_event, state))
         self.zk = zk
         await self._blocking(zk.start)
         await self._blocking(zk.create_top_level_paths)
@@ -94,6 +97,22 @@ class KafkaServer:
         self._start_periodic_tasks()
         log.info("[KafkaServer id=%d] started (cluster id %s, listeners %s)", self.broker_id, cluster_id,
                  ", ".join(f"{e.name}://{e.host}:{self.socket_server.port(e.name)}" for e in cfg.listeners))
+
+    def _on_session_event(self, state: str) -> None:
+        """After a session expired, the broker's ephemeral registration is gone: register again in the
+        new session (a new broker epoch), as Kafka's broker does on session re-establishment."""
+        if state == "expired":
+            log.warning("ZooKeeper session expired; broker %d will register again", self.broker_id)
+            self._session_expired = True
+        elif state == "connected" and self._session_expired and self.broker_epoch >= 0:
+            self._session_expired = False
+            self._tasks.append(asyncio.get_running_loop().create_task(self._reregister()))
+
+    async def _reregister(self) -> None:
+        try:
+            self.broker_epoch = await self._register()
+        except Exception:
+            log.exception("Broker %d could not register again after its session expired", self.broker_id)
 
     async def _register(self) -> int:
         """Register in ZooKeeper. After a crash the old ephemeral registration lives until its session

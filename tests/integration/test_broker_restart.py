@@ -90,3 +90,28 @@ def _kill_after(cluster, seconds: float) -> None:
     import time
     time.sleep(seconds)
     cluster.kill_broker(0, signal.SIGKILL)
+
+
+def test_a_broker_whose_session_expired_registers_again(odradek_cluster_factory):
+    """SIGSTOP past the ZooKeeper session timeout (6 s in tests): the registration vanishes; on SIGCONT the
+    broker opens a new session and registers again, as Kafka's brokers do."""
+    cluster = odradek_cluster_factory(brokers=2)
+    victim = 1
+    cluster.kill_broker(victim, signal.SIGSTOP)
+    try:
+        async def gone():
+            async with SimpleClient(cluster.bootstrap_servers.split(",")[0]) as client:
+                for _ in range(200):
+                    if victim not in (await client.metadata([])).brokers:
+                        return True
+                    await asyncio.sleep(0.1)
+            return False
+        assert run(gone())
+    finally:
+        cluster.kill_broker(victim, signal.SIGCONT)
+
+    async def back():
+        async with SimpleClient(cluster.bootstrap_servers.split(",")[0]) as client:
+            md = await client.wait_for_brokers(2, timeout=60)
+            return sorted(md.brokers)
+    assert run(back()) == [0, 1]
