@@ -453,6 +453,11 @@ class KafkaConfig:
             out[name] = _format(val) or ""
         return out
 
+    def validate_topic_overrides(self, configs: Mapping[str, str | None]) -> list[str]:
+        """``validate_topic_config`` for callers that hold a config but must not import the broker
+        package (the controller's admin client)."""
+        return validate_topic_config(configs)
+
     def topic_config(self, overrides: Mapping[str, str] | None = None) -> dict[str, Any]:
         """Typed topic configuration: broker defaults with per-topic `overrides` applied (validated)."""
         merged = {**self.topic_defaults(), **{k: v for k, v in (overrides or {}).items() if v is not None}}

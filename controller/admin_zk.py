@@ -17,7 +17,6 @@ import uuid
 from typing import Any, Mapping, Sequence
 
 # The topic-level config table is the broker's; it is a leaf module (no broker machinery comes with it).
-from ..broker.config import validate_topic_config
 from ..protocol.errors import (InvalidConfigError, InvalidRequestError, InvalidTopicError, TopicAlreadyExistsError,
                                TopicDeletionDisabledError, UnknownTopicOrPartitionError)
 from .replica_assignment import assign_replicas_to_brokers, validate_replica_assignment
@@ -87,7 +86,7 @@ class AdminZkClient:
             assignment = assign_replicas_to_brokers(live, partitions, replication_factor)
         self._check_topic_is_new(topic)
         validate_replica_assignment(assignment)
-        errors = validate_topic_config(configs)
+        errors = self.config.validate_topic_overrides(configs)
         if errors:
             raise InvalidConfigError(errors[0])
         if validate_only:
