@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import struct
 import time
+from collections import deque
 from typing import Callable, Iterator, NamedTuple
 
 from odradek.protocol.records import (
@@ -35,6 +36,7 @@ _HEAD = struct.Struct(">qiibIhiqq")
 _HEAD_SIZE = _HEAD.size
 _INT32 = struct.Struct(">i")
 _READ_CHUNK = 64 * 1024
+_RECENT_BATCHES = 64
 _RECOVER_CHUNK = 8 * 1024 * 1024
 _INT32_MAX = 0x7FFFFFFF
 
@@ -112,6 +114,9 @@ class LogSegment:
         self._max_timestamp = NO_TIMESTAMP
         self._offset_of_max_timestamp = base_offset
         self._next_offset = base_offset
+        # The last batches appended, newest last: a consumer tailing the log asks for these, and
+        # finding them here saves the index lookup and the scan from the indexed position.
+        self._recent: deque[BatchHeader] = deque(maxlen=_RECENT_BATCHES)
         if self._size:
             self._load_tail()
 
@@ -202,6 +207,7 @@ class LogSegment:
             self._bytes_since_last_index_entry = 0
         self._bytes_since_last_index_entry += header.size
         self._next_offset = header.next_offset
+        self._recent.append(header._replace(position=file_position))
 
     # -- reading ----------------------------------------------------------------------------------
 
@@ -229,6 +235,16 @@ class LogSegment:
 
     def translate_offset(self, offset: int, start_position: int = 0) -> BatchHeader | None:
         """The header of the first batch whose last offset is >= ``offset``, or None."""
+        recent = self._recent
+        if recent and recent[0].base_offset <= offset and recent[0].position >= start_position:
+            if offset > recent[-1].last_offset:
+                return None  # past everything appended to this segment
+            found = recent[-1]
+            for header in reversed(recent):
+                if header.last_offset < offset:
+                    break
+                found = header
+            return found
         position = max(self.offset_index.lookup(offset).position, start_position)
         for header in self.iter_headers(position):
             if header.last_offset >= offset:
@@ -296,6 +312,7 @@ class LogSegment:
         """
         self.offset_index.reset()
         self.time_index.reset()
+        self._recent.clear()
         self._bytes_since_last_index_entry = 0
         self._max_timestamp = NO_TIMESTAMP
         self._offset_of_max_timestamp = self.base_offset
@@ -374,6 +391,7 @@ class LogSegment:
         self.offset_index.truncate_to(offset)
         self.time_index.truncate_to(offset)
         removed = self._size - header.position
+        self._recent.clear()
         os.ftruncate(self._fd, header.position)
         self._size = header.position
         self._bytes_since_last_index_entry = 0

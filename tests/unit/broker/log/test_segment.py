@@ -119,3 +119,22 @@ def test_roll_by_time_uses_first_batch_timestamp(tmp_path):
     args = dict(messages_size=10, max_offset=20, now=now[0], segment_bytes=10**9, segment_ms=500)
     assert not seg.should_roll(max_timestamp=1400, **args)
     assert seg.should_roll(max_timestamp=1600, **args)
+
+
+def test_recently_appended_batches_are_found_as_a_scan_from_the_index_finds_them(tmp_path):
+    """translate_offset answers tailing reads from the last batches appended; a segment reopened from
+    disk (nothing cached) must give the same answer for every offset, before, inside and past them."""
+    seg = LogSegment(str(tmp_path), 0, index_interval_bytes=300)
+    offset = 0
+    for i in range(150):
+        count = 1 + i % 3
+        seg.append(make_batch(count, base_offset=offset), offset + count - 1, 1_000 + i, offset + count - 1)
+        offset += count
+    seg.flush()
+    reopened = LogSegment(str(tmp_path), 0, index_interval_bytes=300)
+    for target in range(offset + 2):
+        assert seg.translate_offset(target) == reopened.translate_offset(target), target
+    seg.truncate_to(offset - 5)
+    fresh = LogSegment(str(tmp_path), 0, index_interval_bytes=300)
+    for target in range(offset - 40, offset):
+        assert seg.translate_offset(target) == fresh.translate_offset(target), target
