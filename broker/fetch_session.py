@@ -1,0 +1,363 @@
+"""Incremental fetch sessions (KIP-227): Kafka 2.8's FetchSession.scala, in our terms.
+
+A fetcher that sends session id 0 with epoch 0 asks for a session. The broker answers the full
+fetch and, if the cache has (or can make) room, hands back a session id; the fetcher's next
+requests carry that id and epochs 1, 2, ... and name only the partitions whose fetch parameters
+changed (plus ``forgotten_topics_data`` to drop some). The broker reads every partition of the
+session from the offsets it cached and answers only the partitions that changed: new records, a new
+high watermark, last stable offset or log start offset, or an error.
+
+Epoch -1 is sessionless (every pre-v7 request, and librdkafka always): the request names every
+partition and every one is answered. A full request naming a session closes it.
+
+The cache keeps ``max.incremental.fetch.session.cache.slots`` sessions. When full, a new session
+may evict (Kafka's tryEvict): first any session unused for ``EVICTION_MS``; otherwise the least
+valuable evictable session if the new one is worth more: follower (privileged) sessions are worth
+more than consumer ones, then bigger sessions more than smaller. A new follower session may evict
+any consumer session and any session older than ``EVICTION_MS``; a new consumer session only
+sessions older than ``EVICTION_MS`` (ages as of each session's last use).
+
+Everything runs on the broker's event loop: no locks. This module knows nothing of the wire
+format: contexts take ``FetchSpec``s and hand back ``(topic, partition), result`` pairs.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+from typing import Any, Callable, Iterable, Mapping
+
+from ..protocol.errors import (  # type: ignore[attr-defined]
+    FetchSessionIdNotFoundError,
+    InvalidFetchSessionEpochError,
+)
+from .delayed_ops import FetchSpec
+
+log = logging.getLogger(__name__)
+
+Key = tuple[str, int]
+
+INVALID_SESSION_ID = 0   # "no session", in requests and responses
+INITIAL_EPOCH = 0        # create (or re-create) a session
+FINAL_EPOCH = -1         # sessionless: close any session named, create none
+MAX_EPOCH = 2**31 - 1
+# Kafka 2.8's KafkaServer.MIN_INCREMENTAL_FETCH_SESSION_EVICTION_MS; a constant there, not a config key.
+EVICTION_MS = 120_000
+
+
+def next_epoch(epoch: int) -> int:
+    """Kafka's FetchMetadata.nextEpoch: sessionless stays sessionless, the epoch wraps to 1."""
+    if epoch < 0:
+        return FINAL_EPOCH
+    if epoch == MAX_EPOCH:
+        return 1
+    return epoch + 1
+
+
+def _now_ms() -> int:
+    return int(time.monotonic() * 1000)
+
+
+class CachedPartition:
+    """One partition of a session: the fetcher's last request parameters and what it was last told."""
+
+    __slots__ = ("spec", "high_watermark", "last_stable_offset", "log_start_offset")
+
+    def __init__(self, spec: FetchSpec, result: Any = None) -> None:
+        self.spec = spec
+        # -1 until answered (Kafka's INVALID_HIGH_WATERMARK): a partition added to a session is
+        # always in the next response.
+        self.high_watermark = result.high_watermark if result is not None else -1
+        self.last_stable_offset = result.last_stable_offset if result is not None else -1
+        self.log_start_offset = result.log_start_offset if result is not None else -1
+
+    def must_respond(self, result: Any, update: bool = True) -> bool:
+        """Kafka's maybeUpdateResponseData: does the fetcher need to hear about this partition?
+
+        Kafka 2.8 compares the high watermark and log start offset only; we also compare the last
+        stable offset, so a read_committed fetcher hears of a commit that moved nothing else.
+        """
+        respond = bool(result.records)
+        if self.high_watermark != result.high_watermark:
+            respond = True
+            if update:
+                self.high_watermark = result.high_watermark
+        if self.last_stable_offset != result.last_stable_offset:
+            respond = True
+            if update:
+                self.last_stable_offset = result.last_stable_offset
+        if self.log_start_offset != result.log_start_offset:
+            respond = True
+            if update:
+                self.log_start_offset = result.log_start_offset
+        if result.error_code:
+            # Forget the high watermark so the partition is sent again once the error is gone.
+            respond = True
+            if update:
+                self.high_watermark = -1
+        # A follower must hear of a diverging epoch to truncate (Fetch v12 results carry it).
+        if getattr(result, "diverging_epoch", None) is not None:
+            respond = True
+        return respond
+
+
+class FetchSession:
+    __slots__ = ("id", "privileged", "partitions", "creation_ms", "last_used_ms", "epoch", "cached_size")
+
+    def __init__(self, session_id: int, privileged: bool, partitions: dict[Key, CachedPartition],
+                 now: int, epoch: int) -> None:
+        self.id = session_id
+        self.privileged = privileged   # created by a follower
+        # Insertion order is the read order; answered partitions move to the end so that, under
+        # max_bytes, partitions take turns at the front (Kafka's ImplicitLinkedHashCollection).
+        self.partitions = partitions
+        self.creation_ms = now
+        self.last_used_ms = now
+        self.epoch = epoch             # the epoch the fetcher's next request must carry
+        self.cached_size = -1          # size when last touched: what the eviction order sees
+
+    def __len__(self) -> int:
+        return len(self.partitions)
+
+    def evictable_key(self) -> tuple[bool, int, int]:
+        """Kafka's EvictableKey: the smallest is the least valuable session."""
+        return (self.privileged, self.cached_size, self.id)
+
+    def update(self, specs: Mapping[Key, FetchSpec], forgotten: Iterable[Key]
+               ) -> tuple[list[Key], list[Key], list[Key]]:
+        """Apply an incremental request: new partitions are added, named ones take the new
+        parameters, forgotten ones are dropped. Returns (added, updated, removed)."""
+        added, updated, removed = [], [], []
+        for key, spec in specs.items():
+            cached = self.partitions.get(key)
+            if cached is None:
+                self.partitions[key] = CachedPartition(spec)
+                added.append(key)
+            else:
+                cached.spec = spec
+                updated.append(key)
+        for key in forgotten:
+            if self.partitions.pop(key, None) is not None:
+                removed.append(key)
+        return added, updated, removed
+
+    def __repr__(self) -> str:
+        return (f"FetchSession(id={self.id}, privileged={self.privileged}, partitions={len(self.partitions)}, "
+                f"epoch={self.epoch})")
+
+
+class FetchSessionCache:
+    """Kafka's FetchSessionCache. Eviction candidates are found by a scan over at most
+    ``max_entries`` sessions, and only when the cache is full and a fetcher asks for a session."""
+
+    def __init__(self, max_entries: int = 1000, eviction_ms: int = EVICTION_MS,
+                 rng: random.Random | None = None) -> None:
+        self.max_entries = max_entries
+        self.eviction_ms = eviction_ms
+        self._rng = rng or random.Random()
+        self._sessions: dict[int, FetchSession] = {}
+        # Least recently used first: touch() re-inserts, and the clock never goes back.
+        self._last_used: dict[int, FetchSession] = {}
+        self._evictable_by_all: dict[int, FetchSession] = {}
+        self._evictable_by_privileged: dict[int, FetchSession] = {}
+        self.total_partitions = 0
+        self.evictions = 0
+
+    def __len__(self) -> int:
+        return len(self._sessions)
+
+    def get(self, session_id: int) -> FetchSession | None:
+        return self._sessions.get(session_id)
+
+    def new_session_id(self) -> int:
+        while True:
+            session_id = self._rng.randint(1, MAX_EPOCH - 1)
+            if session_id not in self._sessions:
+                return session_id
+
+    def maybe_create_session(self, now: int, privileged: bool, size: int,
+                             create_partitions: Callable[[], dict[Key, CachedPartition]]) -> int:
+        """A new session's id, or INVALID_SESSION_ID when there is no room and nothing to evict."""
+        if len(self._sessions) >= self.max_entries and not self.try_evict(privileged, (privileged, size, 0), now):
+            log.debug("No fetch session created for privileged=%s, size=%d", privileged, size)
+            return INVALID_SESSION_ID
+        session = FetchSession(self.new_session_id(), privileged, create_partitions(), now,
+                               next_epoch(INITIAL_EPOCH))
+        self._sessions[session.id] = session
+        self.touch(session, now)
+        log.debug("Created %r", session)
+        return session.id
+
+    def try_evict(self, privileged: bool, key: tuple[bool, int, int], now: int) -> bool:
+        """Kafka's tryEvict: a stale session first, else the least valuable evictable one if
+        ``key`` (the new session's) is worth at least as much."""
+        oldest = next(iter(self._last_used.values()), None)
+        if oldest is None:
+            return False
+        if now - oldest.last_used_ms > self.eviction_ms:
+            log.debug("Evicting stale %r", oldest)
+            self.remove(oldest)
+            self.evictions += 1
+            return True
+        candidates = self._evictable_by_privileged if privileged else self._evictable_by_all
+        if not candidates:
+            return False
+        victim = min(candidates.values(), key=FetchSession.evictable_key)
+        if key < victim.evictable_key():
+            return False
+        log.debug("Evicting %r for a session of key %s", victim, key)
+        self.remove(victim)
+        self.evictions += 1
+        return True
+
+    def remove(self, session: FetchSession | int) -> FetchSession | None:
+        found = self._sessions.pop(session if isinstance(session, int) else session.id, None)
+        if found is None:
+            return None
+        self._last_used.pop(found.id, None)
+        self._evictable_by_all.pop(found.id, None)
+        self._evictable_by_privileged.pop(found.id, None)
+        self.total_partitions -= max(found.cached_size, 0)
+        return found
+
+    def touch(self, session: FetchSession, now: int) -> None:
+        """Mark the session used now and re-file it under its current size."""
+        self._last_used.pop(session.id, None)
+        session.last_used_ms = now
+        self._last_used[session.id] = session
+        if session.cached_size != -1:
+            self.total_partitions -= session.cached_size
+        session.cached_size = len(session)
+        self.total_partitions += session.cached_size
+        old_enough = now - session.creation_ms > self.eviction_ms
+        if not session.privileged or old_enough:
+            self._evictable_by_privileged[session.id] = session
+        else:
+            self._evictable_by_privileged.pop(session.id, None)
+        if old_enough:
+            self._evictable_by_all[session.id] = session
+
+
+class FetchAnswer:
+    """What a context answers: a top-level error, the session id to send, and the partitions."""
+
+    __slots__ = ("error_code", "session_id", "partitions")
+
+    def __init__(self, error_code: int, session_id: int, partitions: list[tuple[Key, Any]]) -> None:
+        self.error_code = error_code
+        self.session_id = session_id
+        self.partitions = partitions
+
+
+class FetchContext:
+    """How one Fetch request is served: which partitions to read, and which results to send."""
+
+    def specs(self) -> list[FetchSpec]:
+        raise NotImplementedError
+
+    def answer(self, results: Mapping[Key, Any]) -> FetchAnswer:
+        raise NotImplementedError
+
+
+class SessionErrorContext(FetchContext):
+    """An unknown session or a wrong epoch: nothing is read; the error is the whole answer."""
+
+    def __init__(self, error_code: int) -> None:
+        self.error_code = error_code
+
+    def specs(self) -> list[FetchSpec]:
+        return []
+
+    def answer(self, results: Mapping[Key, Any]) -> FetchAnswer:
+        return FetchAnswer(self.error_code, INVALID_SESSION_ID, [])
+
+
+class SessionlessFetchContext(FetchContext):
+    def __init__(self, fetch_data: dict[Key, FetchSpec]) -> None:
+        self.fetch_data = fetch_data
+
+    def specs(self) -> list[FetchSpec]:
+        return list(self.fetch_data.values())
+
+    def answer(self, results: Mapping[Key, Any]) -> FetchAnswer:
+        return FetchAnswer(0, INVALID_SESSION_ID, [(key, results[key]) for key in self.fetch_data])
+
+
+class FullFetchContext(SessionlessFetchContext):
+    """Epoch 0: answer every partition, and cache them as a new session if there is room."""
+
+    def __init__(self, cache: FetchSessionCache, fetch_data: dict[Key, FetchSpec], privileged: bool,
+                 clock: Callable[[], int]) -> None:
+        super().__init__(fetch_data)
+        self.cache = cache
+        self.privileged = privileged
+        self.clock = clock
+
+    def answer(self, results: Mapping[Key, Any]) -> FetchAnswer:
+        def create_partitions() -> dict[Key, CachedPartition]:
+            return {key: CachedPartition(spec, results[key]) for key, spec in self.fetch_data.items()}
+        session_id = self.cache.maybe_create_session(self.clock(), self.privileged, len(self.fetch_data),
+                                                     create_partitions)
+        return FetchAnswer(0, session_id, [(key, results[key]) for key in self.fetch_data])
+
+
+class IncrementalFetchContext(FetchContext):
+    """Epoch > 0 on a known session: read every partition of the session, answer the changed ones."""
+
+    def __init__(self, session: FetchSession, request_epoch: int) -> None:
+        self.session = session
+        self.expected_epoch = next_epoch(request_epoch)
+
+    def specs(self) -> list[FetchSpec]:
+        return [cached.spec for cached in self.session.partitions.values()]
+
+    def answer(self, results: Mapping[Key, Any]) -> FetchAnswer:
+        session = self.session
+        if session.epoch != self.expected_epoch:
+            # Another request of this session went through while this one waited in the purgatory.
+            log.info("Fetch session %d expected epoch %d but is at %d: a duplicate request?",
+                     session.id, self.expected_epoch, session.epoch)
+            return FetchAnswer(InvalidFetchSessionEpochError.code, session.id, [])
+        changed = []
+        for key in list(session.partitions):
+            result = results.get(key)
+            if result is None:  # forgotten by a later request while this one waited
+                continue
+            cached = session.partitions[key]
+            if cached.must_respond(result):
+                changed.append((key, result))
+                session.partitions[key] = session.partitions.pop(key)  # to the back of the queue
+        return FetchAnswer(0, session.id, changed)
+
+
+class FetchManager:
+    """Kafka's FetchManager.newContext: which kind of context a request's session fields ask for."""
+
+    def __init__(self, cache: FetchSessionCache, clock: Callable[[], int] = _now_ms) -> None:
+        self.cache = cache
+        self.clock = clock
+
+    def new_context(self, session_id: int, epoch: int, specs: Iterable[FetchSpec], forgotten: Iterable[Key],
+                    is_follower: bool) -> FetchContext:
+        fetch_data = {(s.topic, s.partition): s for s in specs}
+        if epoch in (INITIAL_EPOCH, FINAL_EPOCH):
+            if session_id != INVALID_SESSION_ID and self.cache.remove(session_id) is not None:
+                log.debug("Full fetch closed fetch session %d", session_id)
+            if epoch == FINAL_EPOCH:
+                return SessionlessFetchContext(fetch_data)
+            return FullFetchContext(self.cache, fetch_data, is_follower, self.clock)
+        session = self.cache.get(session_id)
+        if session is None:
+            return SessionErrorContext(FetchSessionIdNotFoundError.code)
+        if session.epoch != epoch:
+            log.debug("Fetch session %d expected epoch %d, got %d", session_id, session.epoch, epoch)
+            return SessionErrorContext(InvalidFetchSessionEpochError.code)
+        session.update(fetch_data, forgotten)
+        if not session.partitions:
+            # Every partition forgotten: the session ends and this request is answered sessionless.
+            self.cache.remove(session)
+            return SessionlessFetchContext(fetch_data)
+        self.cache.touch(session, self.clock())
+        session.epoch = next_epoch(session.epoch)
+        return IncrementalFetchContext(session, epoch)
