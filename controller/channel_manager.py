@@ -24,10 +24,10 @@ from ..protocol.api_keys import ApiKey
 from ..protocol.messages import LeaderAndIsrRequest, StopReplicaRequest, UpdateMetadataRequest
 from .controller_context import ControllerContext, TopicPartition
 from .leader_election import EPOCH_DURING_DELETE, LEADER_DURING_DELETE, NO_EPOCH
+from .state_change_log import prefix, state_change_log
 from .zk_data import BrokerInfo
 
 log = logging.getLogger(__name__)
-state_change_log = logging.getLogger("odradek.controller.state_change")
 
 # SecurityProtocol ids on the wire (UpdateMetadata endpoints)
 SECURITY_PROTOCOL_IDS = {"PLAINTEXT": 0, "SSL": 1, "SASL_PLAINTEXT": 2, "SASL_SSL": 3}
@@ -272,8 +272,9 @@ class ControllerBrokerRequestBatch:
         topic_ids = dict(self.context.topic_ids)
         if state_change_log.isEnabledFor(logging.INFO):
             for s in states:
-                state_change_log.info("Controller %d epoch %d sending LeaderAndIsr %s to broker %d",
-                                      self.controller_id, controller_epoch, _describe(s), broker_id)
+                state_change_log.info("%s Sending LeaderAndIsr request %s to broker %d for partition %s-%d",
+                                      prefix(self.controller_id, controller_epoch), _describe(s), broker_id,
+                                      s.topic_name, s.partition_index)
 
         def build(version: int) -> LeaderAndIsrRequest:
             request = LeaderAndIsrRequest(controller_id=self.controller_id, controller_epoch=controller_epoch,
@@ -293,6 +294,10 @@ class ControllerBrokerRequestBatch:
         brokers = [self.context.live_brokers[b] for b in sorted(self.context.live_broker_ids)]
         broker_epoch = self.context.broker_epoch(broker_id)
         topic_ids = dict(self.context.topic_ids)
+        if state_change_log.isEnabledFor(logging.INFO):
+            state_change_log.info("%s Sending UpdateMetadata request to broker %d for %d partitions (live brokers %s)",
+                                  prefix(self.controller_id, controller_epoch), broker_id, len(partitions),
+                                  [b.broker_id for b in brokers])
 
         def build(version: int) -> UpdateMetadataRequest:
             request = UpdateMetadataRequest(controller_id=self.controller_id, controller_epoch=controller_epoch,
@@ -311,8 +316,11 @@ class ControllerBrokerRequestBatch:
     def _send_stop_replica(self, broker_id: int, controller_epoch: int,
                            requests: dict[TopicPartition, tuple[int, bool]]) -> None:
         broker_epoch = self.context.broker_epoch(broker_id)
-        state_change_log.info("Controller %d epoch %d sending StopReplica %s to broker %d", self.controller_id,
-                              controller_epoch, requests, broker_id)
+        if state_change_log.isEnabledFor(logging.INFO):
+            state_change_log.info("%s Sending StopReplica request to broker %d for partitions %s",
+                                  prefix(self.controller_id, controller_epoch), broker_id,
+                                  ", ".join(f"{t}-{p}(leader_epoch={e}, delete={d})"
+                                            for (t, p), (e, d) in sorted(requests.items())))
         base = dict(controller_id=self.controller_id, controller_epoch=controller_epoch, broker_epoch=broker_epoch)
         ordered = sorted(requests.items())
 

@@ -59,9 +59,16 @@ class ControllerContext:
         """Live brokers, including those shutting down (Kafka's liveOrShuttingDownBrokerIds)."""
         return set(self.live_brokers)
 
-    def is_replica_online(self, broker_id: int, partition: TopicPartition | None = None) -> bool:
-        """A replica is online when its broker is live (offline log dirs come with issue 4)."""
-        return broker_id in self.live_brokers
+    def is_replica_online(self, broker_id: int, partition: TopicPartition | None = None,
+                          include_shutting_down: bool = False) -> bool:
+        """A replica is online when its broker is live and, unless asked, not shutting down (Kafka's
+        isReplicaOnline; offline log dirs are not tracked)."""
+        if broker_id not in self.live_brokers:
+            return False
+        return include_shutting_down or broker_id not in self.shutting_down_broker_ids
+
+    def partitions_led_by(self, broker_id: int) -> list[TopicPartition]:
+        return [tp for tp in self.partitions_with_leaders() if self.leaderships[tp].state.leader == broker_id]
 
     def broker_epoch(self, broker_id: int) -> int:
         return self.broker_epochs.get(broker_id, -1)

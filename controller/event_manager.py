@@ -64,6 +64,19 @@ class StopReplicaResponseReceived(ControllerEvent):
 
 
 @dataclass(frozen=True)
+class IsrChangeNotification(ControllerEvent):
+    """The children of /isr_change_notification changed (a leader wrote a new ISR)."""
+
+
+@dataclass(frozen=True, eq=False)
+class ControlledShutdown(ControllerEvent):
+    """A broker asked to shut down; ``result`` gets the partitions it still leads, or an exception."""
+    broker_id: int
+    broker_epoch: int
+    result: Any  # asyncio.Future[set[tuple[str, int]]]
+
+
+@dataclass(frozen=True)
 class ShutdownEventThread(ControllerEvent):
     """Last event: the processing task ends after it."""
 

@@ -2,15 +2,16 @@
 
 Every broker watches /controller; when it is absent, each tries to create it (with /controller_epoch
 bumped in the same transaction) and the winner is the controller until its session ends. The
-controller watches /brokers/ids, /brokers/topics and /admin/delete_topics, keeps a ControllerContext,
-elects partition leaders, writes them to the partition state znodes (conditionally on the znode
-version and on /controller_epoch's version, so a deposed controller's writes fail) and tells the
-brokers with LeaderAndIsr, UpdateMetadata and StopReplica.
+controller watches /brokers/ids, /brokers/topics, /admin/delete_topics and /isr_change_notification,
+keeps a ControllerContext, and moves replicas and partitions through Kafka's replica and partition
+state machines: they elect leaders, write the partition state znodes (conditionally on the znode
+version and on /controller_epoch's version, so a deposed controller's writes fail) and tell the
+brokers with LeaderAndIsr, UpdateMetadata and StopReplica. It also answers ControlledShutdown.
 
 Everything happens as events on one queue processed by one task (ControllerEventManager); ZooKeeper
 watch callbacks only enqueue. ZooKeeper calls block, so they run on one dedicated executor thread
-and the event task awaits them. This issue's controller has no replica/partition state machines,
-controlled shutdown, reassignment or preferred election yet (issue 4); it is laid out so they slot in.
+and the event task awaits them. Partition reassignment and preferred replica election requests
+(/admin/...) are not watched yet; their election strategies exist in the partition state machine.
 """
 
 from __future__ import annotations
@@ -20,27 +21,28 @@ import functools
 import logging
 import uuid
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Callable, Iterable
+from typing import Any, Callable
 
 from ..protocol.api_keys import ApiKey
-from .channel_manager import ControllerBrokerRequestBatch, ControllerChannelManager, state_change_log
+from ..protocol.errors import (BrokerNotAvailableError, NotControllerError,  # type: ignore[attr-defined]
+                               StaleBrokerEpochError)
+from .channel_manager import ControllerBrokerRequestBatch, ControllerChannelManager
 from .controller_context import ControllerContext, TopicPartition
-from .event_manager import (BrokerChange, ControllerChange, ControllerEvent, ControllerEventManager, Reelect,
-                            Startup, StopReplicaResponseReceived, TopicChange, TopicDeletion)
-from .leader_election import initial_state, state_after_broker_failure
+from .event_manager import (BrokerChange, ControlledShutdown, ControllerChange, ControllerEvent,
+                            ControllerEventManager, IsrChangeNotification, Reelect, Startup,
+                            StopReplicaResponseReceived, TopicChange, TopicDeletion)
+from .leader_and_isr_writer import LeaderAndIsrWriter
+from .partition_state_machine import CONTROLLED_SHUTDOWN_ELECTION, PartitionState, PartitionStateMachine
+from .replica_state_machine import ReplicaState, ReplicaStateMachine
+from .state_change_log import prefix, state_change_log
+from .topic_deletion_manager import TopicDeletionManager
 from .zk_client import ControllerMovedError, KafkaZkClient, ZkConnectionError, ZkError
-from .zk_data import (BrokerIdsZNode, DeleteTopicsZNode, LeaderIsrAndControllerEpoch, TopicAssignment,
+from .zk_data import (BrokerIdsZNode, DeleteTopicsZNode, IsrChangeNotificationZNode, TopicAssignment,
                       TopicsZNode)
 
 log = logging.getLogger(__name__)
 
 ZK_RETRY_BACKOFF_S = 1.0
-MAX_STATE_WRITE_ATTEMPTS = 10  # re-reads after a version conflict before a partition is left for later
-
-# replica deletion progress of a topic being deleted (Kafka's ReplicaDeletion* replica states)
-DELETION_PENDING, DELETION_STARTED, DELETION_FAILED, DELETION_DONE = "pending", "started", "failed", "done"
-
-StateChange = Callable[[TopicPartition, LeaderIsrAndControllerEpoch], "LeaderIsrAndControllerEpoch | None"]
 
 
 class KafkaController:
@@ -49,8 +51,8 @@ class KafkaController:
         self.config = config
         self.zk = zk
         self.broker_id = broker_id
-        # Our own broker epoch (the broker re-registers after a session expiry); kept for issue 4's
-        # controlled shutdown. The context's epochs of every broker come from ZooKeeper.
+        # Our own broker epoch (the broker re-registers after a session expiry). The context's epochs of
+        # every broker come from ZooKeeper.
         self.broker_epoch_provider = broker_epoch_provider
         self.listener_name: str = config.inter_broker_listener_name
         self.unclean_leader_election: bool = config.get("unclean.leader.election.enable")
@@ -62,7 +64,13 @@ class KafkaController:
         self.channel: ControllerChannelManager | None = None
         self._watches: list[Callable[[], None]] = []   # unwatch functions of this controller tenure
         self._unwatch_controller: Callable[[], None] | None = None
-        self._deletions: dict[str, dict[tuple[TopicPartition, int], str]] = {}  # topic -> (tp, replica) -> state
+        self.writer = LeaderAndIsrWriter(self.context, zk, self._zk, broker_id)
+        self.replica_state_machine = ReplicaStateMachine(self.context, self.writer, broker_id)
+        self.partition_state_machine = PartitionStateMachine(self.context, self.writer, broker_id,
+                                                             self.unclean_leader_election)
+        self.topic_deletion = TopicDeletionManager(self.context, self.replica_state_machine,
+                                                   self.partition_state_machine, zk, self._zk, broker_id,
+                                                   self.delete_topic_enable, self._new_batch)
         self._zk_executor = ThreadPoolExecutor(1, thread_name_prefix=f"controller-{broker_id}-zk")
         self._active = False
         self._controller_session: int | None = None  # the ZooKeeper session that won the election
@@ -125,6 +133,8 @@ class KafkaController:
                 if self._unwatch_controller is None:
                     self._unwatch_controller = await self._zk(self.zk.watch_controller, self._on_controller_znode)
                 await self._elect()
+            elif isinstance(event, ControlledShutdown) and not self.is_active:
+                _fail(event.result, NotControllerError(f"broker {self.broker_id} is not the controller"))
             elif isinstance(event, ControllerChange):
                 await self._maybe_resign()
             elif isinstance(event, Reelect):
@@ -133,6 +143,8 @@ class KafkaController:
             elif not self.is_active:
                 return  # a watch or response of an earlier tenure: only the active controller acts
             elif self.zk.session_id != self._controller_session:
+                if isinstance(event, ControlledShutdown):
+                    _fail(event.result, NotControllerError("the controller's ZooKeeper session ended"))
                 # Our session expired since we won: /controller (ephemeral) is gone, we are a zombie.
                 # Kafka resigns on its Expire event; the session id tells us without that event.
                 log.info("Controller %d: the ZooKeeper session that won the election ended", self.broker_id)
@@ -145,10 +157,17 @@ class KafkaController:
             elif isinstance(event, TopicDeletion):
                 await self._process_topic_deletion()
             elif isinstance(event, StopReplicaResponseReceived):
-                await self._process_stop_replica_response(event)
+                await self.topic_deletion.on_stop_replica_response(event.broker_id, event.partition_errors,
+                                                                   event.error_code)
+            elif isinstance(event, IsrChangeNotification):
+                await self._process_isr_change_notification()
+            elif isinstance(event, ControlledShutdown):
+                await self._process_controlled_shutdown(event)
         except ControllerMovedError as e:
             log.info("Controller %d: controller moved to another broker while processing %r (%s); resigning",
                      self.broker_id, event, e)
+            if isinstance(event, ControlledShutdown):
+                _fail(event.result, NotControllerError(str(e)))
             await self._maybe_resign()
         except ZkConnectionError as e:
             log.warning("Controller %d: ZooKeeper unavailable while processing %r (%s); retrying", self.broker_id,
@@ -218,7 +237,8 @@ class KafkaController:
         ctx = self.context
         # Watches first: a change made while we read below still produces an event afterwards.
         for path, event in ((BrokerIdsZNode.path, BrokerChange()), (TopicsZNode.path, TopicChange()),
-                            (DeleteTopicsZNode.path, TopicDeletion())):
+                            (DeleteTopicsZNode.path, TopicDeletion()),
+                            (IsrChangeNotificationZNode.path, IsrChangeNotification())):
             self._watches.append(await self._zk(self.zk.watch_children, path, self._enqueue_from_watch(event)))
         for broker_id, (info, broker_epoch) in (await self._zk(self.zk.get_all_brokers_with_epochs)).items():
             ctx.add_live_broker(info, broker_epoch)
@@ -231,17 +251,27 @@ class KafkaController:
             self.channel.add_broker(info)
         log.info("Controller %d: %d live brokers %s, %d topics, %d partitions", self.broker_id,
                  len(ctx.live_brokers), sorted(ctx.live_brokers), len(ctx.assignments), len(ctx.all_partitions()))
-        await self._initialize_topic_deletion()
-        # Elect what has no live leader (and drop dead brokers from ISRs), then tell every live broker everything.
+        await self.topic_deletion.process_markers(set(await self._zk(self.zk.get_topics_marked_for_deletion)))
+        # ISR changes noted before we became controller are in the states read above: drop the notifications
+        await self._zk(self.zk.delete_isr_change_notifications)
+        self.replica_state_machine.initialize()
+        self.partition_state_machine.initialize()
+        # Every live broker learns the live brokers, then every live replica its partition's state
+        # (Kafka's replicaStateMachine.startup); offline partitions are elected, and dead replicas leave
+        # the ISRs (the election first, so that a dead leader's partition is written once).
         batch = self._new_batch()
-        in_isr = {r for leadership in ctx.leaderships.values() for r in leadership.state.isr}
-        await self._elect_partitions(self._partitions_to_elect(in_isr - ctx.live_broker_ids), batch)
-        for tp in ctx.partitions_with_leaders():
-            if not ctx.is_topic_queued_for_deletion(tp[0]):
-                batch.add_leader_and_isr(self._live_replicas(tp), tp)
+        batch.add_update_metadata(ctx.live_broker_ids)
+        batch.send(ctx.epoch)
+        live_replicas = [r for r in self.replica_state_machine.replicas_in_state(ReplicaState.ONLINE)
+                         if not ctx.is_topic_queued_for_deletion(r[0][0])]
+        await self.replica_state_machine.handle_state_changes(live_replicas, ReplicaState.ONLINE, batch)
+        await self.partition_state_machine.trigger_online_partition_state_change(batch)
+        dead_replicas = [r for r in self.replica_state_machine.replicas_in_state(ReplicaState.DELETION_INELIGIBLE)
+                         if not ctx.is_topic_queued_for_deletion(r[0][0])]
+        await self.replica_state_machine.handle_state_changes(dead_replicas, ReplicaState.OFFLINE, batch)
         batch.add_update_metadata(ctx.live_broker_ids, ctx.partitions_with_leaders())
         batch.send(ctx.epoch)
-        await self._resume_topic_deletions(retry_failed=True)
+        await self.topic_deletion.resume(retry_failed=True)
 
     async def _on_controller_resignation(self) -> None:
         self._active = False
@@ -251,8 +281,9 @@ class KafkaController:
         if self.channel is not None:
             channel, self.channel = self.channel, None
             await channel.shutdown()
-        self._deletions.clear()
         self.context.reset()
+        self.replica_state_machine.states.clear()
+        self.partition_state_machine.states.clear()
 
     # --- brokers ---------------------------------------------------------------------------------------
     async def _process_broker_change(self) -> None:
@@ -262,6 +293,8 @@ class KafkaController:
         known = ctx.live_broker_ids
         new = sorted(set(current) - known)
         dead = sorted(known - set(current))
+        # a broker registered again with a new broker epoch (its session expired): it restarted, in Kafka's
+        # words "bounced", and goes through failure then startup
         bounced = sorted(b for b in set(current) & known if current[b][1] > ctx.broker_epoch(b))
         log.info("Controller %d: broker change: new %s, dead %s, bounced %s", self.broker_id, new, dead, bounced)
         for broker_id in bounced + dead:
@@ -283,137 +316,42 @@ class KafkaController:
             await self._on_broker_failure(dead)
 
     async def _on_broker_startup(self, new_brokers: list[int]) -> None:
+        """Kafka's onBrokerStartup: UpdateMetadata to everyone, the new brokers' replicas OnlineReplica (they
+        get LeaderAndIsr), then every New or Offline partition is elected and deletions resume."""
         ctx = self.context
         existing = ctx.live_broker_ids - set(new_brokers)
-        # the others learn about the new brokers; the new ones get every partition's state
         batch = self._new_batch()
         batch.add_update_metadata(existing)
         batch.send(ctx.epoch)
         batch.add_update_metadata(new_brokers, ctx.partitions_with_leaders())
         batch.send(ctx.epoch)
-        # their replicas come online (LeaderAndIsr to them), then whatever lacks a leader is elected
-        for tp in ctx.partitions_on_brokers(new_brokers):
-            if not ctx.is_topic_queued_for_deletion(tp[0]):
-                batch.add_leader_and_isr([b for b in ctx.replicas(tp) if b in new_brokers], tp)
-        await self._elect_partitions(self._partitions_to_elect(()), batch)
+        replicas = [(tp, b) for tp in ctx.partitions_on_brokers(new_brokers) for b in ctx.replicas(tp)
+                    if b in new_brokers and not ctx.is_topic_queued_for_deletion(tp[0])]
+        await self.replica_state_machine.handle_state_changes(replicas, ReplicaState.ONLINE, batch)
+        await self.partition_state_machine.trigger_online_partition_state_change(batch)
         batch.send(ctx.epoch)
-        await self._resume_topic_deletions(retry_failed=True)
+        await self.topic_deletion.resume(retry_failed=True)
 
     async def _on_broker_failure(self, dead_brokers: list[int]) -> None:
+        """Kafka's onReplicasBecomeOffline: partitions led by the dead brokers go offline and are elected
+        again, then the dead replicas go OfflineReplica (leaving the ISRs); deletions of their replicas wait."""
         ctx = self.context
+        dead = set(dead_brokers)
         batch = self._new_batch()
-        await self._elect_partitions(self._partitions_to_elect(dead_brokers), batch)
-        batch.add_update_metadata(ctx.live_broker_ids)  # at least the new list of live brokers
-        batch.send(ctx.epoch)
-        for replicas in self._deletions.values():  # their StopReplica will never be answered: send again later
-            for key, state in replicas.items():
-                if key[1] in dead_brokers and state == DELETION_STARTED:
-                    replicas[key] = DELETION_PENDING
-
-    def _partitions_to_elect(self, dead_brokers: Iterable[int]) -> list[TopicPartition]:
-        """New partitions, partitions without a live leader, and those with a dead broker in their ISR
-        (Kafka's triggerOnlinePartitionStateChange plus the OfflineReplica transitions); never those
-        of topics being deleted."""
-        ctx = self.context
-        partitions = set(ctx.partitions_needing_election())
-        partitions.update(tp for tp in ctx.partitions_with_replicas_in_isr_of(dead_brokers)
-                          if not ctx.is_topic_queued_for_deletion(tp[0]))
-        return sorted(partitions)
-
-    def _live_replicas(self, tp: TopicPartition) -> list[int]:
-        return [r for r in self.context.replicas(tp) if self.context.is_replica_online(r, tp)]
-
-    # --- partition leadership --------------------------------------------------------------------------
-    async def _elect_partitions(self, partitions: Iterable[TopicPartition],
-                                batch: ControllerBrokerRequestBatch) -> None:
-        """Bring new partitions (no state znode yet) and offline ones (leader not live) online where a
-        replica can lead, and drop dead brokers from ISRs (``state_after_broker_failure``: leader -1
-        when nobody is eligible); LeaderAndIsr for the ones that changed goes into ``batch``."""
-        ctx = self.context
-        new: dict[TopicPartition, LeaderIsrAndControllerEpoch] = {}
-        existing = []
-        for tp in partitions:
-            if ctx.leadership(tp) is not None:
-                existing.append(tp)
-                continue
-            state = initial_state(ctx.replicas(tp), ctx.live_broker_ids, ctx.epoch)
-            if state is None:
-                log.warning("Controller %d: cannot bring %s-%d online: all its replicas %s are dead",
-                            self.broker_id, *tp, ctx.replicas(tp))
-            else:
-                new[tp] = state
-        for tp in await self._update_states(existing, self._state_after_failure):
-            batch.add_leader_and_isr(self._live_replicas(tp), tp)
-        offline = [tp for tp in existing if not ctx.is_replica_online(ctx.leadership(tp).state.leader, tp)]
+        led = [tp for tp in ctx.partitions_with_leaders() if ctx.leadership(tp).state.leader in dead
+               and not ctx.is_topic_queued_for_deletion(tp[0])]
+        await self.partition_state_machine.handle_state_changes(led, PartitionState.OFFLINE, batch)
+        await self.partition_state_machine.trigger_online_partition_state_change(batch)
+        replicas = [(tp, b) for tp in ctx.partitions_on_brokers(dead) for b in ctx.replicas(tp)
+                    if b in dead and not ctx.is_topic_queued_for_deletion(tp[0])]
+        await self.replica_state_machine.handle_state_changes(replicas, ReplicaState.OFFLINE, batch)
+        self.topic_deletion.fail_replicas_of_dead_brokers(dead_brokers)
+        offline = self.partition_state_machine.partitions_in_state(PartitionState.OFFLINE)
         if offline:
             log.warning("Controller %d: %d partitions stay offline, no eligible leader (live brokers %s): %s",
                         self.broker_id, len(offline), sorted(ctx.live_broker_ids), offline[:20])
-        if new:
-            await self._create_states(new, batch)
-
-    def _state_after_failure(self, tp: TopicPartition,
-                             state: LeaderIsrAndControllerEpoch) -> LeaderIsrAndControllerEpoch | None:
-        return state_after_broker_failure(state, self.context.replicas(tp), self.context.live_broker_ids,
-                                          self.unclean_leader_election, self.context.epoch)
-
-    async def _create_states(self, states: dict[TopicPartition, LeaderIsrAndControllerEpoch],
-                             batch: ControllerBrokerRequestBatch) -> None:
-        ctx = self.context
-        created = await self._zk(self.zk.create_partition_states, states, ctx.epoch_zk_version)
-        existing = [tp for tp, ok in created.items() if not ok]
-        for tp, ok in created.items():
-            if ok:
-                ctx.put_leadership(tp, states[tp], 0)
-                batch.add_leader_and_isr(self._live_replicas(tp), tp, is_new=True)
-        if existing:  # written meanwhile by someone else: take what is there
-            log.warning("Controller %d: partition states already existed for %s", self.broker_id, existing)
-            for tp, (state, zk_version) in (await self._zk(self.zk.get_partition_states, existing)).items():
-                ctx.put_leadership(tp, state, zk_version)
-                batch.add_leader_and_isr(self._live_replicas(tp), tp)
-
-    async def _update_states(self, partitions: Iterable[TopicPartition], change: StateChange) -> list[TopicPartition]:
-        """Write ``change(tp, current state)`` for each partition, conditionally on the znode versions and in
-        one pipelined round (Kafka's updateLeaderAndIsr); partitions whose znode moved meanwhile are re-read
-        and changed again. Returns the partitions written. ControllerMovedError when /controller_epoch
-        moved or a znode was written by a newer controller."""
-        ctx = self.context
-        remaining, written = list(partitions), []
-        for _ in range(MAX_STATE_WRITE_ATTEMPTS):
-            updates = {}
-            for tp in remaining:
-                leadership = ctx.leadership(tp)
-                new_state = None if leadership is None else change(tp, leadership.state)
-                if new_state is not None:
-                    updates[tp] = (new_state, leadership.zk_version)
-            if not updates:
-                return written
-            versions = await self._zk(self.zk.update_partition_states, updates, ctx.epoch_zk_version)
-            conflicts = []
-            for tp, zk_version in versions.items():
-                if zk_version is None:
-                    conflicts.append(tp)
-                    continue
-                state = updates[tp][0]
-                ctx.put_leadership(tp, state, zk_version)
-                written.append(tp)
-                state_change_log.info("Controller %d epoch %d changed %s-%d to leader %d, leader epoch %d, isr %s",
-                                      self.broker_id, ctx.epoch, *tp, state.leader, state.leader_epoch, state.isr)
-            if not conflicts:
-                return written
-            found = await self._zk(self.zk.get_partition_states, conflicts)
-            remaining = []
-            for tp in conflicts:
-                if tp not in found:
-                    continue  # the topic is gone
-                state, zk_version = found[tp]
-                if state.controller_epoch > ctx.epoch:
-                    raise ControllerMovedError(f"{tp[0]}-{tp[1]} was written by controller epoch "
-                                               f"{state.controller_epoch}")
-                ctx.put_leadership(tp, state, zk_version)
-                remaining.append(tp)
-        log.error("Controller %d: gave up writing the states of %s after %d version conflicts",
-                  self.broker_id, remaining, MAX_STATE_WRITE_ATTEMPTS)
-        return written
+        batch.add_update_metadata(ctx.live_broker_ids)  # at least the new list of live brokers
+        batch.send(ctx.epoch)
 
     # --- topics ----------------------------------------------------------------------------------------
     async def _add_topics(self, assignments: dict[str, tuple[TopicAssignment, int]]) -> None:
@@ -433,89 +371,107 @@ class KafkaController:
         new, gone = topics - ctx.all_topics, ctx.all_topics - topics
         for topic in gone:
             ctx.remove_topic(topic)
-            self._deletions.pop(topic, None)
+            self.replica_state_machine.forget_topic(topic)
+            self.partition_state_machine.forget_topic(topic)
         if not new:
             return
         await self._add_topics(await self._zk(self.zk.get_topic_assignments_with_versions, sorted(new)))
         partitions = [tp for topic in sorted(new) for tp in ctx.partitions_for_topic(topic)]
         log.info("Controller %d: new topics %s, %d partitions", self.broker_id, sorted(new), len(partitions))
-        batch = self._new_batch()
-        await self._elect_partitions(partitions, batch)
-        batch.send(ctx.epoch)
+        await self._on_new_partitions(partitions)
 
-    # --- topic deletion --------------------------------------------------------------------------------
-    async def _initialize_topic_deletion(self) -> None:
-        marked = set(await self._zk(self.zk.get_topics_marked_for_deletion))
-        await self._queue_deletions(marked)
+    async def _on_new_partitions(self, partitions: list[TopicPartition]) -> None:
+        """Kafka's onNewPartitionCreation: New partitions and replicas, then the first election, then online."""
+        ctx = self.context
+        replicas = [(tp, b) for tp in partitions for b in ctx.replicas(tp)]
+        batch = self._new_batch()
+        await self.partition_state_machine.handle_state_changes(partitions, PartitionState.NEW, batch)
+        await self.replica_state_machine.handle_state_changes(replicas, ReplicaState.NEW, batch)
+        await self.partition_state_machine.handle_state_changes(partitions, PartitionState.ONLINE, batch)
+        await self.replica_state_machine.handle_state_changes(replicas, ReplicaState.ONLINE, batch)
+        batch.send(ctx.epoch)
 
     async def _process_topic_deletion(self) -> None:
         marked = set(await self._zk(self.zk.get_topics_marked_for_deletion))
-        if await self._queue_deletions(marked):
-            await self._resume_topic_deletions(retry_failed=True)
+        if await self.topic_deletion.process_markers(marked):
+            await self.topic_deletion.resume(retry_failed=True)
 
-    async def _queue_deletions(self, marked: set[str]) -> bool:
-        """Queue marked topics for deletion (or drop the markers); True if some topic is queued."""
+    # --- ISR change notifications ----------------------------------------------------------------------
+    async def _process_isr_change_notification(self) -> None:
+        """Leaders changed ISRs in ZooKeeper: read the partitions' states, tell every live broker, then
+        delete the notifications read (Kafka's IsrChangeNotification, whatever happens in between)."""
         ctx = self.context
-        unknown = marked - ctx.all_topics
-        if unknown or (marked and not self.delete_topic_enable):
-            drop = marked if not self.delete_topic_enable else unknown
-            log.info("Controller %d: removing deletion markers of %s (%s)", self.broker_id, sorted(drop),
-                     "topic deletion is disabled" if not self.delete_topic_enable else "no such topic")
-            await self._zk(self.zk.delete_topic_deletion_markers, sorted(drop), ctx.epoch_zk_version)
-            if not self.delete_topic_enable:
-                return False
-        fresh = sorted((marked & ctx.all_topics) - ctx.topics_to_be_deleted)
-        if fresh:
-            log.info("Controller %d: deleting topics %s", self.broker_id, fresh)
-            ctx.queue_topic_deletion(fresh)
+        notifications = await self._zk(self.zk.get_isr_change_notifications)
+        if not notifications:
+            return
+        try:
+            partitions = sorted({tp for tps in notifications.values() for tp in tps if tp[0] in ctx.assignments})
+            if not partitions:
+                return
+            changed = []
+            for tp, (state, zk_version) in (await self._zk(self.zk.get_partition_states, partitions)).items():
+                leadership = ctx.leadership(tp)
+                if leadership is None or zk_version >= leadership.zk_version:
+                    ctx.put_leadership(tp, state, zk_version)
+                    changed.append(tp)
+            state_change_log.info("%s ISR change notifications %s: %d partitions, %s", self._prefix(),
+                                  sorted(notifications), len(changed), changed[:20])
             batch = self._new_batch()
-            for topic in fresh:
-                self._deletions[topic] = {(tp, r): DELETION_PENDING for tp in ctx.partitions_for_topic(topic)
-                                          for r in ctx.replicas(tp)}
-                # every broker drops the topic from its metadata (leader -2) before replicas are deleted
-                batch.add_update_metadata(ctx.live_broker_ids, ctx.partitions_for_topic(topic))
+            batch.add_update_metadata(ctx.live_broker_ids, changed)
             batch.send(ctx.epoch)
-        return bool(ctx.topics_to_be_deleted)
+        finally:
+            await self._zk(self.zk.delete_isr_change_notifications, sorted(notifications))
 
-    async def _resume_topic_deletions(self, retry_failed: bool) -> None:
-        """StopReplica(delete) to the live replicas still to delete; finish topics whose replicas are all gone."""
+    # --- controlled shutdown ---------------------------------------------------------------------------
+    async def controlled_shutdown(self, broker_id: int, broker_epoch: int) -> set[TopicPartition]:
+        """What a ControlledShutdown request asks (on the event queue): the partitions ``broker_id`` still
+        leads afterwards. NotControllerError, StaleBrokerEpochError, BrokerNotAvailableError otherwise."""
+        if not self.is_active:
+            raise NotControllerError(f"broker {self.broker_id} is not the controller")
+        result: asyncio.Future[set[TopicPartition]] = asyncio.get_running_loop().create_future()
+        self.event_manager.put(ControlledShutdown(broker_id, broker_epoch, result))
+        return await result
+
+    async def _process_controlled_shutdown(self, event: ControlledShutdown) -> None:
+        try:
+            remaining = await self._do_controlled_shutdown(event.broker_id, event.broker_epoch)
+        except Exception as e:
+            _fail(event.result, e)
+            if not isinstance(e, (StaleBrokerEpochError, BrokerNotAvailableError)):
+                raise
+            return
+        if not event.result.done():
+            event.result.set_result(remaining)
+
+    async def _do_controlled_shutdown(self, broker_id: int, broker_epoch: int) -> set[TopicPartition]:
+        """Kafka's doControlledShutdown: leadership of its replicated partitions moves to another live ISR
+        member (LeaderAndIsr to the replicas), its follower replicas go OfflineReplica (StopReplica
+        without delete, out of the ISR); the answer is what it still leads."""
         ctx = self.context
+        if broker_epoch != -1 and broker_epoch < ctx.broker_epoch(broker_id):
+            raise StaleBrokerEpochError(f"broker {broker_id} asked with broker epoch {broker_epoch}, the current "
+                                        f"one is {ctx.broker_epoch(broker_id)}")
+        if broker_id not in ctx.live_broker_ids:
+            raise BrokerNotAvailableError(f"broker {broker_id} is not live")
+        ctx.shutting_down_broker_ids.add(broker_id)
+        log.info("Controller %d: controlled shutdown of broker %d (shutting down: %s)", self.broker_id, broker_id,
+                 sorted(ctx.shutting_down_broker_ids))
+        to_act_on = [tp for tp in ctx.partitions_on_brokers([broker_id])
+                     if len(ctx.replicas(tp)) > 1 and ctx.leadership(tp) is not None
+                     and not ctx.is_topic_queued_for_deletion(tp[0])]
+        led = [tp for tp in to_act_on if ctx.leadership(tp).state.leader == broker_id]
+        followed = [tp for tp in to_act_on if ctx.leadership(tp).state.leader != broker_id]
         batch = self._new_batch()
-        for topic in sorted(ctx.topics_to_be_deleted):
-            replicas = self._deletions.setdefault(topic, {})
-            if all(state == DELETION_DONE for state in replicas.values()):
-                await self._complete_topic_deletion(topic)
-                continue
-            retry = (DELETION_PENDING, DELETION_FAILED) if retry_failed else (DELETION_PENDING,)
-            for (tp, replica), state in sorted(replicas.items()):
-                if state in retry and ctx.is_replica_online(replica, tp):
-                    batch.add_stop_replica([replica], tp, delete=True)
-                    replicas[(tp, replica)] = DELETION_STARTED
+        await self.partition_state_machine.handle_state_changes(led, PartitionState.ONLINE, batch,
+                                                                CONTROLLED_SHUTDOWN_ELECTION)
+        await self.replica_state_machine.handle_state_changes([(tp, broker_id) for tp in followed],
+                                                              ReplicaState.OFFLINE, batch)
         batch.send(ctx.epoch)
-
-    async def _process_stop_replica_response(self, event: StopReplicaResponseReceived) -> None:
-        for topic, partition, code in event.partition_errors:
-            replicas = self._deletions.get(topic)
-            key = ((topic, partition), event.broker_id)
-            if replicas is None or replicas.get(key) != DELETION_STARTED:
-                continue
-            failed = code != 0 or event.error_code != 0
-            replicas[key] = DELETION_FAILED if failed else DELETION_DONE
-            if failed:
-                log.warning("Controller %d: broker %d failed to delete %s-%d (error %d/%d); retried later",
-                            self.broker_id, event.broker_id, topic, partition, event.error_code, code)
-        if event.error_code != 0 and not event.partition_errors:
-            for replicas in self._deletions.values():
-                for key, state in replicas.items():
-                    if key[1] == event.broker_id and state == DELETION_STARTED:
-                        replicas[key] = DELETION_FAILED
-        await self._resume_topic_deletions(retry_failed=False)
-
-    async def _complete_topic_deletion(self, topic: str) -> None:
-        await self._zk(self.zk.delete_topic_znodes, topic, self.context.epoch_zk_version)
-        self.context.remove_topic(topic)
-        self._deletions.pop(topic, None)
-        log.info("Controller %d: deletion of topic %s completed", self.broker_id, topic)
+        remaining = {tp for tp in ctx.partitions_led_by(broker_id)
+                     if len(ctx.replicas(tp)) > 1 and not ctx.is_topic_queued_for_deletion(tp[0])}
+        log.info("Controller %d: broker %d still leads %d partitions after its controlled shutdown: %s",
+                 self.broker_id, broker_id, len(remaining), sorted(remaining)[:20])
+        return remaining
 
     # --- responses -------------------------------------------------------------------------------------
     def _on_broker_response(self, broker_id: int, api_key: int, response: Any) -> None:
@@ -529,6 +485,14 @@ class KafkaController:
             partition_errors = list(response.partition_errors or [])
             partition_errors += [e for t in (response.topics or []) for e in t.partition_errors]
             errors += [(e.topic_name, e.partition_index, e.error_code) for e in partition_errors if e.error_code]
-        if errors:  # full handling (offline log dirs, stale epochs) comes with issue 4
+        if errors:  # Kafka only logs these too (offline log dirs are not tracked here)
             log.warning("Controller %d: broker %d answered api key %d with errors %s", self.broker_id, broker_id,
                         api_key, errors)
+
+    def _prefix(self) -> str:
+        return prefix(self.broker_id, self.context.epoch)
+
+
+def _fail(result: "asyncio.Future[Any]", error: BaseException) -> None:
+    if not result.done():
+        result.set_exception(error)

@@ -105,3 +105,34 @@ def state_after_broker_failure(state: LeaderIsrAndControllerEpoch, assignment: S
         return elected
     dead_replicas = ([state.leader] if state.leader not in (NO_LEADER, *dead) else []) + dead
     return remove_replicas_from_isr(state, dead_replicas, controller_epoch)
+
+
+def controlled_shutdown_state(state: LeaderIsrAndControllerEpoch, assignment: Sequence[int], live: AbstractSet[int],
+                              shutting_down: AbstractSet[int],
+                              controller_epoch: int) -> LeaderIsrAndControllerEpoch | None:
+    """Kafka's leaderForControlledShutdown: a leader from the live ISR that is not shutting down, and the
+    shutting-down brokers leave the ISR; None when no other replica can lead (the broker keeps leading)."""
+    leader = controlled_shutdown_leader(assignment, state.isr, live, shutting_down)
+    if leader is None:
+        return None
+    isr = [r for r in state.isr if r not in shutting_down]
+    return LeaderIsrAndControllerEpoch(leader, state.leader_epoch + 1, isr, controller_epoch)
+
+
+def preferred_election_state(state: LeaderIsrAndControllerEpoch, assignment: Sequence[int], live: AbstractSet[int],
+                             controller_epoch: int) -> LeaderIsrAndControllerEpoch | None:
+    """Kafka's leaderForPreferredReplica: the preferred replica leads, the ISR is unchanged; None when it
+    cannot lead or already does."""
+    leader = preferred_replica_leader(assignment, state.isr, live)
+    if leader is None or leader == state.leader:
+        return None
+    return LeaderIsrAndControllerEpoch(leader, state.leader_epoch + 1, list(state.isr), controller_epoch)
+
+
+def reassign_election_state(state: LeaderIsrAndControllerEpoch, target: Sequence[int], live: AbstractSet[int],
+                            controller_epoch: int) -> LeaderIsrAndControllerEpoch | None:
+    """Kafka's leaderForReassign: a live ISR member of the target assignment leads, the ISR is unchanged."""
+    leader = reassign_partition_leader(target, state.isr, live)
+    if leader is None:
+        return None
+    return LeaderIsrAndControllerEpoch(leader, state.leader_epoch + 1, list(state.isr), controller_epoch)
