@@ -63,3 +63,18 @@ def test_state_after_broker_failure():
     # nothing to do
     assert le.state_after_broker_failure(S(1, 3, [1, 2], 1), [1, 2, 3], {1, 2}, False, 5) is None
     assert le.state_after_broker_failure(S(-1, 3, [1], 1), [1, 2], {2}, False, 5) is None
+
+
+def test_controlled_shutdown_state_moves_leader_and_drops_shutting_down_brokers_from_isr():
+    state = S(1, 3, [1, 2, 3], 1)
+    assert le.controlled_shutdown_state(state, [1, 2, 3], {1, 2, 3}, {1}, 7) == S(2, 4, [2, 3], 7)
+    assert le.controlled_shutdown_state(state, [1, 2, 3], {1, 3}, {1}, 7) == S(3, 4, [2, 3], 7)
+    assert le.controlled_shutdown_state(S(1, 3, [1], 1), [1, 2], {1, 2}, {1}, 7) is None
+
+
+def test_preferred_and_reassign_states_keep_the_isr():
+    assert le.preferred_election_state(S(2, 3, [2, 1], 1), [1, 2], {1, 2}, 7) == S(1, 4, [2, 1], 7)
+    assert le.preferred_election_state(S(1, 3, [1, 2], 1), [1, 2], {1, 2}, 7) is None  # already leads
+    assert le.preferred_election_state(S(2, 3, [2], 1), [1, 2], {1, 2}, 7) is None     # not in the ISR
+    assert le.reassign_election_state(S(1, 3, [1, 3], 1), [3, 4], {1, 3, 4}, 7) == S(3, 4, [1, 3], 7)
+    assert le.reassign_election_state(S(1, 3, [1], 1), [3, 4], {1, 3, 4}, 7) is None
