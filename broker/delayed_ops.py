@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..protocol.errors import (  # type: ignore[attr-defined]
-    KafkaError, NotLeaderOrFollowerError, RequestTimedOutError,
+    KafkaError, NotEnoughReplicasAfterAppendError, NotLeaderOrFollowerError, RequestTimedOutError,
 )
 from .purgatory import DelayedOperation
 
@@ -30,6 +30,7 @@ class FetchSpec:
     max_bytes: int
     current_leader_epoch: int = -1
     log_start_offset: int = -1
+    last_fetched_epoch: int = -1  # Fetch v12 followers: the epoch of the last batch they have
 
 
 def _resolve(future: asyncio.Future, value: Any) -> None:
@@ -106,6 +107,10 @@ class DelayedProduce(DelayedOperation):
                 status.result.error_code = NotLeaderOrFollowerError.code  # leadership moved while waiting
                 status.acks_pending = False
             elif partition.high_watermark >= status.required_offset:
+                # Kafka's checkEnoughReplicasReachOffset: the ISR may have shrunk below
+                # min.insync.replicas while waiting; the records are there but under-replicated.
+                if not partition.enough_replicas_after_append():
+                    status.result.error_code = NotEnoughReplicasAfterAppendError.code
                 status.acks_pending = False
         if any(s.acks_pending for s in self.statuses.values()):
             return False

@@ -1,16 +1,19 @@
 """Partition: one replicated partition as seen from this broker (Kafka's cluster/Partition).
 
-It holds the local log, who leads at which leader epoch, the replica set and the ISR, and the
-follower log end offsets the leader needs to move the high watermark. The controller drives it
+It holds the local log, who leads at which leader epoch, the replica set and the ISR, and what the
+leader knows of each follower (log end offset, last caught-up time). The controller drives it
 through ``make_leader`` / ``make_follower`` (LeaderAndIsr); the replica manager appends and reads
-through it. Follower fetching arrives with replication (issue 4); the leader already computes the
-high watermark as the smallest log end offset in the ISR, so a single-replica ISR moves it at once.
+through it; follower fetches move the high watermark (the smallest log end offset in the ISR) and
+may expand the ISR, the periodic lag check shrinks it. ISR changes are only *proposed* here: the
+ISR manager writes them to ZooKeeper and calls ``apply_isr`` once the write succeeded, as Kafka's
+ZooKeeper-mode leader changes its ISR only after the conditional write.
 """
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 from ..protocol.errors import (  # type: ignore[attr-defined]
     FencedLeaderEpochError,
@@ -24,26 +27,47 @@ from .log.log_types import FetchDataInfo
 NO_EPOCH = -1
 
 
+def monotonic_ms() -> int:
+    return int(time.monotonic() * 1000)
+
+
 @dataclass
 class ReplicaState:
-    """What the leader knows of one follower (filled by follower fetches, issue 4)."""
+    """What the leader knows of one follower, filled by its fetches (Kafka's cluster/Replica)."""
     log_end_offset: int = -1
     last_caught_up_ms: int = 0
+    last_fetch_leader_end_offset: int = 0
+    last_fetch_ms: int = 0
+
+    def update_fetch_state(self, fetch_offset: int, leader_end_offset: int, now_ms: int) -> None:
+        """Kafka's Replica.updateFetchState: a fetch from the leader's log end makes the follower
+        caught up now; a fetch reaching the leader's end at the previous fetch, caught up then."""
+        if fetch_offset >= leader_end_offset:
+            self.last_caught_up_ms = max(self.last_caught_up_ms, now_ms)
+        elif fetch_offset >= self.last_fetch_leader_end_offset:
+            self.last_caught_up_ms = max(self.last_caught_up_ms, self.last_fetch_ms)
+        self.log_end_offset = fetch_offset
+        self.last_fetch_leader_end_offset = leader_end_offset
+        self.last_fetch_ms = now_ms
 
 
 class Partition:
-    def __init__(self, topic: str, partition: int, local_broker_id: int, log: Log) -> None:
+    def __init__(self, topic: str, partition: int, local_broker_id: int, log: Log,
+                 clock: Callable[[], int] = monotonic_ms) -> None:
         self.topic = topic
         self.partition = partition
         self.local_broker_id = local_broker_id
         self.log = log
+        self.clock = clock
         self.leader_id: int = -1
         self.leader_epoch: int = NO_EPOCH
+        self.leader_epoch_start_offset: int = 0
         self.partition_epoch: int = -1  # the state znode's version (Kafka's zkVersion)
         self.controller_epoch: int = -1
         self.replicas: list[int] = []
         self.isr: list[int] = []
         self.replica_states: dict[int, ReplicaState] = {}
+        self.isr_update_in_flight = False  # one ZooKeeper write at a time per partition
 
     @property
     def key(self) -> tuple[str, int]:
@@ -61,6 +85,10 @@ class Partition:
     def log_end_offset(self) -> int:
         return self.log.log_end_offset
 
+    @property
+    def min_insync_replicas(self) -> int:
+        return self.log.config.min_insync_replicas
+
     # -- LeaderAndIsr -----------------------------------------------------------------------------
 
     def make_leader(self, state: Any) -> bool:
@@ -70,7 +98,12 @@ class Partition:
         if state.leader_epoch > self.log.latest_epoch:
             # The new epoch starts at our log end: followers truncate to it (Kafka's epoch start offset).
             self.log.leader_epoch_cache.assign(state.leader_epoch, self.log.log_end_offset)
-        self.replica_states = {r: self.replica_states.get(r, ReplicaState())
+        self.leader_epoch_start_offset = self.log.log_end_offset
+        # Kafka resets what it knew of followers: ISR members count as caught up now, so a new
+        # leader does not drop them before they had a chance to fetch; positions are unknown.
+        now = self.clock()
+        self.replica_states = {r: ReplicaState(last_caught_up_ms=now if r in self.isr else 0,
+                                               last_fetch_ms=now)
                                for r in self.replicas if r != self.local_broker_id}
         self.leader_id = self.local_broker_id
         self.maybe_increment_high_watermark()
@@ -90,6 +123,7 @@ class Partition:
         self.partition_epoch = state.partition_epoch if hasattr(state, "partition_epoch") else state.zk_version
         self.replicas = list(state.replicas)
         self.isr = list(state.isr)
+        self.isr_update_in_flight = False  # a write still running answers to an older epoch
 
     # -- leader side ------------------------------------------------------------------------------
 
@@ -112,7 +146,7 @@ class Partition:
     def append_records_to_leader(self, records: bytearray, required_acks: int) -> tuple[LogAppendInfo, bool]:
         """Append as leader; returns (info, whether the high watermark moved)."""
         self.ensure_leader()
-        min_isr = self.log.config.min_insync_replicas
+        min_isr = self.min_insync_replicas
         if required_acks == -1 and len(self.isr) < min_isr:
             raise NotEnoughReplicasError(f"{self.topic}-{self.partition}: ISR {self.isr} is smaller than "
                                          f"min.insync.replicas {min_isr}")
@@ -131,13 +165,70 @@ class Partition:
             return True
         return False
 
-    def update_follower_position(self, replica_id: int, fetch_offset: int) -> bool:
-        """A follower fetching from ``fetch_offset`` has everything below it; True if the HW moved."""
+    def update_follower_position(self, replica_id: int, fetch_offset: int,
+                                 leader_end_offset: int | None = None) -> bool:
+        """A follower fetching from ``fetch_offset`` has everything below it; True if the HW moved.
+
+        ``leader_end_offset`` is the leader's log end offset when the fetch was read (Kafka's
+        updateFollowerFetchState). Returns False for a replica that is not assigned here."""
         state = self.replica_states.get(replica_id)
         if state is None:
             return False
-        state.log_end_offset = fetch_offset
+        end = self.log.log_end_offset if leader_end_offset is None else leader_end_offset
+        state.update_fetch_state(fetch_offset, end, self.clock())
         return self.maybe_increment_high_watermark()
+
+    def knows_replica(self, replica_id: int) -> bool:
+        return replica_id in self.replica_states
+
+    # -- ISR changes (proposed here, written to ZooKeeper by the ISR manager) ---------------------
+
+    def isr_to_expand(self, replica_id: int) -> list[int] | None:
+        """Kafka's maybeExpandIsr: a follower outside the ISR whose log end offset reached the high
+        watermark and the start of this leader epoch joins; returns the new ISR or None."""
+        if not self.is_leader or self.isr_update_in_flight or replica_id in self.isr:
+            return None
+        state = self.replica_states.get(replica_id)
+        if state is None or replica_id not in self.replicas:
+            return None
+        if state.log_end_offset >= self.log.high_watermark and state.log_end_offset >= self.leader_epoch_start_offset:
+            return self.isr + [replica_id]
+        return None
+
+    def out_of_sync_replicas(self, max_lag_ms: int) -> list[int]:
+        """ISR followers not caught up within ``max_lag_ms`` (Kafka's getOutOfSyncReplicas)."""
+        now = self.clock()
+        leo = self.log.log_end_offset
+        stale = []
+        for replica in self.isr:
+            state = self.replica_states.get(replica)
+            if replica == self.local_broker_id or state is None:
+                continue
+            if state.log_end_offset != leo and now - state.last_caught_up_ms > max_lag_ms:
+                stale.append(replica)
+        return stale
+
+    def isr_to_shrink(self, max_lag_ms: int) -> list[int] | None:
+        """Kafka's maybeShrinkIsr: the ISR without the lagging followers, or None."""
+        if not self.is_leader or self.isr_update_in_flight:
+            return None
+        stale = self.out_of_sync_replicas(max_lag_ms)
+        if not stale:
+            return None
+        return [r for r in self.isr if r not in stale]
+
+    def apply_isr(self, new_isr: list[int], partition_epoch: int) -> bool:
+        """The ZooKeeper write of ``new_isr`` succeeded; True if the high watermark moved."""
+        self.isr = list(new_isr)
+        self.partition_epoch = partition_epoch
+        self.isr_update_in_flight = False
+        return self.is_leader and self.maybe_increment_high_watermark()
+
+    def enough_replicas_after_append(self) -> bool:
+        """Kafka's checkEnoughReplicasReachOffset: the ISR still meets min.insync.replicas."""
+        return len(self.isr) >= self.min_insync_replicas
+
+    # -- reads ------------------------------------------------------------------------------------
 
     def read(self, fetch_offset: int, max_bytes: int, *, committed_only: bool, min_one_batch: bool,
              current_leader_epoch: int = NO_EPOCH) -> FetchDataInfo:
@@ -145,6 +236,16 @@ class Partition:
         self.ensure_leader(current_leader_epoch)
         max_offset = self.log.high_watermark if committed_only else None
         return self.log.read(fetch_offset, max_bytes, max_offset=max_offset, min_one_batch=min_one_batch)
+
+    def diverging_epoch(self, fetch_offset: int, last_fetched_epoch: int) -> tuple[int, int] | None:
+        """Kafka's Partition.fetchRecords check (Fetch v12): the follower's last fetched epoch ends
+        earlier on the leader than its fetch offset, or is unknown here -> (epoch, end offset)."""
+        if last_fetched_epoch < 0:
+            return None
+        epoch, end_offset = self.end_offset_for_epoch(last_fetched_epoch)
+        if epoch < last_fetched_epoch or end_offset < fetch_offset:
+            return epoch, end_offset
+        return None
 
     def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
         """OffsetForLeaderEpoch: (largest epoch <= requested, its end offset)."""

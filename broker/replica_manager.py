@@ -1,10 +1,13 @@
 """ReplicaManager: the partitions this broker hosts, and the produce and fetch paths through them.
 
 Kafka's server/ReplicaManager. The controller tells it which partitions to lead or follow
-(LeaderAndIsr) and which to stop (StopReplica); Produce appends to leaders and, for acks=-1, parks
-in the produce purgatory until the ISR has the records; Fetch reads whole batches and parks in the
-fetch purgatory until ``min_bytes`` arrive or ``max_wait_ms`` passes. Everything runs on the
-broker's event loop; the logs do their own locking for the executor threads of retention.
+(LeaderAndIsr) and which to stop (StopReplica); followers fetch from their leaders through the
+replica fetcher manager. Produce appends to leaders and, for acks=-1, parks in the produce purgatory
+until the ISR has the records; Fetch reads whole batches and parks in the fetch purgatory until
+``min_bytes`` arrive or ``max_wait_ms`` passes. A follower's fetch (``replica_id >= 0``) reads to
+the log end, records the follower's position (moving the high watermark) and may add it to the
+ISR; the periodic lag check removes followers from it. Everything runs on the broker's event
+loop; the logs do their own locking for the executor threads of retention.
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 from ..protocol.errors import (  # type: ignore[attr-defined]
     FencedLeaderEpochError,
@@ -26,7 +29,7 @@ from ..protocol.errors import (  # type: ignore[attr-defined]
 from .delayed_ops import DelayedFetch, DelayedProduce, FetchSpec, ProduceStatus
 from .log import LogManager
 from .metadata_cache import MetadataCache
-from .partition import Partition
+from .partition import Partition, monotonic_ms
 from .purgatory import AsyncTimerDriver, DelayedOperationPurgatory, Timer
 
 log = logging.getLogger(__name__)
@@ -66,13 +69,18 @@ class FetchPartitionResult:
     last_stable_offset: int = -1
     log_start_offset: int = -1
     records: bytes = b""
+    diverging_epoch: tuple[int, int] | None = None  # (epoch, end offset) for a follower that diverged
 
 
 class ReplicaManager:
-    def __init__(self, broker_id: int, log_manager: LogManager, metadata_cache: MetadataCache) -> None:
+    def __init__(self, broker_id: int, log_manager: LogManager, metadata_cache: MetadataCache,
+                 clock: Callable[[], int] = monotonic_ms) -> None:
         self.broker_id = broker_id
         self.log_manager = log_manager
         self.metadata_cache = metadata_cache
+        self.clock = clock
+        self.isr_manager: Any = None      # broker.isr_manager.IsrManager; None: ISR changes stay in memory
+        self.fetcher_manager: Any = None  # broker.replica_fetcher.ReplicaFetcherManager; None: no fetching
         self.partitions: dict[tuple[str, int], Partition] = {}
         self.controller_epoch = 0
         self.fetch_purgatory = DelayedOperationPurgatory("Fetch", Timer())
@@ -121,10 +129,17 @@ class ReplicaManager:
         self.controller_epoch = controller_epoch
 
     def become_leader_or_follower(self, controller_epoch: int, states: Iterable[Any],
-                                  topic_configs: Mapping[str, Mapping[str, Any]]) -> dict[tuple[str, int], int]:
-        """Apply a LeaderAndIsr request's partition states; returns the error code per partition."""
+                                  topic_configs: Mapping[str, Mapping[str, Any]],
+                                  leader_endpoints: Mapping[int, tuple[str, int]] | None = None
+                                  ) -> dict[tuple[str, int], int]:
+        """Apply a LeaderAndIsr request's partition states; returns the error code per partition.
+
+        ``leader_endpoints`` (the request's live leaders, id -> (host, port)) tell followers where
+        to fetch from; leaders missing there are looked up in the metadata cache."""
         self.check_controller_epoch(controller_epoch, "LeaderAndIsr")
         errors: dict[tuple[str, int], int] = {}
+        new_leaders: list[Partition] = []
+        new_followers: list[Partition] = []
         for topic, state in states:
             key = (topic, state.partition_index)
             current = self.partitions.get(key)
@@ -141,8 +156,10 @@ class ReplicaManager:
                                                               topic_configs.get(topic, {}))
                 if state.leader == self.broker_id:
                     partition.make_leader(state)
+                    new_leaders.append(partition)
                 else:
                     partition.make_follower(state)
+                    new_followers.append(partition)
                 errors[key] = 0
             except KafkaError as exc:
                 errors[key] = exc.code
@@ -152,7 +169,35 @@ class ReplicaManager:
             # A leader change completes what waited on this partition (with NOT_LEADER if it moved away).
             self.fetch_purgatory.check_and_complete(key)
             self.produce_purgatory.check_and_complete(key)
+        self._update_fetchers(new_leaders, new_followers, leader_endpoints or {})
         return errors
+
+    def _update_fetchers(self, leaders: list[Partition], followers: list[Partition],
+                         endpoints: Mapping[int, tuple[str, int]]) -> None:
+        """Kafka's makeLeaders/makeFollowers: leaders stop fetching; followers stop fetching from the
+        old leader and start again from the new one at the new epoch (truncating first)."""
+        if self.fetcher_manager is None:
+            return
+        self.fetcher_manager.remove_partitions([p.key for p in leaders + followers])
+        targets = {}
+        for partition in followers:
+            endpoint = endpoints.get(partition.leader_id) or self._endpoint_from_cache(partition.leader_id)
+            if endpoint is None:
+                log.info("No live endpoint for leader %d of %s-%d; not fetching until a new LeaderAndIsr",
+                         partition.leader_id, *partition.key)
+                continue
+            targets[partition.key] = (partition.leader_id, endpoint, partition.leader_epoch)
+        if targets:
+            self.fetcher_manager.add_partitions(targets)
+
+    def _endpoint_from_cache(self, broker_id: int) -> tuple[str, int] | None:
+        broker = self.metadata_cache.brokers.get(broker_id)
+        if broker is None or not broker.endpoints:
+            return None
+        listener = getattr(self.fetcher_manager, "listener_name", None)
+        endpoint = broker.endpoints.get(listener) if listener else None
+        endpoint = endpoint or next(iter(broker.endpoints.values()))
+        return endpoint.host, endpoint.port
 
     def _create_partition(self, topic: str, partition: int, overrides: Mapping[str, Any]) -> Partition:
         log_ = self.log_manager.get_or_create_log(topic, partition, overrides)
@@ -173,6 +218,8 @@ class ReplicaManager:
                 errors[key] = FencedLeaderEpochError.code
                 continue
             self.partitions.pop(key, None)
+            if self.fetcher_manager is not None:
+                self.fetcher_manager.remove_partitions([key])
             for purgatory in (self.fetch_purgatory, self.produce_purgatory):
                 for op in purgatory.cancel_for_key(key):
                     op.force_complete()  # they see the partition gone and answer NOT_LEADER
@@ -256,10 +303,16 @@ class ReplicaManager:
             key = (spec.topic, spec.partition)
             try:
                 partition = self.leader_partition(spec.topic, spec.partition, spec.current_leader_epoch)
+                if not committed_only:
+                    diverged = self._check_follower(partition, params.replica_id, spec)
+                    if diverged is not None:
+                        results[key] = diverged
+                        continue
+                leader_end = partition.log_end_offset
                 data = partition.read(spec.fetch_offset, max(0, min(spec.max_bytes, limit)),
                                       committed_only=committed_only, min_one_batch=min_one)
-                if not committed_only and partition.update_follower_position(params.replica_id, spec.fetch_offset):
-                    self.produce_purgatory.check_and_complete(key)
+                if not committed_only:
+                    self._update_follower(partition, params.replica_id, spec.fetch_offset, leader_end)
                 hw = partition.high_watermark
                 log_ = partition.log
                 results[key] = FetchPartitionResult(0, hw, hw, log_.log_start_offset, data.records)
@@ -269,3 +322,54 @@ class ReplicaManager:
             except KafkaError as exc:
                 results[key] = FetchPartitionResult(exc.code)
         return results
+
+    # -- the leader's view of its followers -------------------------------------------------------
+
+    def _check_follower(self, partition: Partition, replica_id: int, spec: FetchSpec
+                        ) -> FetchPartitionResult | None:
+        """An unassigned replica is refused; a diverged one gets its diverging epoch and no records."""
+        if not partition.knows_replica(replica_id):
+            raise NotLeaderOrFollowerError(f"replica {replica_id} is not assigned to {partition.topic}-"
+                                           f"{partition.partition} (replicas {partition.replicas})")
+        diverging = partition.diverging_epoch(spec.fetch_offset, spec.last_fetched_epoch)
+        if diverging is None:
+            return None
+        hw = partition.high_watermark
+        return FetchPartitionResult(0, hw, hw, partition.log.log_start_offset, b"", diverging_epoch=diverging)
+
+    def _update_follower(self, partition: Partition, replica_id: int, fetch_offset: int, leader_end: int) -> None:
+        """Kafka's updateFollowerFetchState: position, caught-up time, HW, and maybe a bigger ISR."""
+        if partition.update_follower_position(replica_id, fetch_offset, leader_end):
+            # The high watermark moved: acks=-1 produces and consumers waiting for it can go on.
+            self.produce_purgatory.check_and_complete(partition.key)
+            self.fetch_purgatory.check_and_complete(partition.key)
+        new_isr = partition.isr_to_expand(replica_id)
+        if new_isr is not None:
+            log.info("[Partition %s-%d broker=%d] expanding ISR from %s to %s", *partition.key, self.broker_id,
+                     partition.isr, new_isr)
+            self._change_isr(partition, new_isr)
+
+    def maybe_shrink_isr(self, max_lag_ms: int) -> int:
+        """The periodic lag check (every replica.lag.time.max.ms / 2); returns how many ISRs shrank."""
+        shrunk = 0
+        for partition in list(self.partitions.values()):
+            new_isr = partition.isr_to_shrink(max_lag_ms)
+            if new_isr is None:
+                continue
+            log.info("[Partition %s-%d broker=%d] shrinking ISR from %s to %s (not caught up within %d ms)",
+                     *partition.key, self.broker_id, partition.isr, new_isr, max_lag_ms)
+            self._change_isr(partition, new_isr)
+            shrunk += 1
+        return shrunk
+
+    def _change_isr(self, partition: Partition, new_isr: list[int]) -> None:
+        if self.isr_manager is not None:
+            self.isr_manager.submit(partition, new_isr)
+            return
+        partition.apply_isr(new_isr, partition.partition_epoch + 1)  # no ZooKeeper (unit tests)
+        self.on_isr_changed(partition)
+
+    def on_isr_changed(self, partition: Partition) -> None:
+        """A new ISR may move the high watermark, or fail waiting produces (too few replicas left)."""
+        self.produce_purgatory.check_and_complete(partition.key)
+        self.fetch_purgatory.check_and_complete(partition.key)

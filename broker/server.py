@@ -33,7 +33,9 @@ from .log import LogManager
 from .log.log_manager import PRODUCER_ID_EXPIRATION_CHECK_INTERVAL_MS
 from .metadata_cache import MetadataCache
 from .network.socket_server import SocketServer
+from .isr_manager import PROPAGATION_CHECK_INTERVAL_MS, IsrManager
 from .producer_id_manager import ProducerIdManager
+from .replica_fetcher import FetcherSettings, ReplicaFetcherManager
 from .replica_manager import ReplicaManager
 
 log = logging.getLogger("odradek.server")
@@ -52,6 +54,8 @@ class KafkaServer:
         self.log_manager: LogManager | None = None
         self.socket_server: SocketServer | None = None
         self.replica_manager: ReplicaManager | None = None
+        self.fetcher_manager: ReplicaFetcherManager | None = None
+        self.isr_manager: IsrManager | None = None
         self.controller: KafkaController | None = None
         self._tasks: list[asyncio.Task] = []
         self._session_expired = False
@@ -82,6 +86,7 @@ class KafkaServer:
         cache.cluster_id = cluster_id
         self.replica_manager = ReplicaManager(self.broker_id, self.log_manager, cache)
         self.replica_manager.start()
+        self._start_replication(zk)
         services = BrokerServices(cfg, self.broker_id, cache, self.replica_manager, lambda: self.broker_epoch,
                                   admin=AdminZkClient(zk, cfg), zk=zk,
                                   producer_ids=ProducerIdManager(self.broker_id, zk))
@@ -144,6 +149,16 @@ class KafkaServer:
         protocols = {e.name: e.security_protocol for e in self.config.listeners}
         return BrokerInfo(self.broker_id, endpoints, self.config.get("broker.rack"), protocols)
 
+    def _start_replication(self, zk: KafkaZkClient) -> None:
+        """Replica fetchers (follower side) and the ISR manager (leader side) of the replica manager."""
+        rm = self.replica_manager
+        assert rm is not None
+        self.fetcher_manager = ReplicaFetcherManager(rm, FetcherSettings.from_config(self.config, self.broker_id),
+                                                     self.config.inter_broker_listener_name)
+        self.isr_manager = IsrManager(zk, self.broker_id, rm.clock, on_isr_changed=rm.on_isr_changed)
+        rm.fetcher_manager = self.fetcher_manager
+        rm.isr_manager = self.isr_manager
+
     # -- background work --------------------------------------------------------------------------
 
     def _start_periodic_tasks(self) -> None:
@@ -164,6 +179,25 @@ class KafkaServer:
         jobs.append(("producer-expiration", PRODUCER_ID_EXPIRATION_CHECK_INTERVAL_MS, lm.remove_expired_producers))
         loop = asyncio.get_running_loop()
         self._tasks = [loop.create_task(self._every(name, ms, fn), name=name) for name, ms, fn in jobs]
+        # ISR jobs run on the loop (they touch partitions); Kafka checks lag every replica.lag.time.max.ms / 2.
+        rm, isr = self.replica_manager, self.isr_manager
+        assert rm is not None and isr is not None
+        lag_ms = cfg.get("replica.lag.time.max.ms")
+        self._tasks.append(loop.create_task(self._every_on_loop(
+            "isr-expiration", max(1, lag_ms // 2), lambda: rm.maybe_shrink_isr(lag_ms)), name="isr-expiration"))
+        self._tasks.append(loop.create_task(self._every_on_loop(
+            "isr-change-propagation", PROPAGATION_CHECK_INTERVAL_MS, isr.propagate_due_changes),
+            name="isr-change-propagation"))
+
+    async def _every_on_loop(self, name: str, period_ms: int, fn: Callable[[], Any]) -> None:
+        while True:
+            await asyncio.sleep(period_ms / 1000.0)
+            try:
+                result = fn()
+                if asyncio.iscoroutine(result):
+                    await result
+            except Exception:
+                log.exception("Periodic task %s failed", name)
 
     async def _every(self, name: str, period_ms: int, fn: Callable[[], Any]) -> None:
         while True:
@@ -184,6 +218,10 @@ class KafkaServer:
             await _quietly(self.controller.shutdown())
         if self.socket_server is not None:
             await _quietly(self.socket_server.stop())
+        if self.fetcher_manager is not None:
+            await _quietly(self.fetcher_manager.shutdown())
+        if self.isr_manager is not None:
+            await _quietly(self.isr_manager.shutdown())
         if self.replica_manager is not None:
             self.replica_manager.shutdown()
         if self.log_manager is not None:

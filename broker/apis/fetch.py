@@ -41,7 +41,7 @@ class FetchApi:
         params = FetchParams(body.replica_id, body.max_wait_ms, body.min_bytes, body.max_bytes,
                              body.isolation_level, hard_max_bytes_limit=version <= 2)
         specs = [FetchSpec(t.topic, p.partition, p.fetch_offset, p.partition_max_bytes, p.current_leader_epoch,
-                           p.log_start_offset)
+                           p.log_start_offset, p.last_fetched_epoch)
                  for t in body.topics for p in t.partitions]
         forgotten = [(t.topic, p) for t in body.forgotten_topics_data for p in t.partitions]
         # Before v7 the session fields keep their defaults (0, -1): sessionless, as Kafka.
@@ -74,10 +74,13 @@ def _response(body: Any, context: FetchContext, results: dict) -> Any:
         # Consecutive partitions of one topic share an entry, as Kafka's batchByTopic.
         if not topics or topics[-1].topic != topic:
             topics.append(_TopicResponse(topic=topic, partitions=[]))
-        topics[-1].partitions.append(_PartitionData(
+        data = _PartitionData(
             partition_index=partition, error_code=r.error_code, high_watermark=r.high_watermark,
             last_stable_offset=r.last_stable_offset, log_start_offset=r.log_start_offset,
-            aborted_transactions=aborted, records=r.records))
+            aborted_transactions=aborted, records=r.records)
+        if r.diverging_epoch is not None:  # a v12 follower whose log diverged from ours (KIP-595 truncation)
+            data.diverging_epoch = _DivergingEpoch(epoch=r.diverging_epoch[0], end_offset=r.diverging_epoch[1])
+        topics[-1].partitions.append(data)
     return FetchResponse(throttle_time_ms=0, error_code=answer.error_code, session_id=answer.session_id,
                          responses=topics)
 

@@ -71,7 +71,9 @@ class InterBrokerApis:
         rm = self.services.replica_manager
         new_topics = sorted({t for t, s in states if rm.online_partition(t, s.partition_index) is None})
         configs = await self.services.in_executor(self._topic_configs, new_topics) if new_topics else {}
-        errors = rm.become_leader_or_follower(body.controller_epoch, states, configs)
+        # Followers start fetching from the leaders the request names (Kafka's liveLeaders).
+        leaders = {b.broker_id: (b.host_name, b.port) for b in body.live_leaders or []}
+        errors = rm.become_leader_or_follower(body.controller_epoch, states, configs, leaders)
         return self._leader_and_isr_response(request, lambda key: errors[key])
 
     def _topic_configs(self, topics: list[str]) -> dict[str, dict[str, str]]:

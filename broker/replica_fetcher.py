@@ -1,0 +1,388 @@
+"""ReplicaFetcherManager: followers fetch from their leaders (Kafka's ReplicaFetcherManager/Thread).
+
+One ReplicaFetcher (an asyncio task with one connection) per source broker; all partitions this
+broker follows on that leader go into one Fetch request with ``replica_id`` = our broker id. A
+partition added after a leadership change first *truncates*: OffsetForLeaderEpoch asks the leader
+where the follower's latest epoch ends there, and the log is cut to min(that end, our log end)
+(Kafka's getOffsetTruncationState, KIP-101/279), so no follower keeps records the new leader does
+not have. Fetch v12 also answers a diverged follower with ``diverging_epoch``, handled the same way.
+Fetched batches keep their offsets and epochs (Log.append_as_follower); the follower's high
+watermark is min(the leader's, our log end) and its log start offset follows the leader's.
+
+Everything runs on the broker's event loop, like the rest of the replica manager; the fetcher only
+changes a partition whose state it checked after each await (a LeaderAndIsr may have replaced it).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Iterable, Mapping
+
+from ..clients.connection import BrokerConnection
+from ..protocol.api_keys import ApiKey
+from ..protocol.errors import (  # type: ignore[attr-defined]
+    FencedLeaderEpochError, OffsetOutOfRangeError, for_code,
+)
+from ..protocol.messages import FetchRequest, ListOffsetsRequest, OffsetForLeaderEpochRequest
+from .log.leader_epoch_cache import UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
+from .log.segment import walk_headers
+
+if TYPE_CHECKING:
+    from .log import Log
+    from .partition import Partition
+    from .replica_manager import ReplicaManager
+
+log = logging.getLogger(__name__)
+
+_FetchTopic = FetchRequest.FetchTopic
+_FetchPartition = _FetchTopic.FetchPartition
+_EpochTopic = OffsetForLeaderEpochRequest.OffsetForLeaderTopic
+_EpochPartition = _EpochTopic.OffsetForLeaderPartition
+_ListTopic = ListOffsetsRequest.ListOffsetsTopic
+_ListPartition = _ListTopic.ListOffsetsPartition
+_EARLIEST, _LATEST = -2, -1
+
+Key = tuple[str, int]
+
+
+@dataclass
+class FetcherSettings:
+    """The broker's ``replica.fetch.*`` settings (Kafka's names, milliseconds and bytes)."""
+    broker_id: int
+    fetch_max_bytes: int = 1048576            # replica.fetch.max.bytes (per partition)
+    response_max_bytes: int = 10485760        # replica.fetch.response.max.bytes
+    wait_max_ms: int = 500                    # replica.fetch.wait.max.ms
+    min_bytes: int = 1                        # replica.fetch.min.bytes
+    backoff_ms: int = 1000                    # replica.fetch.backoff.ms
+    socket_timeout_ms: int = 30000            # replica.socket.timeout.ms
+
+    @classmethod
+    def from_config(cls, config: Any, broker_id: int) -> "FetcherSettings":
+        return cls(broker_id, config.get("replica.fetch.max.bytes"), config.get("replica.fetch.response.max.bytes"),
+                   config.get("replica.fetch.wait.max.ms"), config.get("replica.fetch.min.bytes"),
+                   config.get("replica.fetch.backoff.ms"), config.get("replica.socket.timeout.ms"))
+
+
+@dataclass(eq=False)
+class PartitionFetchState:
+    """One followed partition; a new object per LeaderAndIsr, so stale responses are recognised."""
+    leader_epoch: int
+    truncating: bool = True
+    delayed_until: float = 0.0  # monotonic seconds; after an error the partition waits a backoff
+
+
+def complete_batches(records: Any) -> memoryview | None:
+    """The complete batches at the front of ``records`` (a response may end in a partial one)."""
+    if not records:
+        return None
+    view = memoryview(records)
+    end = 0
+    for header in walk_headers(view):
+        end = header.position + header.size
+    return view[:end] if end else None
+
+
+def truncation_offset(log_: "Log", leader_epoch: int, leader_end_offset: int) -> tuple[int, bool]:
+    """Kafka 2.8's AbstractFetcherThread.getOffsetTruncationState: (offset, truncation complete).
+
+    The leader says our epoch (or the largest it knows below it) ends at ``leader_end_offset``."""
+    leo = log_.log_end_offset
+    if leader_end_offset == UNDEFINED_EPOCH_OFFSET:
+        return min(log_.high_watermark, leo), True  # the leader knows nothing older: keep the committed part
+    if leader_epoch == UNDEFINED_EPOCH:
+        return min(leader_end_offset, leo), True
+    follower_epoch, follower_end = log_.leader_epoch_cache.end_offset_for(leader_epoch, leo)
+    if follower_end == UNDEFINED_EPOCH_OFFSET:
+        return min(leader_end_offset, leo), True
+    if follower_epoch != leader_epoch:
+        # We do not have the leader's epoch: cut to where our older epoch ends, then ask again.
+        return min(follower_end, leo), False
+    return min(leader_end_offset, follower_end, leo), True
+
+
+class ReplicaFetcher:
+    """Fetches every partition this broker follows on one source broker."""
+
+    def __init__(self, manager: "ReplicaFetcherManager", source_id: int, host: str, port: int) -> None:
+        self.manager = manager
+        self.settings = manager.settings
+        self.source_id = source_id
+        self.host, self.port = host, port
+        self.partitions: dict[Key, PartitionFetchState] = {}
+        self._conn: BrokerConnection | None = None
+        self._wakeup = asyncio.Event()
+        self._task: asyncio.Task | None = None
+
+    @property
+    def name(self) -> str:
+        return f"ReplicaFetcher replicaId={self.settings.broker_id}, leaderId={self.source_id}"
+
+    def start(self) -> None:
+        self._task = asyncio.get_running_loop().create_task(self._run(), name=self.name)
+
+    def add(self, key: Key, leader_epoch: int) -> None:
+        self.partitions[key] = PartitionFetchState(leader_epoch)
+        self._wakeup.set()
+
+    async def shutdown(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+        if self._conn is not None:
+            await self._conn.close()
+
+    # -- the loop ---------------------------------------------------------------------------------
+
+    async def _run(self) -> None:
+        while True:
+            if not self.partitions:
+                self._wakeup.clear()
+                await self._wakeup.wait()
+                continue
+            try:
+                conn = await self._connection()
+                truncating = [k for k, s in self.partitions.items() if s.truncating and self._ready(s)]
+                if truncating:
+                    await self._truncate(conn, truncating)
+                fetching = [k for k, s in self.partitions.items() if not s.truncating and self._ready(s)]
+                if fetching:
+                    await self._fetch(conn, fetching)
+                elif not truncating:  # everything is backing off: sleep until the first is due
+                    due = min(s.delayed_until for s in self.partitions.values())
+                    await self._sleep(max(0.0, due - time.monotonic()))
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # connection lost, timeout, or a bad answer: back off and reconnect
+                log.warning("[%s] error talking to %s:%d: %s; backing off %d ms", self.name, self.host, self.port,
+                            exc, self.settings.backoff_ms)
+                if self._conn is not None:
+                    await self._conn.close()
+                    self._conn = None
+                await self._sleep(self.settings.backoff_ms / 1000)
+
+    @staticmethod
+    def _ready(state: PartitionFetchState) -> bool:
+        return state.delayed_until <= time.monotonic()
+
+    async def _sleep(self, seconds: float) -> None:
+        """Sleep, but wake early when partitions are added."""
+        self._wakeup.clear()
+        try:
+            await asyncio.wait_for(self._wakeup.wait(), seconds)
+        except asyncio.TimeoutError:
+            pass
+
+    async def _connection(self) -> BrokerConnection:
+        if self._conn is None or self._conn.closed:
+            self._conn = await BrokerConnection.connect(
+                self.host, self.port, client_id=f"broker-{self.settings.broker_id}-fetcher-0",
+                timeout=self.settings.socket_timeout_ms / 1000)
+        return self._conn
+
+    def _current(self, key: Key, state: PartitionFetchState) -> "Partition | None":
+        """The follower partition, if ``state`` is still the one this fetcher holds for it."""
+        if self.partitions.get(key) is not state:
+            return None
+        partition = self.manager.replica_manager.online_partition(*key)
+        if partition is None or partition.is_leader or partition.leader_epoch != state.leader_epoch:
+            return None
+        return partition
+
+    def _back_off(self, key: Key, state: PartitionFetchState, why: str) -> None:
+        log.info("[%s] %s-%d: %s; retrying in %d ms", self.name, *key, why, self.settings.backoff_ms)
+        state.delayed_until = time.monotonic() + self.settings.backoff_ms / 1000
+
+    def _timeout(self) -> float:
+        return (self.settings.wait_max_ms + self.settings.socket_timeout_ms) / 1000
+
+    # -- truncation -------------------------------------------------------------------------------
+
+    async def _truncate(self, conn: BrokerConnection, keys: list[Key]) -> None:
+        states = {k: self.partitions[k] for k in keys}
+        asked: dict[Key, int] = {}
+        for key, state in states.items():
+            partition = self._current(key, state)
+            if partition is None:
+                continue
+            epoch = partition.log.latest_epoch
+            if epoch == UNDEFINED_EPOCH:  # nothing to compare: keep what is committed (Kafka truncates to the HW)
+                self._truncate_log(partition, partition.log.high_watermark)
+                state.truncating = False
+            else:
+                asked[key] = epoch
+        if not asked:
+            return
+        by_topic: dict[str, list[Any]] = {}
+        for (topic, index), epoch in asked.items():
+            by_topic.setdefault(topic, []).append(_EpochPartition(
+                partition=index, current_leader_epoch=states[(topic, index)].leader_epoch, leader_epoch=epoch))
+        request = OffsetForLeaderEpochRequest(replica_id=self.settings.broker_id, topics=[
+            _EpochTopic(topic=t, partitions=ps) for t, ps in by_topic.items()])
+        response = await conn.send(request, timeout=self._timeout())
+        for topic in response.topics:
+            for answer in topic.partitions:
+                key = (topic.topic, answer.partition)
+                state = states.get(key)
+                partition = self._current(key, state) if state is not None else None
+                if partition is None:
+                    continue
+                if answer.error_code:
+                    self._on_partition_error(key, state, answer.error_code)
+                    continue
+                self._truncate_to_leader(partition, state, answer.leader_epoch, answer.end_offset)
+
+    def _truncate_to_leader(self, partition: "Partition", state: PartitionFetchState,
+                            leader_epoch: int, leader_end_offset: int) -> None:
+        offset, complete = truncation_offset(partition.log, leader_epoch, leader_end_offset)
+        self._truncate_log(partition, offset)
+        state.truncating = not complete
+
+    def _truncate_log(self, partition: "Partition", offset: int) -> None:
+        if partition.log.truncate_to(offset):
+            log.info("[%s] truncated %s-%d to offset %d (leader epoch %d)", self.name, *partition.key, offset,
+                     partition.leader_epoch)
+
+    # -- fetching ---------------------------------------------------------------------------------
+
+    async def _fetch(self, conn: BrokerConnection, keys: list[Key]) -> None:
+        s = self.settings
+        sent: dict[Key, tuple[PartitionFetchState, int]] = {}
+        by_topic: dict[str, list[Any]] = {}
+        for key in keys:
+            state = self.partitions[key]
+            partition = self._current(key, state)
+            if partition is None:
+                continue
+            log_ = partition.log
+            sent[key] = (state, log_.log_end_offset)
+            by_topic.setdefault(key[0], []).append(_FetchPartition(
+                partition=key[1], current_leader_epoch=state.leader_epoch, fetch_offset=log_.log_end_offset,
+                last_fetched_epoch=log_.latest_epoch, log_start_offset=log_.log_start_offset,
+                partition_max_bytes=s.fetch_max_bytes))
+        if not sent:
+            return
+        request = FetchRequest(replica_id=s.broker_id, max_wait_ms=s.wait_max_ms, min_bytes=s.min_bytes,
+                               max_bytes=s.response_max_bytes, isolation_level=0, session_id=0, session_epoch=-1,
+                               topics=[_FetchTopic(topic=t, partitions=ps) for t, ps in by_topic.items()],
+                               forgotten_topics_data=[])
+        response = await conn.send(request, timeout=self._timeout())
+        if response.error_code:
+            raise for_code(response.error_code)(f"fetch from broker {self.source_id} failed")
+        for topic in response.responses:
+            for answer in topic.partitions:
+                key = (topic.topic, answer.partition_index)
+                state, fetch_offset = sent.get(key, (None, -1))
+                partition = self._current(key, state) if state is not None else None
+                if partition is None or partition.log.log_end_offset != fetch_offset:
+                    continue  # replaced or changed while the request was out
+                if answer.error_code == OffsetOutOfRangeError.code:
+                    await self._handle_out_of_range(conn, key, state)
+                elif answer.error_code:
+                    self._on_partition_error(key, state, answer.error_code)
+                else:
+                    self._process_partition_data(partition, state, answer)
+
+    def _process_partition_data(self, partition: "Partition", state: PartitionFetchState, answer: Any) -> None:
+        diverging = answer.diverging_epoch
+        if diverging is not None and (diverging.epoch >= 0 or diverging.end_offset >= 0):
+            self._truncate_to_leader(partition, state, diverging.epoch, diverging.end_offset)
+            return
+        log_ = partition.log
+        batches = complete_batches(answer.records)
+        if batches is not None:
+            log_.append_as_follower(batches)
+        # Kafka's processPartitionData: the follower's HW never passes its own log end.
+        log_.update_high_watermark(min(answer.high_watermark, log_.log_end_offset))
+        leader_start = answer.log_start_offset
+        if leader_start > log_.log_start_offset:
+            log_.maybe_increment_log_start_offset(min(leader_start, log_.high_watermark))
+
+    def _on_partition_error(self, key: Key, state: PartitionFetchState, code: int) -> None:
+        error = for_code(code)
+        if code == FencedLeaderEpochError.code:
+            # Our epoch is older than the leader's: a LeaderAndIsr is coming; stop until it arrives.
+            log.info("[%s] %s-%d: fenced leader epoch %d; waiting for the controller", self.name, *key,
+                     state.leader_epoch)
+            self.partitions.pop(key, None)
+            return
+        self._back_off(key, state, f"error {error.__name__}")
+
+    async def _handle_out_of_range(self, conn: BrokerConnection, key: Key, state: PartitionFetchState) -> None:
+        """Kafka's handleOutOfRangeError: behind the leader's start, restart the log there; past its
+        end (no epochs to compare), truncate to it."""
+        latest = await self._list_offset(conn, key, state, _LATEST)
+        earliest = await self._list_offset(conn, key, state, _EARLIEST)
+        partition = self._current(key, state)
+        if partition is None or latest is None or earliest is None:
+            return
+        log_ = partition.log
+        if log_.log_end_offset > latest:
+            self._truncate_log(partition, latest)
+        elif log_.log_end_offset < earliest:
+            log.info("[%s] %s-%d: log end %d is below the leader's start %d; restarting the log there",
+                     self.name, *key, log_.log_end_offset, earliest)
+            log_.truncate_fully_and_start_at(earliest)
+
+    async def _list_offset(self, conn: BrokerConnection, key: Key, state: PartitionFetchState,
+                           timestamp: int) -> int | None:
+        request = ListOffsetsRequest(replica_id=self.settings.broker_id, isolation_level=0, topics=[
+            _ListTopic(name=key[0], partitions=[_ListPartition(
+                partition_index=key[1], current_leader_epoch=state.leader_epoch, timestamp=timestamp)])])
+        response = await conn.send(request, timeout=self._timeout())
+        answer = response.topics[0].partitions[0]
+        if answer.error_code:
+            self._on_partition_error(key, state, answer.error_code)
+            return None
+        return answer.offset
+
+
+class ReplicaFetcherManager:
+    """The fetchers of one broker, one per source broker (``num.replica.fetchers`` = 1)."""
+
+    def __init__(self, replica_manager: "ReplicaManager", settings: FetcherSettings,
+                 listener_name: str | None = None) -> None:
+        self.replica_manager = replica_manager
+        self.settings = settings
+        self.listener_name = listener_name  # inter.broker.listener.name, for endpoints from the metadata cache
+        self.fetchers: dict[tuple[int, str, int], ReplicaFetcher] = {}
+        self._stopping: set[asyncio.Task] = set()
+
+    def add_partitions(self, targets: Mapping[Key, tuple[int, tuple[str, int], int]]) -> None:
+        """key -> (leader id, (host, port), leader epoch): fetch from there, truncating first."""
+        self.remove_partitions(targets)
+        for key, (leader_id, (host, port), epoch) in targets.items():
+            source = (leader_id, host, port)
+            fetcher = self.fetchers.get(source)
+            if fetcher is None:
+                fetcher = self.fetchers[source] = ReplicaFetcher(self, leader_id, host, port)
+                fetcher.start()
+            fetcher.add(key, epoch)
+            log.info("[ReplicaFetcherManager on broker %d] fetching %s-%d from broker %d at %s:%d (epoch %d)",
+                     self.settings.broker_id, *key, leader_id, host, port, epoch)
+
+    def remove_partitions(self, keys: Iterable[Key]) -> None:
+        keys = set(keys)
+        for fetcher in self.fetchers.values():
+            for key in keys & fetcher.partitions.keys():
+                del fetcher.partitions[key]
+        self._shutdown_idle_fetchers()
+
+    def fetched_partitions(self) -> dict[Key, int]:
+        """key -> source broker id of every partition being fetched."""
+        return {key: f.source_id for f in self.fetchers.values() for key in f.partitions}
+
+    def _shutdown_idle_fetchers(self) -> None:
+        for source, fetcher in list(self.fetchers.items()):
+            if not fetcher.partitions:
+                del self.fetchers[source]
+                task = asyncio.get_running_loop().create_task(fetcher.shutdown())
+                self._stopping.add(task)
+                task.add_done_callback(self._stopping.discard)
+
+    async def shutdown(self) -> None:
+        fetchers = list(self.fetchers.values())
+        self.fetchers.clear()
+        await asyncio.gather(*(f.shutdown() for f in fetchers), *self._stopping, return_exceptions=True)
