@@ -36,7 +36,7 @@ class IsrManager:
         self.on_isr_changed = on_isr_changed  # the replica manager completes waiting produces
         self._changed: set[tuple[str, int]] = set()
         self._last_change_ms = 0
-        self._last_propagation_ms = 0
+        self._last_propagation_ms = clock()  # Kafka's lastIsrPropagationMs starts at start-up
         self._tasks: set[asyncio.Task] = set()
 
     def submit(self, partition: Partition, new_isr: list[int]) -> bool:

@@ -201,7 +201,7 @@ class ReplicaManager:
 
     def _create_partition(self, topic: str, partition: int, overrides: Mapping[str, Any]) -> Partition:
         log_ = self.log_manager.get_or_create_log(topic, partition, overrides)
-        created = Partition(topic, partition, self.broker_id, log_)
+        created = Partition(topic, partition, self.broker_id, log_, self.clock)
         self.partitions[(topic, partition)] = created
         return created
 

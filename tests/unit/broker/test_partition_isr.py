@@ -1,0 +1,301 @@
+"""ISR rules of the leader (Kafka's Partition/ReplicaManager), with real logs on disk and a fake clock.
+
+The replica manager runs without an ISR manager here, so ISR changes apply in memory at once; the
+ZooKeeper side (IsrManager) is tested against a fake ZooKeeper client below.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from types import SimpleNamespace
+
+import pytest
+import uvloop
+
+from odradek.broker.delayed_ops import FetchSpec
+from odradek.broker.isr_manager import PROPAGATION_LINGER_MS, IsrManager
+from odradek.broker.log import LogManager
+from odradek.broker.metadata_cache import MetadataCache
+from odradek.broker.replica_fetcher import complete_batches, truncation_offset
+from odradek.broker.replica_manager import FetchParams, ReplicaManager
+from odradek.controller.zk_data import LeaderIsrAndControllerEpoch
+from odradek.protocol import errors
+from odradek.protocol.records import RecordBatchBuilder
+
+LEADER, F1, F2 = 1, 2, 3
+LAG_MS = 10_000
+KEY = ("t", 0)
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1_000_000
+
+    def __call__(self) -> int:
+        return self.now
+
+
+def state(epoch: int = 0, leader: int = LEADER, isr=(LEADER, F1, F2), replicas=(LEADER, F1, F2), version: int = 0):
+    return SimpleNamespace(partition_index=0, controller_epoch=1, leader=leader, leader_epoch=epoch,
+                           isr=list(isr), partition_epoch=version, replicas=list(replicas), is_new=True)
+
+
+def batch(*values: bytes) -> bytearray:
+    builder = RecordBatchBuilder()
+    for v in values:
+        builder.append(value=v, key=None, timestamp=1_700_000_000_000)
+    return bytearray(builder.build())
+
+
+def follower_fetch(rm: ReplicaManager, replica: int, offset: int, last_fetched_epoch: int = -1):
+    params = FetchParams(replica_id=replica, max_wait_ms=0, min_bytes=1, max_bytes=1 << 20)
+    return rm.fetch_messages(params, [FetchSpec("t", 0, offset, 1 << 20, last_fetched_epoch=last_fetched_epoch)])[KEY]
+
+
+def run(coro):
+    loop = uvloop.new_event_loop()
+    try:
+        return loop.run_until_complete(asyncio.wait_for(coro, 10))
+    finally:
+        loop.close()
+
+
+@pytest.fixture
+def clock():
+    return Clock()
+
+
+@pytest.fixture
+def make_rm(tmp_path, clock):
+    made = []
+
+    def make(min_insync: int = 1, isr=(LEADER, F1, F2)) -> ReplicaManager:
+        lm = LogManager([str(tmp_path / f"logs{len(made)}")], {"min.insync.replicas": str(min_insync)},
+                        broker_id=LEADER, cluster_id="c")
+        rm = ReplicaManager(LEADER, lm, MetadataCache(LEADER), clock=clock)
+        made.append((rm, lm))
+        assert rm.become_leader_or_follower(1, [("t", state(isr=isr))], {}) == {KEY: 0}
+        return rm
+
+    yield make
+    for rm, lm in made:
+        rm.shutdown()
+        lm.shutdown()
+
+
+def test_high_watermark_is_the_smallest_log_end_offset_in_the_isr(make_rm):
+    rm = make_rm()
+    p = rm.online_partition(*KEY)
+    rm.append_records(1, 1000, {KEY: batch(b"a", b"b", b"c")})
+    assert p.high_watermark == 0  # followers' positions are unknown after becoming leader
+    follower_fetch(rm, F1, 3)
+    assert p.high_watermark == 0
+    follower_fetch(rm, F2, 2)
+    assert p.high_watermark == 2
+    follower_fetch(rm, F2, 3)
+    assert p.high_watermark == 3
+
+
+def test_a_follower_fetch_reads_to_the_log_end_and_a_consumer_only_below_the_high_watermark(make_rm):
+    rm = make_rm()
+    rm.append_records(1, 1000, {KEY: batch(b"a")})
+    assert follower_fetch(rm, F1, 0).records
+    consumer = FetchParams(replica_id=-1, max_wait_ms=0, min_bytes=1, max_bytes=1 << 20)
+    assert rm.fetch_messages(consumer, [FetchSpec("t", 0, 0, 1 << 20)])[KEY].records == b""
+
+
+def test_an_unassigned_replica_is_refused(make_rm):
+    rm = make_rm()
+    assert follower_fetch(rm, 9, 0).error_code == errors.NotLeaderOrFollowerError.code
+
+
+def test_isr_shrinks_only_after_the_lag_time_without_catching_up(make_rm, clock):
+    rm = make_rm()
+    p = rm.online_partition(*KEY)
+    rm.append_records(1, 1000, {KEY: batch(b"a", b"b")})
+    follower_fetch(rm, F1, 2)  # F1 is at the log end: caught up now
+    follower_fetch(rm, F2, 0)  # F2 lags
+    clock.now += LAG_MS
+    assert rm.maybe_shrink_isr(LAG_MS) == 0 and p.isr == [LEADER, F1, F2]
+    clock.now += 1
+    assert rm.maybe_shrink_isr(LAG_MS) == 1
+    assert p.isr == [LEADER, F1]  # F1 has the log end offset: in sync however long ago it fetched
+    assert p.high_watermark == 2  # the ISR without F2 has everything
+    assert p.partition_epoch == 1
+
+
+def test_a_follower_that_caught_up_at_its_previous_fetch_counts_from_then(make_rm, clock):
+    rm = make_rm(isr=(LEADER, F1))
+    p = rm.online_partition(*KEY)
+    rm.append_records(1, 1000, {KEY: batch(b"a")})
+    follower_fetch(rm, F1, 0)           # the leader's end was 1 at this fetch
+    rm.append_records(1, 1000, {KEY: batch(b"b")})
+    clock.now += LAG_MS // 2
+    follower_fetch(rm, F1, 1)           # reached the previous end: caught up as of the previous fetch
+    clock.now += LAG_MS // 2 + 1
+    assert rm.maybe_shrink_isr(LAG_MS) == 1 and p.isr == [LEADER]
+
+
+def test_isr_expands_when_the_follower_reaches_the_high_watermark(make_rm):
+    rm = make_rm(isr=(LEADER, F1))
+    p = rm.online_partition(*KEY)
+    rm.append_records(1, 1000, {KEY: batch(b"a", b"b", b"c")})
+    follower_fetch(rm, F1, 3)
+    assert p.high_watermark == 3
+    follower_fetch(rm, F2, 2)
+    assert p.isr == [LEADER, F1]
+    follower_fetch(rm, F2, 3)
+    assert p.isr == [LEADER, F1, F2]
+
+
+def test_acks_all_needs_min_insync_replicas_before_and_after_appending(make_rm, clock):
+    async def main():
+        rm = make_rm(min_insync=2, isr=(LEADER,))
+        refused = rm.append_records(-1, 1000, {KEY: batch(b"a")})
+        assert refused[KEY].error_code == errors.NotEnoughReplicasError.code
+        assert rm.online_partition(*KEY).log_end_offset == 0  # refused before appending
+
+        rm2 = make_rm(min_insync=2, isr=(LEADER, F1))
+        p = rm2.online_partition(*KEY)
+        follower_fetch(rm2, F1, 0)
+        pending = rm2.append_records(-1, 5000, {KEY: batch(b"a")})
+        assert isinstance(pending, asyncio.Future)
+        clock.now += LAG_MS + 1
+        rm2.maybe_shrink_isr(LAG_MS)  # F1 leaves; the HW reaches the record, but only one replica has it
+        assert p.isr == [LEADER]
+        result = (await pending)[KEY]
+        assert result.error_code == errors.NotEnoughReplicasAfterAppendError.code
+    run(main())
+
+
+def test_acks_all_completes_when_every_isr_member_has_the_records(make_rm):
+    async def main():
+        rm = make_rm(min_insync=2)
+        pending = rm.append_records(-1, 5000, {KEY: batch(b"a", b"b")})
+        follower_fetch(rm, F1, 2)
+        assert not pending.done()
+        follower_fetch(rm, F2, 2)
+        assert (await pending)[KEY].error_code == 0
+    run(main())
+
+
+def test_a_diverged_follower_gets_its_diverging_epoch_and_no_records(make_rm, tmp_path):
+    rm = make_rm()
+    p = rm.online_partition(*KEY)
+    rm.append_records(1, 1000, {KEY: batch(b"a", b"b")})          # epoch 0: offsets 0-1
+    rm.become_leader_or_follower(1, [("t", state(epoch=3))], {})   # epoch 3 starts at 2
+    rm.append_records(1, 1000, {KEY: batch(b"c")})
+    # A follower that wrote offsets 0-4 in epoch 0 under an older leader diverged at 2.
+    answer = follower_fetch(rm, F1, 5, last_fetched_epoch=0)
+    assert answer.diverging_epoch == (0, 2) and answer.records == b""
+    # One that knows epoch 3 up to offset 3 is fine.
+    assert follower_fetch(rm, F1, 3, last_fetched_epoch=3).diverging_epoch is None
+    assert p.log_end_offset == 3
+
+
+# -- follower-side truncation (Kafka's getOffsetTruncationState) ------------------------------------
+
+@pytest.fixture
+def follower_log(tmp_path):
+    lm = LogManager([str(tmp_path / "f")], {}, broker_id=F1, cluster_id="c")
+    log_ = lm.get_or_create_log("t", 0, {})
+    log_.append_as_leader(batch(b"a", b"b"), 1)   # epoch 1: 0-1
+    log_.append_as_leader(batch(b"c", b"d"), 2)   # epoch 2: 2-3
+    yield log_
+    lm.shutdown()
+
+
+def test_truncation_to_the_leaders_end_of_our_latest_epoch(follower_log):
+    assert truncation_offset(follower_log, 2, 3) == (3, True)      # the leader has 2 up to 3
+    assert truncation_offset(follower_log, 2, 10) == (4, True)     # never past our own end
+
+
+def test_truncation_when_the_leader_knows_only_an_older_epoch(follower_log):
+    # The leader answered epoch 1 ending at 1: we cut where both agree, min(1, our end of epoch 1 = 2).
+    assert truncation_offset(follower_log, 1, 1) == (1, True)
+
+
+def test_truncation_when_we_lack_the_leaders_epoch_asks_again(follower_log):
+    # The leader's epoch 0 is older than anything we know: our epoch 1 starts at 0, so cut there and retry.
+    offset, complete = truncation_offset(follower_log, 0, 5)
+    assert offset == 0 and complete
+
+
+def test_truncation_to_the_high_watermark_when_the_leader_has_no_epoch(follower_log):
+    follower_log.update_high_watermark(2)
+    assert truncation_offset(follower_log, -1, -1) == (2, True)
+
+
+def test_complete_batches_drops_a_trailing_partial_batch():
+    data = bytes(batch(b"a")) + bytes(batch(b"b"))
+    assert bytes(complete_batches(data[:-3])) == bytes(batch(b"a"))
+    assert complete_batches(b"") is None
+    assert complete_batches(data[:10]) is None
+
+
+# -- IsrManager: the ZooKeeper side ----------------------------------------------------------------
+
+class FakeZk:
+    def __init__(self, version: int = 0, znode: LeaderIsrAndControllerEpoch | None = None) -> None:
+        self.version = version
+        self.znode = znode
+        self.writes: list[tuple[LeaderIsrAndControllerEpoch, int]] = []
+        self.notifications: list[list] = []
+
+    def update_partition_state(self, topic, partition, new_state, expected_version):
+        self.writes.append((new_state, expected_version))
+        if expected_version != self.version:
+            return None
+        self.version += 1
+        self.znode = new_state
+        return self.version
+
+    def get_partition_states(self, keys):
+        return {k: (self.znode, self.version) for k in keys}
+
+    def propagate_isr_changes(self, partitions):
+        self.notifications.append(list(partitions))
+        return "isr_change_0000000000"
+
+
+def _leader_with_isr_manager(make_rm, clock, zk: FakeZk):
+    rm = make_rm(isr=(LEADER, F1))
+    manager = IsrManager(zk, LEADER, clock, on_isr_changed=rm.on_isr_changed)
+    rm.isr_manager = manager
+    return rm, manager
+
+
+def test_isr_expansion_is_written_conditionally_then_applied_and_propagated_after_the_linger(make_rm, clock):
+    async def main():
+        zk = FakeZk(version=0)
+        rm, manager = _leader_with_isr_manager(make_rm, clock, zk)
+        p = rm.online_partition(*KEY)
+        follower_fetch(rm, F1, 0)
+        follower_fetch(rm, F2, 0)
+        assert p.isr == [LEADER, F1] and p.isr_update_in_flight  # not before ZooKeeper said yes
+        while p.isr_update_in_flight:
+            await asyncio.sleep(0.01)
+        assert zk.writes == [(LeaderIsrAndControllerEpoch(LEADER, 0, [LEADER, F1, F2], 1), 0)]
+        assert p.isr == [LEADER, F1, F2] and p.partition_epoch == 1
+        assert await manager.propagate_due_changes() == []  # changes linger before they are announced
+        clock.now += PROPAGATION_LINGER_MS + 1
+        assert await manager.propagate_due_changes() == [KEY]
+        assert zk.notifications == [[KEY]]
+    run(main())
+
+
+def test_a_version_conflict_gives_the_isr_change_up(make_rm, clock):
+    async def main():
+        # The controller wrote the znode meanwhile (version 5, another leader epoch).
+        zk = FakeZk(version=5, znode=LeaderIsrAndControllerEpoch(F1, 1, [F1], 2))
+        rm, manager = _leader_with_isr_manager(make_rm, clock, zk)
+        p = rm.online_partition(*KEY)
+        rm.append_records(1, 1000, {KEY: batch(b"a")})
+        follower_fetch(rm, F1, 0)
+        clock.now += LAG_MS + 1
+        assert rm.maybe_shrink_isr(LAG_MS) == 1
+        while p.isr_update_in_flight:
+            await asyncio.sleep(0.01)
+        assert p.isr == [LEADER, F1] and p.partition_epoch == 0
+        assert await manager.propagate_due_changes() == [] and zk.notifications == []
+    run(main())
