@@ -172,7 +172,8 @@ def test_isr_change_notification_updates_metadata_and_is_deleted(zk_client_facto
 
 def test_state_change_log_file_records_transitions_and_requests(zk_client_factory, zk_chroot, tmp_path):
     async def main(cluster):
-        await cluster.start((1,))
+        controller = await cluster.start((1,))
+        await controller.controller.event_manager.wait_idle()  # failover done: the topic comes as a new one
         await asyncio.to_thread(cluster.admin().create_topic, "logged", 1, 1)
         await eventually(lambda: cluster.states("logged", 1), "state")
         await eventually(lambda: "Sending LeaderAndIsr request" in path.read_text(), "request logged")
