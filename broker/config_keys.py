@@ -349,6 +349,8 @@ _BROKER_KEYS: list[Key] = [
     K("odradek.metrics.port", I, -1, "Odradek only: port of the Prometheus /metrics endpoint; -1 = off",
       between(-1, 65535)),
     K("odradek.metrics.host", STR, "", "Odradek only: address the /metrics endpoint binds; empty = all"),
+    K("odradek.state.change.log.dir", STR, None, "Odradek only: directory of state-change.log (Kafka's log4j "
+      "logs/ directory); unset = the parent of the first log dir"),
 ]
 BROKER_KEYS: dict[str, Key] = {k.name: k for k in _BROKER_KEYS}
 
