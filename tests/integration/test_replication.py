@@ -44,21 +44,6 @@ def wait_until(condition, timeout: float, what: str):
         time.sleep(0.2)
 
 
-@pytest.fixture
-def zk_of():
-    clients: list[KafkaZkClient] = []
-
-    def make(cluster) -> KafkaZkClient:
-        client = KafkaZkClient(cluster.zookeeper_connect, session_timeout_ms=6000, connection_timeout_ms=10000)
-        client.start()
-        clients.append(client)
-        return client
-
-    yield make
-    for client in clients:
-        client.close()
-
-
 def partition_state(zk: KafkaZkClient, partition: int = 0):
     return zk.get_partition_states([(TOPIC, partition)])[(TOPIC, partition)][0]
 
@@ -89,9 +74,9 @@ def produce(cluster, values, **kw):
     return asyncio.run(_produce(cluster, values, **kw))
 
 
-def test_rf3_replicas_stay_identical_through_follower_and_leader_failures(odradek_cluster_factory, zk_of):
+def test_rf3_replicas_stay_identical_through_follower_and_leader_failures(odradek_cluster_factory, zk_client_factory):
     cluster = odradek_cluster_factory(brokers=3, overrides=OVERRIDES)
-    zk = zk_of(cluster)
+    zk = zk_client_factory(cluster.zookeeper_connect)
 
     async def create():
         async with SimpleClient(cluster.bootstrap_servers) as client:
