@@ -19,14 +19,17 @@ import sys
 import time
 from typing import Any, Callable
 
+from ..controller import state_change_log
 from ..controller.admin_zk import AdminZkClient
 from ..controller.kafka_controller import KafkaController
 from ..controller.zk_client import KafkaZkClient, ZkNodeExistsError
 from ..controller.zk_data import BrokerInfo
 from ..protocol import messages
 from .apis import create_topics, delete_topics, fetch, inter_broker, list_offsets, metadata
+from .apis import controlled_shutdown as controlled_shutdown_api
 from .apis import offset_for_leader_epoch, produce, producers
 from .apis.services import BrokerServices
+from .controlled_shutdown import controlled_shutdown
 from .config import ConfigError, KafkaConfig, load_config
 from .kafka_apis import KafkaApis
 from .log import LogManager
@@ -41,6 +44,7 @@ from .replica_manager import ReplicaManager
 log = logging.getLogger("odradek.server")
 
 _API_MODULES = (produce, fetch, list_offsets, metadata, create_topics, delete_topics, inter_broker,
+                controlled_shutdown_api,
                 offset_for_leader_epoch, producers)
 _NEVER_MS = 2 ** 62  # Kafka's Long.MaxValue defaults: "never"
 
@@ -96,6 +100,7 @@ class KafkaServer:
         self.socket_server = SocketServer(cfg, apis)
         await self.socket_server.start()
         self.broker_epoch = await self._register()
+        state_change_log.configure_from(cfg)
         self.controller = KafkaController(cfg, zk, self.broker_id, lambda: self.broker_epoch)
         services.controller = self.controller
         await self.controller.startup()
@@ -211,6 +216,10 @@ class KafkaServer:
 
     async def shutdown(self) -> None:
         log.info("[KafkaServer id=%d] shutting down", self.broker_id)
+        if self.zk is not None and self.broker_epoch >= 0 and self.controller is not None:
+            # Controlled shutdown first, while this broker still serves (it may be the controller and
+            # answer its own request): leadership moves away before the sockets close (Kafka's order).
+            await _quietly(controlled_shutdown(self.config, self.zk, self.broker_id, lambda: self.broker_epoch))
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
@@ -230,6 +239,7 @@ class KafkaServer:
             await _quietly(self._blocking(lm.shutdown))
         if self.zk is not None:
             await _quietly(self._blocking(self.zk.close))
+        state_change_log.close()
         log.info("[KafkaServer id=%d] shut down completed", self.broker_id)
         self._stopped.set()
 
