@@ -3,7 +3,8 @@
 What a broker's CreateTopics, DeleteTopics and Metadata auto-creation call (Kafka's ZkAdminManager +
 AdminZkClient). Creating a topic only validates and writes ``/config/topics/<t>`` and
 ``/brokers/topics/<t>``; the controller sees the new child of /brokers/topics, creates the partition
-states and tells the brokers. Deleting only writes ``/admin/delete_topics/<t>``.
+states and tells the brokers. Adding partitions only rewrites ``/brokers/topics/<t>`` (the controller watches it). Deleting only
+writes ``/admin/delete_topics/<t>``.
 
 Synchronous (ZooKeeper round trips): the broker runs these in an executor. Errors are
 ``odradek.protocol.errors`` classes, ready to be answered as they are.
@@ -17,8 +18,10 @@ import uuid
 from typing import Any, Mapping, Sequence
 
 # The topic-level config table is the broker's; it is a leaf module (no broker machinery comes with it).
-from ..protocol.errors import (InvalidConfigError, InvalidRequestError, InvalidTopicError, TopicAlreadyExistsError,
-                               TopicDeletionDisabledError, UnknownTopicOrPartitionError)
+from ..protocol.errors import (InvalidConfigError, InvalidPartitionsError,
+                               InvalidReplicaAssignmentError, InvalidRequestError, InvalidTopicError,
+                               ReassignmentInProgressError, TopicAlreadyExistsError, TopicDeletionDisabledError,
+                               UnknownTopicOrPartitionError)
 from .replica_assignment import assign_replicas_to_brokers, validate_replica_assignment
 from .zk_client import KafkaZkClient, TopicExistsError
 from .zk_data import DeleteTopicsZNode, TopicAssignment
@@ -113,6 +116,80 @@ class AdminZkClient:
             colliding = [t for t in existing if topics_collide(topic, t)]
             if colliding:
                 raise InvalidTopicError(f"Topic '{topic}' collides with existing topics: {', '.join(colliding)}")
+
+    # --- new partitions --------------------------------------------------------------------------------
+    def add_partitions(self, topic: str, new_count: int,
+                       replica_assignment: Mapping[int, Sequence[int]] | Sequence[Sequence[int]] | None = None,
+                       validate_only: bool = False) -> dict[int, list[int]]:
+        """Grow ``topic`` to ``new_count`` partitions; returns the whole new assignment (Kafka's
+        AdminZkClient.addPartitions with ZkAdminManager.createPartitions' checks).
+
+        ``replica_assignment`` gives the new partitions' replicas: a list in partition order (as a
+        CreatePartitions request does) or a partition -> replicas mapping. Without it the new partitions
+        continue the round-robin of the existing ones from the broker of partition 0's first replica.
+        """
+        while True:
+            if self.zk.get_data(DeleteTopicsZNode.topic_path(topic))[1] is not None:
+                raise InvalidTopicError("The topic is queued for deletion.")  # (Kafka's KafkaApis check)
+            found = self.zk.get_topic_assignments_with_versions([topic])
+            if topic not in found:
+                raise UnknownTopicOrPartitionError(f"The topic '{topic}' does not exist.")
+            current, version = found[topic]
+            proposed = self._new_partitions(topic, current, new_count, replica_assignment)
+            if validate_only:
+                return {**current.partitions, **proposed}
+            log.info("Creating %d partitions for '%s' with the following replica assignment: %s.", len(proposed),
+                     topic, proposed)
+            grown = TopicAssignment({**current.partitions, **proposed}, current.topic_id, current.adding_replicas,
+                                    current.removing_replicas)
+            # Conditional on the version read (Kafka writes unconditionally): two concurrent increases
+            # cannot overwrite each other's partitions; the loser validates again against the winner's.
+            if self.zk.set_topic_assignment(topic, grown, version) is not None:
+                return dict(grown.partitions)
+
+    def _new_partitions(self, topic: str, current: TopicAssignment, new_count: int,
+                        replica_assignment: Mapping[int, Sequence[int]] | Sequence[Sequence[int]] | None
+                        ) -> dict[int, list[int]]:
+        existing = current.partitions
+        if current.adding_replicas or current.removing_replicas:
+            raise ReassignmentInProgressError(f"A partition reassignment is in progress for the topic '{topic}'.")
+        if 0 not in existing:
+            raise InvalidReplicaAssignmentError(f"Unexpected existing replica assignment for topic '{topic}', "
+                                                f"partition id 0 is missing. Assignment: {existing}")
+        to_add = new_count - len(existing)
+        if to_add <= 0:
+            raise InvalidPartitionsError(f"The number of partitions for a topic can only be increased. Topic {topic} "
+                                         f"currently has {len(existing)} partitions, {new_count} would not be an "
+                                         "increase.")
+        replication_factor = len(existing[0])
+        live = sorted(self.zk.get_all_brokers())
+        if replica_assignment is None:
+            # Kafka's start index: the first live broker at or above partition 0's preferred replica
+            start = next((i for i, b in enumerate(live) if b >= existing[0][0]), 0)
+            return assign_replicas_to_brokers(live, to_add, replication_factor, fixed_start_index=start,
+                                              start_partition_id=len(existing))
+        if isinstance(replica_assignment, Mapping):
+            proposed = {int(p): [int(b) for b in r] for p, r in replica_assignment.items()}
+        else:
+            proposed = {len(existing) + i: [int(b) for b in r] for i, r in enumerate(replica_assignment)}
+        unknown = sorted({b for r in proposed.values() for b in r} - set(live))
+        if unknown:
+            raise InvalidReplicaAssignmentError(f"Unknown broker(s) in replica assignment: "
+                                                f"{', '.join(map(str, unknown))}.")
+        if sorted(proposed) != list(range(len(existing), new_count)):
+            raise InvalidReplicaAssignmentError(f"Increasing the number of partitions by {to_add} but "
+                                                f"{len(proposed)} assignments provided.")
+        for p, replicas in sorted(proposed.items()):
+            if not replicas:
+                raise InvalidReplicaAssignmentError(f"Cannot have replication factor of 0 for partition id {p}.")
+            if len(set(replicas)) != len(replicas):
+                raise InvalidReplicaAssignmentError("Duplicate brokers not allowed in replica assignment: "
+                                                    f"{', '.join(map(str, replicas))} for partition id {p}.")
+            if len(replicas) != replication_factor:
+                raise InvalidReplicaAssignmentError(
+                    f"Inconsistent replication factor between partitions, partition 0 has {replication_factor} "
+                    f"while partition {p} has {len(replicas)}.")
+        return proposed
 
     # --- deletion --------------------------------------------------------------------------------------
     def delete_topic(self, topic: str) -> None:

@@ -83,6 +83,10 @@ class ControllerContext:
         if assignment.topic_id is not None:
             self.topic_ids[topic] = assignment.topic_id
 
+    def add_partitions(self, topic: str, partitions: dict[int, list[int]]) -> None:
+        """New partitions of an existing topic (their leadership comes with their first election)."""
+        self.assignments.setdefault(topic, {}).update({p: list(r) for p, r in partitions.items()})
+
     def remove_topic(self, topic: str) -> None:
         for partition in self.assignments.pop(topic, {}):
             self.leaderships.pop((topic, partition), None)

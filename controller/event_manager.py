@@ -68,6 +68,22 @@ class IsrChangeNotification(ControllerEvent):
     """The children of /isr_change_notification changed (a leader wrote a new ISR)."""
 
 
+@dataclass(frozen=True)
+class PartitionModifications(ControllerEvent):
+    """/brokers/topics/<topic> was written (partitions added) or deleted."""
+    topic: str
+
+
+@dataclass(frozen=True)
+class PreferredReplicaElection(ControllerEvent):
+    """/admin/preferred_replica_election was created or written."""
+
+
+@dataclass(frozen=True)
+class PartitionReassignment(ControllerEvent):
+    """/admin/reassign_partitions was created or written."""
+
+
 @dataclass(frozen=True, eq=False)
 class ControlledShutdown(ControllerEvent):
     """A broker asked to shut down; ``result`` gets the partitions it still leads, or an exception."""

@@ -26,8 +26,8 @@ from kazoo.recipe.watchers import ChildrenWatch, DataWatch
 from .zk_data import (PERSISTENT_PATHS, BrokerIdsZNode, BrokerIdZNode, BrokerInfo, BrokerSequenceIdZNode,
                       ClusterIdZNode, ConfigChangeNotificationZNode, ConfigEntityZNode, ControllerEpochZNode,
                       ControllerZNode, DeleteTopicsZNode, IsrChangeNotificationZNode, LeaderIsrAndControllerEpoch,
-                      ProducerIdBlock, ProducerIdBlockZNode, TopicAssignment, TopicPartitionStateZNode,
-                      TopicsZNode, TopicZNode)
+                      PreferredReplicaElectionZNode, ProducerIdBlock, ProducerIdBlockZNode, ReassignPartitionsZNode,
+                      TopicAssignment, TopicPartitionsZNode, TopicPartitionStateZNode, TopicsZNode, TopicZNode)
 
 log = logging.getLogger(__name__)
 
@@ -455,6 +455,56 @@ class KafkaZkClient:
         self._delete(TopicZNode.path(topic), recursive=True)
         self._delete(ConfigEntityZNode.path("topics", topic))
         self._delete(DeleteTopicsZNode.topic_path(topic))
+
+    # --- admin requests: preferred replica election, reassignment -----------------------------------
+    @_zk
+    def get_preferred_replica_election(self) -> list[TopicPartition] | None:
+        """The partitions in /admin/preferred_replica_election, None without the znode; ValueError if the
+        JSON is not Kafka's."""
+        data, stat = self._get(PreferredReplicaElectionZNode.path)
+        if stat is None:
+            return None
+        try:
+            return PreferredReplicaElectionZNode.decode(data)
+        except (KeyError, TypeError, ValueError, AttributeError) as e:
+            raise ValueError(f"{PreferredReplicaElectionZNode.path} is not a partition list: {data!r}") from e
+
+    @_zk
+    def create_preferred_replica_election(self, partitions: Iterable[TopicPartition]) -> None:
+        """Ask the controller for a preferred replica election (what Kafka's tool writes); ZkNodeExistsError
+        while an earlier one is pending."""
+        try:
+            self._zk.create(PreferredReplicaElectionZNode.path,
+                            PreferredReplicaElectionZNode.encode(list(partitions)), makepath=True)
+        except NodeExistsError:
+            raise ZkNodeExistsError("a preferred replica election is already in progress") from None
+
+    @_zk
+    def delete_preferred_replica_election(self, epoch_zk_version: int | None = None) -> None:
+        """Remove /admin/preferred_replica_election once the controller handled it."""
+        if epoch_zk_version is not None:
+            self._check_epoch_version(epoch_zk_version)
+        self._delete(PreferredReplicaElectionZNode.path)
+
+    @_zk
+    def create_partition_reassignment(self, reassignment: dict[TopicPartition, list[int]]) -> None:
+        """Ask for a reassignment the legacy way (Kafka's tool before KIP-455); ZkNodeExistsError while one is
+        pending."""
+        try:
+            self._zk.create(ReassignPartitionsZNode.path, ReassignPartitionsZNode.encode(reassignment), makepath=True)
+        except NodeExistsError:
+            raise ZkNodeExistsError("a partition reassignment is already in progress") from None
+
+    @_zk
+    def get_partition_reassignment(self) -> dict[TopicPartition, list[int]] | None:
+        """The legacy /admin/reassign_partitions request, None without the znode."""
+        data, stat = self._get(ReassignPartitionsZNode.path)
+        return None if stat is None else ReassignPartitionsZNode.decode(data)
+
+    @_zk
+    def get_topic_partition_ids(self, topic: str) -> list[int]:
+        """The partitions of a topic that have a znode under /brokers/topics/<t>/partitions."""
+        return sorted(int(c) for c in self._children(TopicPartitionsZNode.path(topic)) if c.isdigit())
 
     # --- ISR change notifications -----------------------------------------------------------------
     @_zk
