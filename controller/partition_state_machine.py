@@ -29,6 +29,8 @@ from .leader_election import (controlled_shutdown_state, initial_state, offline_
 from .state_change_log import prefix, state_change_log
 from .zk_data import LeaderIsrAndControllerEpoch
 
+UNCLEAN_LEADER_ELECTION_ENABLE = "unclean.leader.election.enable"
+
 log = logging.getLogger(__name__)
 
 
@@ -62,6 +64,9 @@ class ElectionKind(enum.Enum):
 class ElectionStrategy:
     kind: ElectionKind
     allow_unclean: bool = False
+    # OFFLINE with allow_unclean: only these topics' partitions (None: every partition, as an unclean
+    # ElectLeaders request asks)
+    unclean_topics: frozenset[str] | None = field(default=None, compare=False)
     # REASSIGN: partition -> target replicas
     targets: dict[TopicPartition, Sequence[int]] = field(default_factory=dict, compare=False)
 
@@ -117,8 +122,9 @@ class PartitionStateMachine:
         """Elect every New and Offline partition outside topics being deleted (Kafka's method of that name)."""
         candidates = [tp for tp in self.partitions_in_state(_S.NEW, _S.OFFLINE)
                       if not self.context.is_topic_queued_for_deletion(tp[0])]
-        elected, _ = await self.handle_state_changes(
-            candidates, _S.ONLINE, batch, ElectionStrategy(ElectionKind.OFFLINE, self.unclean_leader_election))
+        # Kafka's OfflinePartitionLeaderElectionStrategy(allowUnclean = false): each topic's own
+        # unclean.leader.election.enable decides (see _unclean_topics)
+        elected, _ = await self.handle_state_changes(candidates, _S.ONLINE, batch, OFFLINE_ELECTION)
         return elected
 
     async def handle_state_changes(self, partitions: Iterable[TopicPartition], target: PartitionState,
@@ -165,6 +171,10 @@ class PartitionStateMachine:
                      strategy: ElectionStrategy) -> tuple[list[TopicPartition], list[TopicPartition]]:
         if not partitions:
             return [], []
+        if strategy.kind == ElectionKind.OFFLINE and not strategy.allow_unclean:
+            unclean = await self._unclean_topics(partitions)
+            if unclean:
+                strategy = ElectionStrategy(ElectionKind.OFFLINE, allow_unclean=True, unclean_topics=unclean)
         change = self._change_for(strategy)
         written = await self.writer.update(partitions, change)
         for tp in written:
@@ -182,7 +192,9 @@ class PartitionStateMachine:
         live, epoch = self._electable(), ctx.epoch
         kind = strategy.kind
         if kind == ElectionKind.OFFLINE:
-            return lambda tp, s: offline_election_state(s, ctx.replicas(tp), live, strategy.allow_unclean, epoch)
+            def unclean(tp: TopicPartition) -> bool:
+                return strategy.allow_unclean and (strategy.unclean_topics is None or tp[0] in strategy.unclean_topics)
+            return lambda tp, s: offline_election_state(s, ctx.replicas(tp), live, unclean(tp), epoch)
         if kind == ElectionKind.CONTROLLED_SHUTDOWN:
             shutting_down = set(ctx.shutting_down_broker_ids)
             return lambda tp, s: controlled_shutdown_state(s, ctx.replicas(tp), ctx.live_broker_ids, shutting_down,
@@ -190,6 +202,22 @@ class PartitionStateMachine:
         if kind == ElectionKind.PREFERRED:
             return lambda tp, s: preferred_election_state(s, ctx.replicas(tp), live, epoch)
         return lambda tp, s: reassign_election_state(s, strategy.targets.get(tp, ctx.replicas(tp)), live, epoch)
+
+    async def _unclean_topics(self, partitions: list[TopicPartition]) -> frozenset[str]:
+        """Topics of ``partitions`` with no live ISR member whose unclean.leader.election.enable (the topic's
+        override in /config/topics, else the broker default) is true: Kafka 2.8's
+        collectUncleanLeaderElectionState, which reads the topics' configs only for such partitions."""
+        live = self._electable()
+        stuck = {tp[0] for tp in partitions
+                 if (leadership := self.context.leadership(tp)) is not None
+                 and not any(r in live for r in leadership.state.isr)}
+        unclean = set()
+        for topic in sorted(stuck):
+            overrides = await self.writer.run(self.writer.zk.get_entity_config, "topics", topic)
+            value = overrides.get(UNCLEAN_LEADER_ELECTION_ENABLE)
+            if (self.unclean_leader_election if value is None else str(value).strip().lower() == "true"):
+                unclean.add(topic)
+        return frozenset(unclean)
 
     def _electable(self) -> set[int]:
         """Brokers that may lead: live and not shutting down (Kafka's liveBrokerIds)."""

@@ -29,6 +29,7 @@ class FakeZk:
     def __init__(self):
         self.znodes: dict = {}
         self.conflict: dict = {}
+        self.topic_configs: dict = {}  # topic -> its overrides in /config/topics
 
     def update_partition_states(self, updates, epoch_zk_version=None):
         out = {}
@@ -41,6 +42,10 @@ class FakeZk:
             self.znodes[tp] = (state, version + 1)
             out[tp] = version + 1
         return out
+
+    def get_entity_config(self, entity_type, name):
+        assert entity_type == "topics"
+        return self.topic_configs.get(name, {})
 
     def get_partition_states(self, partitions):
         return {tp: self.znodes[tp] for tp in partitions if tp in self.znodes}
@@ -126,6 +131,20 @@ def test_offline_election_clean_and_unclean():
     psm.unclean_leader_election = True
     assert asyncio.run(psm.trigger_online_partition_state_change(batch)) == [("t", 1)]
     assert zk.znodes[("t", 1)] == (S(3, 3, [3], EPOCH), 4)
+
+
+def test_offline_election_follows_each_topics_unclean_override():
+    """Kafka 2.8 reads unclean.leader.election.enable per topic: its override, else the broker default."""
+    ctx, zk, batch, psm, _ = setup({0: [4, 3]}, {0: S(4, 2, [4], 1)})
+    zk.topic_configs["t"] = {"unclean.leader.election.enable": "true"}
+    assert asyncio.run(psm.trigger_online_partition_state_change(batch)) == [("t", 0)]
+    assert zk.znodes[("t", 0)] == (S(3, 3, [3], EPOCH), 4)
+
+    ctx, zk, batch, psm, _ = setup({0: [4, 3]}, {0: S(4, 2, [4], 1)})
+    psm.unclean_leader_election = True
+    zk.topic_configs["t"] = {"unclean.leader.election.enable": "false"}
+    assert asyncio.run(psm.trigger_online_partition_state_change(batch)) == []
+    assert zk.znodes[("t", 0)] == (S(4, 2, [4], 1), 3) and psm.state(("t", 0)) == PartitionState.OFFLINE
 
 
 def test_controlled_shutdown_election_moves_leader_and_drops_the_broker_from_the_isr():
