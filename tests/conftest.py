@@ -12,7 +12,8 @@ from odradek.clients.cli.local_cluster import LocalCluster
 from odradek.clients.cli.local_zookeeper import LocalZooKeeper
 
 # A short ZooKeeper session so a SIGKILLed broker's registration vanishes in seconds (Kafka's default is 18 s)
-TEST_BROKER_OVERRIDES = {"zookeeper.session.timeout.ms": "6000"}
+# and a short controlled-shutdown backoff so stopping a whole cluster at once (teardown) takes seconds.
+TEST_BROKER_OVERRIDES = {"zookeeper.session.timeout.ms": "6000", "controlled.shutdown.retry.backoff.ms": "500"}
 _CLUSTERS = pytest.StashKey[list]()
 
 
