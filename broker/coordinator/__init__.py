@@ -1,0 +1,1 @@
+"""Coordinators: groups (consumer offsets and membership) and, later, transactions."""
