@@ -1,0 +1,582 @@
+"""AIOConsumer: the asyncio consumer, shaped as aiokafka's AIOKafkaConsumer (names as kafka-python's).
+
+    async with AIOConsumer(bootstrap_servers="127.0.0.1:9092", auto_offset_reset="earliest") as consumer:
+        consumer.assign([TopicPartition("events", 0)])
+        batches = await consumer.getmany(timeout_ms=1000)   # {TopicPartition: [ConsumerRecord]}
+        async for record in consumer: ...
+
+Partitions are assigned by hand (``assign``) or, without a group, ``subscribe(topics)`` takes every
+partition of the topics as kafka-python does when group_id is None. Group membership (JoinGroup)
+is not implemented yet: ``subscribe`` with a group_id raises.
+
+Fetching follows Kafka's Java Fetcher: one Fetch in flight per leader broker carrying every assigned
+partition it leads that is not paused, has a position and has no fetched records still buffered;
+so each partition is prefetched once ahead of the application. A partition's "epoch" changes on
+seek, reset and reassignment, and a response for an older epoch is dropped. Leader errors and
+connection failures mark the metadata stale; the fetch loop refreshes it before the next round.
+Positions are found lazily: the committed offset (when a group_id is given) else
+auto_offset_reset (earliest/latest; "none" raises ``NoOffsetForPartitionError``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import bisect
+import logging
+from collections import deque
+from typing import Any, AsyncIterator, Callable, Iterable
+
+from ..protocol.errors import KafkaError, for_code
+from ..protocol.messages import FetchRequest, FindCoordinatorRequest, OffsetCommitRequest, OffsetFetchRequest
+from ..protocol.records import iter_batches
+from .simple_client import SimpleClient, _Retry, _raise_code, parse_bootstrap_servers, records_from_fetch
+from .types import (
+    ConsumerRecord, KafkaConfigurationError, OffsetAndMetadata, OffsetAndTimestamp, TopicPartition, check_configs,
+)
+
+log = logging.getLogger(__name__)
+
+OFFSET_OUT_OF_RANGE = 1
+EARLIEST, LATEST = -2, -1
+# Fetch errors after which the partition's leader must be looked up again (Kafka's Fetcher).
+_METADATA_ERRORS = frozenset({3, 5, 6, 9, 56, 74, 75})  # ..., KAFKA_STORAGE_ERROR, FENCED/UNKNOWN_LEADER_EPOCH
+_COORDINATOR_ERRORS = frozenset({14, 15, 16})  # load in progress, not available, not coordinator
+
+DEFAULT_CONFIG: dict[str, Any] = {
+    "bootstrap_servers": "localhost",
+    "client_id": "odradek-consumer",
+    "group_id": None,
+    "key_deserializer": None,
+    "value_deserializer": None,
+    "auto_offset_reset": "latest",
+    "enable_auto_commit": False,  # needs group membership to be useful; off until JoinGroup lands
+    "fetch_min_bytes": 1,
+    "fetch_max_wait_ms": 500,
+    "fetch_max_bytes": 52428800,
+    "max_partition_fetch_bytes": 1048576,
+    "max_poll_records": None,
+    "isolation_level": "read_uncommitted",
+    "request_timeout_ms": 30000,
+    "retry_backoff_ms": 100,
+    "connections_max_idle_ms": 540000,
+    "consumer_timeout_ms": None,  # iteration of the synchronous Consumer stops after this long idle
+}
+
+
+class NoOffsetForPartitionError(KafkaError):
+    """auto_offset_reset='none' and the partition has no position (kafka-python's name)."""
+
+
+class IllegalStateError(KafkaError):
+    """A partition was used that is not assigned (kafka-python's name)."""
+
+
+class _PartitionState:
+    __slots__ = ("position", "reset", "paused", "epoch", "high_watermark", "log_start_offset",
+                 "last_stable_offset", "buffer", "error")
+
+    def __init__(self) -> None:
+        self.position: int | None = None
+        self.reset: int | None = None  # EARLIEST/LATEST when a seek_to_* is pending
+        self.paused = False
+        self.epoch = 0
+        self.high_watermark = -1
+        self.log_start_offset = -1
+        self.last_stable_offset = -1
+        self.buffer: deque[ConsumerRecord] = deque()
+        self.error: BaseException | None = None  # raised to the application by the next getmany
+
+    def move(self, position: int | None) -> None:
+        """A new position that is not the continuation of the last fetch: drop what is buffered."""
+        self.position = position
+        self.reset = None
+        self.epoch += 1
+        self.buffer.clear()
+        self.error = None
+
+
+class AIOConsumer:
+    def __init__(self, *topics: str, **configs: Any) -> None:
+        self.config = check_configs(configs, DEFAULT_CONFIG)
+        if self.config["auto_offset_reset"] not in ("earliest", "latest", "none"):
+            raise KafkaConfigurationError(f"auto_offset_reset must be earliest, latest or none, "
+                                          f"not {self.config['auto_offset_reset']!r}")
+        if self.config["isolation_level"] not in ("read_uncommitted", "read_committed"):
+            raise KafkaConfigurationError(f"invalid isolation_level {self.config['isolation_level']!r}")
+        parse_bootstrap_servers(self.config["bootstrap_servers"])  # fail early on a malformed list
+        self._isolation = 1 if self.config["isolation_level"] == "read_committed" else 0
+        self._client = SimpleClient(self.config["bootstrap_servers"], client_id=self.config["client_id"],
+                                    request_timeout=self.config["request_timeout_ms"] / 1000.0,
+                                    retry_backoff=self.config["retry_backoff_ms"] / 1000.0)
+        self._states: dict[TopicPartition, _PartitionState] = {}
+        self._subscription: list[str] = []
+        self._in_flight: dict[int, asyncio.Task] = {}  # leader id -> its one Fetch
+        self._wake = asyncio.Event()  # the fetch loop has something new to look at
+        self._data = asyncio.Event()  # records (or an error) are buffered for the application
+        self._metadata_stale = False
+        self._fetch_loop: asyncio.Task | None = None
+        self._coordinator: int | None = None
+        self._closed = False
+        self._initial_topics = list(topics)
+
+    # -- lifecycle --------------------------------------------------------------------------------
+    async def start(self) -> None:
+        """Connect (bootstrap metadata) and start the fetch loop; ``async with`` calls it."""
+        if self._fetch_loop is not None:
+            return
+        await self._client.metadata(topics=self._initial_topics or [])
+        if self._initial_topics:
+            await self.subscribe(self._initial_topics)
+        self._fetch_loop = asyncio.get_running_loop().create_task(self._run_fetch_loop(), name="odradek-fetcher")
+
+    async def stop(self) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        tasks = [t for t in [self._fetch_loop, *self._in_flight.values()] if t is not None]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        await self._client.close()
+
+    async def __aenter__(self) -> "AIOConsumer":
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc_info: Any) -> None:
+        await self.close()
+
+    # -- assignment -------------------------------------------------------------------------------
+    def assign(self, partitions: Iterable[TopicPartition]) -> None:
+        """Take exactly ``partitions`` (kafka-python: manual assignment, no group rebalancing)."""
+        wanted = {TopicPartition(*tp) for tp in partitions}
+        self._states = {tp: self._states.get(tp) or _PartitionState() for tp in sorted(wanted)}
+        self._wake.set()
+
+    def assignment(self) -> set[TopicPartition]:
+        return set(self._states)
+
+    async def subscribe(self, topics: Iterable[str]) -> None:
+        """Without a group_id: every partition of ``topics`` (kafka-python's behaviour with group_id=None)."""
+        if self.config["group_id"] is not None:
+            raise NotImplementedError("group subscription (JoinGroup) is not implemented yet; use assign()")
+        self._subscription = list(topics)
+        metadata = await self._client.metadata(self._subscription)
+        self.assign(TopicPartition(topic, p) for topic in self._subscription for p in metadata.partitions_for(topic))
+
+    def subscription(self) -> set[str]:
+        return set(self._subscription)
+
+    def unsubscribe(self) -> None:
+        self._subscription = []
+        self.assign([])
+
+    def _state(self, tp: TopicPartition) -> _PartitionState:
+        state = self._states.get(TopicPartition(*tp))
+        if state is None:
+            raise IllegalStateError(f"{tp} is not assigned")
+        return state
+
+    async def partitions_for_topic(self, topic: str) -> set[int]:
+        return set((await self._client.metadata([topic])).partitions_for(topic))
+
+    async def topics(self) -> set[str]:
+        return set((await self._client.metadata(None)).topics)
+
+    # -- positions --------------------------------------------------------------------------------
+    def seek(self, partition: TopicPartition, offset: int) -> None:
+        if offset < 0:
+            raise ValueError(f"offset must be >= 0, not {offset}")
+        self._state(partition).move(offset)
+        self._wake.set()
+
+    async def seek_to_beginning(self, *partitions: TopicPartition) -> None:
+        await self._seek_to(EARLIEST, partitions)
+
+    async def seek_to_end(self, *partitions: TopicPartition) -> None:
+        await self._seek_to(LATEST, partitions)
+
+    async def _seek_to(self, timestamp: int, partitions: tuple[TopicPartition, ...]) -> None:
+        for tp in partitions or tuple(self._states):
+            state = self._state(tp)
+            state.move(None)
+            state.reset = timestamp
+        await self._update_positions()
+
+    async def position(self, partition: TopicPartition) -> int:
+        """The offset of the next record the application will get (found first if unknown)."""
+        state = self._state(partition)
+        if state.position is None:
+            await self._update_positions()
+        if state.position is None:
+            raise state.error or NoOffsetForPartitionError(f"no position for {partition}")
+        return state.position
+
+    def highwater(self, partition: TopicPartition) -> int | None:
+        """The high watermark of the last fetch answer (kafka-python), None before one."""
+        hw = self._state(partition).high_watermark
+        return hw if hw >= 0 else None
+
+    def last_stable_offset(self, partition: TopicPartition) -> int | None:
+        lso = self._state(partition).last_stable_offset
+        return lso if lso >= 0 else None
+
+    def pause(self, *partitions: TopicPartition) -> None:
+        for tp in partitions:
+            self._state(tp).paused = True
+
+    def resume(self, *partitions: TopicPartition) -> None:
+        for tp in partitions:
+            self._state(tp).paused = False
+        self._wake.set()
+        if any(self._states[TopicPartition(*tp)].buffer for tp in partitions):
+            self._data.set()
+
+    def paused(self) -> set[TopicPartition]:
+        return {tp for tp, state in self._states.items() if state.paused}
+
+    async def _update_positions(self) -> None:
+        """Give every assigned partition without a position one: committed offset, else the reset policy."""
+        missing = [tp for tp, state in self._states.items() if state.position is None and state.error is None]
+        if not missing:
+            return
+        if self.config["group_id"] is not None:
+            pending = [tp for tp in missing if self._states[tp].reset is None]
+            committed = await self._fetch_committed(pending) if pending else {}
+            for tp, offsets in committed.items():
+                if offsets is not None and tp in self._states and self._states[tp].position is None:
+                    self._states[tp].position = offsets.offset
+        policy = {"earliest": EARLIEST, "latest": LATEST}.get(self.config["auto_offset_reset"])
+        to_reset: dict[TopicPartition, int] = {}
+        epochs = {tp: self._states[tp].epoch for tp in missing}  # a seek meanwhile wins over this answer
+        for tp in missing:
+            state = self._states.get(tp)
+            if state is None or state.position is not None:
+                continue
+            timestamp = state.reset if state.reset is not None else policy
+            if timestamp is None:
+                state.error = NoOffsetForPartitionError(f"no committed offset for {tp} and auto_offset_reset='none'")
+                self._data.set()
+            else:
+                to_reset[tp] = timestamp
+        found = await self._list_offsets(to_reset)
+        for tp, (offset, _) in found.items():
+            state = self._states.get(tp)
+            if state is not None and state.position is None and state.epoch == epochs[tp]:
+                state.position = offset
+                state.reset = None
+        self._wake.set()
+
+    async def _list_offsets(self, timestamps: dict[TopicPartition, int]) -> dict[TopicPartition, tuple[int, int]]:
+        """ListOffsets for each partition at its leader (SimpleClient retries and refreshes leaders)."""
+        tps = list(timestamps)
+        answers = await asyncio.gather(*(self._client.list_offsets(tp.topic, tp.partition, timestamps[tp],
+                                                                   isolation_level=self._isolation) for tp in tps))
+        return dict(zip(tps, answers))
+
+    async def beginning_offsets(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
+        found = await self._list_offsets({TopicPartition(*tp): EARLIEST for tp in partitions})
+        return {tp: offset for tp, (offset, _) in found.items()}
+
+    async def end_offsets(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
+        """The offset after the last record (read_committed: the last stable offset)."""
+        found = await self._list_offsets({TopicPartition(*tp): LATEST for tp in partitions})
+        return {tp: offset for tp, (offset, _) in found.items()}
+
+    async def offsets_for_times(self, timestamps: dict[TopicPartition, int]
+                                ) -> dict[TopicPartition, OffsetAndTimestamp | None]:
+        """The earliest offset whose timestamp is >= the given one (ms); None when there is none."""
+        for tp, timestamp in timestamps.items():
+            if timestamp < 0:
+                raise ValueError(f"timestamp of {tp} must be >= 0, not {timestamp}")
+        found = await self._list_offsets({TopicPartition(*tp): ts for tp, ts in timestamps.items()})
+        return {tp: OffsetAndTimestamp(offset, ts) if offset >= 0 else None for tp, (offset, ts) in found.items()}
+
+    # -- the application's side -------------------------------------------------------------------
+    async def getmany(self, *partitions: TopicPartition, timeout_ms: int = 0,
+                      max_records: int | None = None) -> dict[TopicPartition, list[ConsumerRecord]]:
+        """Records buffered for the (given or all) assigned partitions, waiting up to ``timeout_ms``
+        for some; positions advance past what is returned. A fetch error for a partition raises."""
+        self._check_open()
+        limit = max_records or self.config["max_poll_records"] or 2**31
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + max(timeout_ms, 0) / 1000.0
+        while True:
+            self._data.clear()
+            if any(state.position is None for state in self._states.values()):
+                await self._update_positions()
+            result = self._drain(partitions, limit)
+            remaining = deadline - loop.time()
+            if result or remaining <= 0:
+                return result
+            try:
+                async with asyncio.timeout(remaining):
+                    await self._data.wait()
+            except TimeoutError:
+                return self._drain(partitions, limit)
+
+    async def poll(self, timeout_ms: int = 0, max_records: int | None = None
+                   ) -> dict[TopicPartition, list[ConsumerRecord]]:
+        """kafka-python's name for getmany."""
+        return await self.getmany(timeout_ms=timeout_ms, max_records=max_records)
+
+    async def getone(self, *partitions: TopicPartition) -> ConsumerRecord:
+        """The next record (waits as long as it takes)."""
+        while True:
+            for records in (await self.getmany(*partitions, timeout_ms=1000, max_records=1)).values():
+                return records[0]
+
+    def __aiter__(self) -> AsyncIterator[ConsumerRecord]:
+        return self._iterate()
+
+    async def _iterate(self) -> AsyncIterator[ConsumerRecord]:
+        while not self._closed:
+            for records in (await self.getmany(timeout_ms=1000)).values():
+                for record in records:
+                    yield record
+
+    def _drain(self, only: tuple[TopicPartition, ...], limit: int) -> dict[TopicPartition, list[ConsumerRecord]]:
+        wanted = [TopicPartition(*tp) for tp in only] if only else list(self._states)
+        result: dict[TopicPartition, list[ConsumerRecord]] = {}
+        woke = False
+        for tp in wanted:
+            state = self._states.get(tp)
+            if state is None or state.paused:
+                continue
+            if state.error is not None and not state.buffer:
+                if result:
+                    break  # hand over what we have; the error comes with the next call
+                error, state.error = state.error, None
+                raise error
+            if not state.buffer or limit <= 0:
+                continue
+            buffer = state.buffer
+            count = min(limit, len(buffer))
+            taken = [buffer.popleft() for _ in range(count)]
+            result[tp] = taken
+            limit -= count
+            state.position = taken[-1].offset + 1
+            woke = woke or not buffer
+        if woke:
+            self._wake.set()  # emptied buffers may be fetched again
+        if result:
+            # Round-robin across calls, as Kafka's fetcher does: the partitions served go to the back.
+            for tp in result:
+                self._states[tp] = self._states.pop(tp)
+        return result
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise IllegalStateError("the consumer is closed")
+        if self._fetch_loop is None:
+            raise IllegalStateError("the consumer is not started (await start() or use async with)")
+        if self._fetch_loop.done() and not self._fetch_loop.cancelled() and self._fetch_loop.exception():
+            raise self._fetch_loop.exception()  # type: ignore[misc]
+
+    # -- fetching ---------------------------------------------------------------------------------
+    async def _run_fetch_loop(self) -> None:
+        backoff = self.config["retry_backoff_ms"] / 1000.0
+        while not self._closed:
+            self._wake.clear()
+            try:
+                if self._metadata_stale:
+                    self._metadata_stale = False
+                    await self._client.metadata(sorted({tp.topic for tp in self._states}))
+                if any(s.position is None and s.error is None for s in self._states.values()):
+                    await self._update_positions()
+            except (OSError, KafkaError) as exc:
+                log.debug("fetcher: metadata or positions failed: %s", exc)
+                self._metadata_stale = True
+                await asyncio.sleep(backoff)
+                continue
+            for leader, partitions in self._fetchable().items():
+                if leader not in self._in_flight:
+                    task = asyncio.get_running_loop().create_task(self._fetch_from(leader, partitions))
+                    self._in_flight[leader] = task
+            try:
+                async with asyncio.timeout(backoff if self._metadata_stale else None):
+                    await self._wake.wait()
+            except TimeoutError:
+                pass
+
+    def _fetchable(self) -> dict[int, list[tuple[TopicPartition, int, int]]]:
+        """leader -> [(partition, fetch offset, epoch)] for partitions ready to be fetched."""
+        cluster = self._client.cluster
+        by_leader: dict[int, list[tuple[TopicPartition, int, int]]] = {}
+        for tp, state in self._states.items():
+            if state.paused or state.position is None or state.buffer or state.error is not None:
+                continue
+            leader = cluster.leader_for(tp.topic, tp.partition)
+            if leader is None or leader not in cluster.brokers:
+                self._metadata_stale = True
+                continue
+            by_leader.setdefault(leader, []).append((tp, state.position, state.epoch))
+        return by_leader
+
+    async def _fetch_from(self, leader: int, partitions: list[tuple[TopicPartition, int, int]]) -> None:
+        try:
+            await self._fetch_once(leader, partitions)
+        except asyncio.CancelledError:
+            raise
+        except (OSError, KafkaError) as exc:
+            log.debug("fetch from broker %d failed: %s", leader, exc)
+            self._metadata_stale = True
+            await asyncio.sleep(self.config["retry_backoff_ms"] / 1000.0)
+        finally:
+            self._in_flight.pop(leader, None)
+            self._wake.set()
+
+    async def _fetch_once(self, leader: int, partitions: list[tuple[TopicPartition, int, int]]) -> None:
+        max_partition_bytes = self.config["max_partition_fetch_bytes"]
+        topics: dict[str, list[Any]] = {}
+        for tp, offset, _ in partitions:
+            topics.setdefault(tp.topic, []).append(FetchRequest.FetchTopic.FetchPartition(
+                partition=tp.partition, fetch_offset=offset, partition_max_bytes=max_partition_bytes))
+        # No fetch session (session_id 0, epoch -1: a full fetch each time), as a sessionless Java client.
+        request = FetchRequest(replica_id=-1, max_wait_ms=self.config["fetch_max_wait_ms"],
+                               min_bytes=self.config["fetch_min_bytes"], max_bytes=self.config["fetch_max_bytes"],
+                               isolation_level=self._isolation, session_id=0, session_epoch=-1,
+                               topics=[FetchRequest.FetchTopic(topic=t, partitions=ps) for t, ps in topics.items()])
+        conn = await self._client.connection(leader)
+        response = await conn.send(request, timeout=self._client._timeout_for(self.config["fetch_max_wait_ms"]))
+        if response.error_code:
+            raise for_code(response.error_code)("Fetch")
+        answers = {(topic.topic, p.partition_index): p for topic in response.responses for p in topic.partitions}
+        got_data = False
+        for tp, offset, epoch in partitions:
+            state = self._states.get(tp)
+            answer = answers.get((tp.topic, tp.partition))
+            if state is None or answer is None or state.epoch != epoch or state.position != offset:
+                continue  # unassigned, sought or reset while the fetch was out: its answer is stale
+            got_data |= self._take(tp, state, offset, answer)
+        if got_data:
+            self._data.set()
+
+    def _take(self, tp: TopicPartition, state: _PartitionState, offset: int, answer: Any) -> bool:
+        """Buffer one partition's answer; True when the application has something new to see."""
+        code = answer.error_code
+        if code == OFFSET_OUT_OF_RANGE:
+            if self.config["auto_offset_reset"] == "none":
+                state.error = for_code(code)(f"offset {offset} of {tp} is out of range")
+                return True
+            log.info("offset %d of %s is out of range; resetting to %s", offset, tp, self.config["auto_offset_reset"])
+            state.move(None)
+            return False
+        if code in _METADATA_ERRORS:
+            self._metadata_stale = True
+            return False
+        if code:
+            state.error = for_code(code)(f"fetching {tp} at {offset}")
+            return True
+        state.high_watermark = answer.high_watermark
+        state.log_start_offset = answer.log_start_offset
+        state.last_stable_offset = answer.last_stable_offset
+        aborted = (answer.aborted_transactions or []) if self._isolation else None
+        records = records_from_fetch(answer.records, offset, aborted)
+        if not records:
+            return False
+        state.buffer.extend(self._consumer_records(tp, answer.records, records))
+        return True
+
+    def _consumer_records(self, tp: TopicPartition, data: Any, records: list[Any]) -> Iterable[ConsumerRecord]:
+        # records_from_fetch drops batch attributes; the timestamp type is per batch, so map offsets back.
+        ends, types = [], []
+        for batch in iter_batches(data):
+            ends.append(batch.last_offset)
+            types.append(batch.timestamp_type)
+        single = types[0] if len(set(types)) == 1 else None
+        key_deserializer: Callable[[bytes], Any] | None = self.config["key_deserializer"]
+        value_deserializer: Callable[[bytes], Any] | None = self.config["value_deserializer"]
+        topic, partition = tp
+        for r in records:
+            key, value = r.key, r.value
+            ts_type = single if single is not None else types[min(bisect.bisect_left(ends, r.offset), len(types) - 1)]
+            yield ConsumerRecord(
+                topic, partition, r.offset, r.timestamp, ts_type,
+                key_deserializer(key) if key_deserializer is not None and key is not None else key,
+                value_deserializer(value) if value_deserializer is not None and value is not None else value,
+                r.headers, -1 if key is None else len(key), -1 if value is None else len(value))
+
+    # -- committed offsets (simple consumer: generation -1, no member id) -------------------------
+    def _group(self) -> str:
+        group_id = self.config["group_id"]
+        if group_id is None:
+            raise KafkaConfigurationError("committing and fetching committed offsets need a group_id")
+        return group_id
+
+    async def _coordinator_send(self, request: Any, check: Callable[[Any], None]) -> Any:
+        """Send ``request`` to the group's coordinator (FindCoordinator first), retrying coordinator moves."""
+        group_id = self._group()
+
+        async def attempt() -> Any:
+            if self._coordinator is None:
+                conn = await self._client._any_connection()
+                found = await conn.send(FindCoordinatorRequest(key=group_id, key_type=0),
+                                        timeout=self._client.request_timeout)
+                if found.error_code:
+                    raise _Retry(found.error_code, True, retriable=for_code(found.error_code).retriable)
+                self._coordinator = found.node_id
+            try:
+                response = await self._client.send(self._coordinator, request)
+                check(response)
+            except (_Retry, OSError):
+                self._coordinator = None
+                raise
+            return response
+
+        return await self._client._with_retries(attempt, _raise_code, topics=[])
+
+    @staticmethod
+    def _raise_partition_errors(codes: Iterable[int], what: str) -> None:
+        for code in codes:
+            if code in _COORDINATOR_ERRORS:
+                raise _Retry(code, False)
+            if code:
+                raise for_code(code)(what)
+
+    async def commit(self, offsets: dict[TopicPartition, OffsetAndMetadata | int] | None = None) -> None:
+        """Commit ``offsets`` (default: the current positions) with generation -1, as a consumer
+        without group membership does (Kafka's simple consumer commits)."""
+        if offsets is None:
+            offsets = {tp: OffsetAndMetadata(s.position) for tp, s in self._states.items() if s.position is not None}
+        by_topic: dict[str, list[Any]] = {}
+        for tp, meta in offsets.items():
+            meta = OffsetAndMetadata(meta) if isinstance(meta, int) else meta
+            by_topic.setdefault(tp[0], []).append(OffsetCommitRequest.OffsetCommitRequestTopic.OffsetCommitRequestPartition(
+                partition_index=tp[1], committed_offset=meta.offset, committed_leader_epoch=meta.leader_epoch,
+                committed_metadata=meta.metadata, commit_timestamp=-1))
+        if not by_topic:
+            return
+        request = OffsetCommitRequest(group_id=self._group(), generation_id_or_member_epoch=-1, member_id="",
+                                      group_instance_id=None, retention_time_ms=-1,
+                                      topics=[OffsetCommitRequest.OffsetCommitRequestTopic(name=t, partitions=ps)
+                                              for t, ps in by_topic.items()])
+        await self._coordinator_send(request, lambda response: self._raise_partition_errors(
+            (p.error_code for t in response.topics for p in t.partitions), "OffsetCommit"))
+
+    async def committed(self, partition: TopicPartition) -> OffsetAndMetadata | None:
+        """The group's committed offset for ``partition``, None when there is none."""
+        return (await self._fetch_committed([TopicPartition(*partition)]))[TopicPartition(*partition)]
+
+    async def _fetch_committed(self, partitions: list[TopicPartition]) -> dict[TopicPartition, OffsetAndMetadata | None]:
+        by_topic: dict[str, list[int]] = {}
+        for tp in partitions:
+            by_topic.setdefault(tp.topic, []).append(tp.partition)
+        request = OffsetFetchRequest(group_id=self._group(), require_stable=False, topics=[
+            OffsetFetchRequest.OffsetFetchRequestTopic(name=t, partition_indexes=ps) for t, ps in by_topic.items()])
+
+        def check(response: Any) -> None:
+            self._raise_partition_errors([response.error_code], "OffsetFetch")
+            self._raise_partition_errors((p.error_code for t in response.topics for p in t.partitions), "OffsetFetch")
+
+        response = await self._coordinator_send(request, check)
+        result: dict[TopicPartition, OffsetAndMetadata | None] = {tp: None for tp in partitions}
+        for topic in response.topics:
+            for p in topic.partitions:
+                if p.committed_offset >= 0:
+                    result[TopicPartition(topic.name, p.partition_index)] = OffsetAndMetadata(
+                        p.committed_offset, p.metadata or "", p.committed_leader_epoch)
+        return result

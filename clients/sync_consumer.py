@@ -1,0 +1,81 @@
+"""Consumer: the synchronous consumer, shaped as kafka-python's KafkaConsumer.
+
+    with Consumer("events", bootstrap_servers="127.0.0.1:9092", auto_offset_reset="earliest",
+                  consumer_timeout_ms=1000) as consumer:
+        for record in consumer: ...
+
+It drives an ``AIOConsumer`` on a private event loop in a daemon thread, so the fetcher keeps
+prefetching between the application's calls. Every AIOConsumer method is available here, blocking;
+``poll(timeout_ms=0, max_records=None)`` and iteration follow kafka-python (iteration ends after
+``consumer_timeout_ms`` without a record, never when it is None).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterator
+
+from .consumer import AIOConsumer
+from .event_loop_thread import EventLoopThread
+from .types import ConsumerRecord
+
+
+class Consumer:
+    def __init__(self, *topics: str, **configs: Any) -> None:
+        self._consumer = AIOConsumer(*topics, **configs)  # checks the configs before a thread starts
+        self._thread = EventLoopThread("odradek-consumer")
+        self._closed = False
+        try:
+            self._thread.run(self._consumer.start())
+        except BaseException:
+            self.close()
+            raise
+
+    def __getattr__(self, name: str) -> Any:
+        return self._thread.blocking(getattr(self._consumer, name))
+
+    # State the fetcher reads lives on the loop's thread: change it there.
+    def assign(self, partitions: Any) -> None:
+        self._thread.call(self._consumer.assign, list(partitions))
+
+    def seek(self, partition: Any, offset: int) -> None:
+        self._thread.call(self._consumer.seek, partition, offset)
+
+    def pause(self, *partitions: Any) -> None:
+        self._thread.call(self._consumer.pause, *partitions)
+
+    def resume(self, *partitions: Any) -> None:
+        self._thread.call(self._consumer.resume, *partitions)
+
+    def unsubscribe(self) -> None:
+        self._thread.call(self._consumer.unsubscribe)
+
+    def poll(self, timeout_ms: int = 0, max_records: int | None = None) -> dict[Any, list[ConsumerRecord]]:
+        return self._thread.run(self._consumer.getmany(timeout_ms=timeout_ms, max_records=max_records))
+
+    def __iter__(self) -> Iterator[ConsumerRecord]:
+        return self
+
+    def __next__(self) -> ConsumerRecord:
+        # One record per call, so the position never runs ahead of what the application has seen.
+        timeout = self._consumer.config["consumer_timeout_ms"]
+        while True:
+            batches = self.poll(timeout_ms=1000 if timeout is None else timeout, max_records=1)
+            for records in batches.values():
+                return records[0]
+            if timeout is not None:
+                raise StopIteration
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            self._thread.run(self._consumer.close())
+        finally:
+            self._thread.stop()
+
+    def __enter__(self) -> "Consumer":
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self.close()
