@@ -475,10 +475,14 @@ class AIOConsumer:
         state.log_start_offset = answer.log_start_offset
         state.last_stable_offset = answer.last_stable_offset
         aborted = (answer.aborted_transactions or []) if self._isolation else None
-        records = records_from_fetch(answer.records, offset, aborted)
-        if not records:
-            return False
-        state.buffer.extend(self._consumer_records(tp, answer.records, records))
+        try:
+            records = records_from_fetch(answer.records, offset, aborted)
+            if not records:
+                return False
+            state.buffer.extend(self._consumer_records(tp, answer.records, records))
+        except Exception as exc:  # corrupt data or a failing deserializer: the application sees it
+            state.buffer.clear()
+            state.error = exc
         return True
 
     def _consumer_records(self, tp: TopicPartition, data: Any, records: list[Any]) -> Iterable[ConsumerRecord]:

@@ -213,3 +213,23 @@ def test_sync_consumer_iterates_until_idle(single_broker_cluster):
         assert [r.offset for r in batches[TopicPartition(topic, 1)]] == list(range(190, 200))
         assert consumer.position(TopicPartition(topic, 1)) == 200
         assert consumer.end_offsets([TopicPartition(topic, 2)]) == {TopicPartition(topic, 2): 200}
+
+
+def test_a_failing_deserializer_reaches_the_application(single_broker_cluster):
+    topic = "undecodable"
+    tp = TopicPartition(topic, 0)
+
+    def strict(value: bytes) -> int:
+        return int(value)  # b"p0-..." is no integer
+
+    async def main():
+        async with SimpleClient(single_broker_cluster.bootstrap_servers) as client:
+            await create(client, topic, 1)
+            await fill(client, topic, 0, 3)
+        async with AIOConsumer(bootstrap_servers=single_broker_cluster.bootstrap_servers,
+                               auto_offset_reset="earliest", value_deserializer=strict) as consumer:
+            consumer.assign([tp])
+            with pytest.raises(ValueError):
+                await consumer.getmany(timeout_ms=5000)
+            assert await consumer.position(tp) == 0  # nothing was handed over
+    run(main())
