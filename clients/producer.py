@@ -1,0 +1,644 @@
+"""AIOProducer: the asyncio producer, shaped like aiokafka's AIOKafkaProducer with kafka-python's kwargs.
+
+    async with AIOProducer(bootstrap_servers="127.0.0.1:9092", linger_ms=5) as producer:
+        future = await producer.send("events", b"value", key=b"key")    # queued in a batch
+        metadata = await future                                          # RecordMetadata
+        await producer.send_and_wait("events", b"other")
+
+Records are appended to one open batch per partition; a sender task sends a partition's batch when
+it reaches ``batch_size``, ``linger_ms`` after it was opened, or on ``flush``/``close``, grouping the
+batches for one leader into one Produce request (one batch per partition, as the Java client does).
+Retriable errors (and lost connections) put the batch back at its place in the queue after
+``retry_backoff_ms`` and refresh the metadata; ``delivery_timeout_ms`` bounds the whole time.
+
+Idempotence (on unless acks, retries or max_in_flight_requests_per_connection rule it out, as in
+Kafka 3.x) gives each partition's batches consecutive sequence numbers under a producer id from
+InitProducerId. A retried batch keeps its sequence, so the broker drops a copy it already wrote; it
+is resent only once the partition has nothing else in flight, so up to 5 in flight keep their order.
+When a sequenced batch fails for good, the producer takes a new producer id (Kafka's epoch bump)
+before sending more, since the broker's expected sequence no longer matches ours.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections import deque
+from typing import Any, Callable, Iterable, NamedTuple
+
+from ..protocol.api_keys import ApiKey
+from ..protocol.errors import (
+    DuplicateSequenceNumberError, KafkaError, MessageTooLargeError, OutOfOrderSequenceNumberError,
+    RequestTimedOutError, UnknownProducerIdError, UnsupportedVersionError, for_code,
+)
+from ..protocol.messages import ProduceRequest
+from ..protocol.records import Compression, RecordBatchBuilder
+from .partitioner import DefaultPartitioner
+from .simple_client import SimpleClient
+from .errors import KafkaConnectionError
+
+log = logging.getLogger(__name__)
+
+_INT32_MAX = 2**31 - 1
+# Errors after which the partition's leader must be looked up again (Kafka's InvalidMetadataException).
+_REFRESH_CODES = frozenset({3, 5, 6})
+# Per-record overhead when estimating a batch's size (varints and attributes; Java's estimate too is loose).
+_RECORD_OVERHEAD = 21
+_BATCH_OVERHEAD = 61
+
+
+class KafkaConfigurationError(ValueError):
+    """A producer argument is unknown or contradicts another (kafka-python's KafkaConfigurationError)."""
+
+
+class TopicPartition(NamedTuple):
+    topic: str
+    partition: int
+
+
+class RecordMetadata(NamedTuple):
+    """kafka-python's RecordMetadata; ``offset`` is -1 with acks=0, ``timestamp`` the broker's
+    LogAppendTime when the topic uses it, else the record's create time."""
+
+    topic: str
+    partition: int
+    topic_partition: TopicPartition
+    offset: int
+    timestamp: int
+    log_start_offset: int
+    checksum: None
+    serialized_key_size: int
+    serialized_value_size: int
+    serialized_header_size: int
+
+
+_DEFAULTS: dict[str, Any] = {
+    "bootstrap_servers": "localhost",
+    "client_id": None,
+    "key_serializer": None,
+    "value_serializer": None,
+    "acks": None,  # "all" when idempotent, else 1
+    "compression_type": None,
+    "retries": _INT32_MAX,
+    "batch_size": 16384,
+    "linger_ms": 0,
+    "partitioner": None,
+    "max_request_size": 1048576,
+    "request_timeout_ms": 30000,
+    "delivery_timeout_ms": 120000,
+    "retry_backoff_ms": 100,
+    "max_block_ms": 60000,
+    "buffer_memory": 33554432,
+    "max_in_flight_requests_per_connection": 5,
+    "enable_idempotence": None,  # None: on unless the other settings rule it out
+    "metadata_max_age_ms": 300000,
+    "connections_max_idle_ms": 540000,  # accepted for kafka-python compatibility; connections stay open
+}
+
+
+def _parse_acks(acks: Any) -> int | None:
+    if acks is None:
+        return None
+    if acks == "all":
+        return -1
+    if acks not in (0, 1, -1, "0", "1", "-1"):
+        raise KafkaConfigurationError(f"acks must be 0, 1, -1 or 'all', not {acks!r}")
+    return int(acks)
+
+
+def _parse_compression(name: str | None) -> Compression:
+    try:
+        return Compression[(name or "none").upper()]
+    except KeyError:
+        raise KafkaConfigurationError(f"compression_type must be none, gzip, snappy, lz4 or zstd, not {name!r}") from None
+
+
+def producer_config(configs: dict[str, Any]) -> dict[str, Any]:
+    """The defaults overridden by ``configs``; unknown names and contradictions raise KafkaConfigurationError."""
+    unknown = sorted(set(configs) - set(_DEFAULTS))
+    if unknown:
+        raise KafkaConfigurationError(f"Unrecognized configs: {unknown}")
+    config = {**_DEFAULTS, **configs}
+    acks = _parse_acks(config["acks"])
+    idempotent = config["enable_idempotence"]
+    compatible = (acks in (None, -1) and config["retries"] > 0
+                  and config["max_in_flight_requests_per_connection"] <= 5)
+    if idempotent and not compatible:
+        raise KafkaConfigurationError("enable_idempotence needs acks='all', retries > 0 and "
+                                      "max_in_flight_requests_per_connection <= 5")
+    config["enable_idempotence"] = compatible if idempotent is None else bool(idempotent)
+    config["acks"] = (-1 if config["enable_idempotence"] else 1) if acks is None else acks
+    config["compression_type"] = _parse_compression(config["compression_type"])
+    if config["max_in_flight_requests_per_connection"] < 1:
+        raise KafkaConfigurationError("max_in_flight_requests_per_connection must be at least 1")
+    return config
+
+
+class _Record(NamedTuple):
+    key: bytes | None
+    value: bytes | None
+    headers: list[tuple[str, bytes | None]]
+    size: int  # estimated bytes in a batch
+    key_size: int
+    value_size: int
+    header_size: int
+
+
+class _Batch:
+    """One partition's records on their way; ``done`` resolves when all of them are answered."""
+
+    def __init__(self, tp: TopicPartition, order: int, compression: Compression, now: float) -> None:
+        self.tp = tp
+        self.order = order  # its place in the partition's queue
+        self.builder = RecordBatchBuilder(compression)
+        self.records: list[tuple[asyncio.Future, int, _Record]] = []  # (future, timestamp, record)
+        self.size = _BATCH_OVERHEAD
+        self.created = now
+        self.retry_at = 0.0
+        self.attempts = 0
+        self.sequence: int | None = None
+        self.producer: tuple[int, int] | None = None  # (id, epoch) its sequence belongs to
+        self.data: bytes | None = None
+        self.full = False
+        self.done = asyncio.get_running_loop().create_future()
+
+    def try_append(self, record: _Record, timestamp: int, future: asyncio.Future, batch_size: int) -> bool:
+        if self.full or self.data is not None or (self.records and self.size + record.size > batch_size):
+            self.full = True
+            return False
+        self.builder.append(timestamp, record.key, record.value, record.headers)
+        self.records.append((future, timestamp, record))
+        self.size += record.size
+        self.full = self.size >= batch_size
+        return True
+
+    def seal(self, producer_id: int, epoch: int, sequence: int | None) -> None:
+        """Build the bytes; a sealed batch is sent as is, every time."""
+        if sequence is not None:
+            self.builder.producer_id, self.builder.producer_epoch = producer_id, epoch
+            self.builder.base_sequence = sequence
+            self.producer = (producer_id, epoch)
+        self.sequence = sequence
+        self.data = self.builder.build()
+
+    def unseal(self) -> None:
+        """Forget the sequence (the producer id changed); sealed again at the next send."""
+        self.sequence = self.producer = self.data = None
+
+    def complete(self, base_offset: int, log_append_time: int, log_start_offset: int) -> None:
+        for index, (future, timestamp, record) in enumerate(self.records):
+            if not future.done():
+                offset = base_offset + index if base_offset >= 0 else -1
+                future.set_result(RecordMetadata(
+                    self.tp.topic, self.tp.partition, self.tp, offset,
+                    log_append_time if log_append_time >= 0 else timestamp, log_start_offset, None,
+                    record.key_size, record.value_size, record.header_size))
+        if not self.done.done():
+            self.done.set_result(None)
+
+    def fail(self, error: BaseException) -> None:
+        for future, _, _ in self.records:
+            if not future.done():
+                future.set_exception(error)
+        if not self.done.done():
+            self.done.set_result(None)
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+def _serialize(serializer: Callable[[Any], Any] | None, value: Any) -> bytes | None:
+    if serializer is not None and value is not None:
+        value = serializer(value)
+    if isinstance(value, str):
+        value = value.encode("utf-8")
+    if value is not None and not isinstance(value, (bytes, bytearray, memoryview)):
+        raise TypeError(f"keys and values must be bytes, str or None after serialization, not {type(value).__name__}")
+    return bytes(value) if isinstance(value, (bytearray, memoryview)) else value
+
+
+class AIOProducer:
+    def __init__(self, **configs: Any) -> None:
+        self.config = producer_config(configs)
+        c = self.config
+        self._client = SimpleClient(c["bootstrap_servers"], client_id=c["client_id"] or "odradek-producer",
+                                    request_timeout=c["request_timeout_ms"] / 1000,
+                                    retry_backoff=c["retry_backoff_ms"] / 1000)
+        self._partitioner = c["partitioner"] or DefaultPartitioner()
+        self._idempotent: bool = c["enable_idempotence"]
+        self._queues: dict[TopicPartition, deque[_Batch]] = {}
+        self._in_flight: dict[TopicPartition, list[_Batch]] = {}
+        self._next_sequence: dict[TopicPartition, int] = {}
+        self._next_order = 0
+        self._unfinished: set[_Batch] = set()
+        self._buffered = 0
+        self._producer_id, self._producer_epoch = -1, -1
+        self._producer_id_stale = False
+        self._topics: set[str] = set()
+        self._flushing = 0
+        self._closing = False
+        self._started = False
+        self._start_lock: asyncio.Lock | None = None
+        self._sender: asyncio.Task | None = None
+        self._requests: set[asyncio.Task] = set()
+        self._metadata_task: asyncio.Task | None = None
+        self._wakeup: asyncio.Event | None = None
+        self._space: asyncio.Event | None = None
+
+    # -- lifecycle --------------------------------------------------------------------------------
+    async def start(self) -> None:
+        """Connect, learn the cluster and (idempotent) take a producer id. ``send`` calls it if needed."""
+        if self._start_lock is None:
+            self._start_lock = asyncio.Lock()
+        async with self._start_lock:
+            if self._started:
+                return
+            if self._closing:
+                raise KafkaConnectionError("the producer is closed")
+            await self._client.metadata(topics=[])
+            if self._idempotent:
+                self._producer_id, self._producer_epoch = await self._client.init_producer_id()
+            self._wakeup, self._space = asyncio.Event(), asyncio.Event()
+            self._sender = asyncio.create_task(self._run_sender(), name="odradek-producer-sender")
+            self._started = True
+
+    async def __aenter__(self) -> "AIOProducer":
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc_info: Any) -> None:
+        await self.close()
+
+    async def flush(self, timeout: float | None = None) -> None:
+        """Send everything queued now, without waiting for linger, and wait for every answer."""
+        if not self._unfinished:
+            return
+        self._flushing += 1
+        self._wake()
+        try:
+            waiting = [batch.done for batch in self._unfinished]
+            async with asyncio.timeout(timeout):
+                await asyncio.gather(*waiting)
+        except TimeoutError:
+            raise RequestTimedOutError(f"flush did not finish within {timeout} s") from None
+        finally:
+            self._flushing -= 1
+
+    async def close(self, timeout: float | None = None) -> None:
+        """Send what is queued (waiting up to ``timeout`` s, None = as long as it takes), then disconnect.
+        Records still unsent after the timeout fail with KafkaConnectionError."""
+        if self._closing:
+            return
+        self._closing = True
+        try:
+            if self._sender is not None:
+                self._wake()
+                try:
+                    await asyncio.wait_for(asyncio.shield(self._sender), timeout)
+                except TimeoutError:
+                    log.warning("producer closed with %d batches unsent", len(self._unfinished))
+        finally:
+            for task in [self._sender, self._metadata_task, *self._requests]:
+                if task is not None and not task.done():
+                    task.cancel()
+            await asyncio.gather(*(t for t in [self._sender, self._metadata_task, *self._requests] if t),
+                                 return_exceptions=True)
+            for batch in list(self._unfinished):
+                batch.fail(KafkaConnectionError("the producer was closed before the record was sent"))
+            self._unfinished.clear()
+            await self._client.close()
+
+    # -- sending ----------------------------------------------------------------------------------
+    def serialize(self, topic: str, value: Any = None, key: Any = None, headers: Iterable | None = None) -> _Record:
+        """Serialize and size a record (raises at once on bad input; used by the blocking Producer)."""
+        if not isinstance(topic, str) or not topic:
+            raise TypeError("topic must be a non-empty str")
+        key_bytes = _serialize(self.config["key_serializer"], key)
+        value_bytes = _serialize(self.config["value_serializer"], value)
+        header_list = [(k, _serialize(None, v)) for k, v in headers or ()]
+        header_size = sum(len(k.encode("utf-8")) + len(v or b"") for k, v in header_list)
+        key_size = len(key_bytes) if key_bytes is not None else -1
+        value_size = len(value_bytes) if value_bytes is not None else -1
+        size = _RECORD_OVERHEAD + max(key_size, 0) + max(value_size, 0) + header_size + 2 * len(header_list)
+        return _Record(key_bytes, value_bytes, header_list, size, key_size, value_size, header_size)
+
+    async def send(self, topic: str, value: Any = None, key: Any = None, partition: int | None = None,
+                   timestamp_ms: int | None = None, headers: Iterable | None = None) -> asyncio.Future:
+        """Queue a record; returns a future of its RecordMetadata (aiokafka's shape)."""
+        return await self.send_serialized(topic, self.serialize(topic, value, key, headers), partition, timestamp_ms)
+
+    async def send_and_wait(self, topic: str, value: Any = None, key: Any = None, partition: int | None = None,
+                            timestamp_ms: int | None = None, headers: Iterable | None = None) -> RecordMetadata:
+        return await (await self.send(topic, value, key, partition, timestamp_ms, headers))
+
+    async def send_serialized(self, topic: str, record: _Record, partition: int | None = None,
+                              timestamp_ms: int | None = None) -> asyncio.Future:
+        if self._closing:
+            raise KafkaConnectionError("the producer is closed")
+        if not self._started:
+            await self.start()
+        future = asyncio.get_running_loop().create_future()
+        if record.size + _BATCH_OVERHEAD > self.config["max_request_size"]:
+            future.set_exception(MessageTooLargeError(
+                f"the record is about {record.size} bytes, more than max_request_size "
+                f"{self.config['max_request_size']}"))
+            return future
+        partitions = await self._wait_for_partitions(topic)
+        if partition is None:
+            partition = self._choose_partition(topic, record, partitions)
+        elif partition not in partitions:
+            raise ValueError(f"{topic!r} has no partition {partition} (it has {len(partitions)})")
+        await self._wait_for_space()
+        timestamp = _now_ms() if timestamp_ms is None else timestamp_ms
+        self._append(TopicPartition(topic, partition), record, timestamp, future)
+        return future
+
+    async def partitions_for(self, topic: str) -> set[int]:
+        """The topic's partitions (looked up, and auto-created where the broker allows, if unknown)."""
+        if not self._started:
+            await self.start()
+        return set(await self._wait_for_partitions(topic))
+
+    def _choose_partition(self, topic: str, record: _Record, partitions: list[int]) -> int:
+        cluster = self._client.cluster
+        available = [p for p in partitions if cluster.leader_for(topic, p) is not None]
+        partition = self._partitioner.partition(topic, record.key, partitions, available)
+        if record.key is None and not self._fits(TopicPartition(topic, partition), record):
+            # Kafka's sticky partitioner moves on when a new batch would be opened (KIP-480).
+            self._partitioner.new_batch(topic, partition, partitions, available)
+            partition = self._partitioner.partition(topic, record.key, partitions, available)
+        return partition
+
+    def _fits(self, tp: TopicPartition, record: _Record) -> bool:
+        queue = self._queues.get(tp)
+        if not queue:
+            return False
+        last = queue[-1]
+        return not last.full and last.data is None and last.size + record.size <= self.config["batch_size"]
+
+    def _append(self, tp: TopicPartition, record: _Record, timestamp: int, future: asyncio.Future) -> None:
+        queue = self._queues.setdefault(tp, deque())
+        if not queue or not queue[-1].try_append(record, timestamp, future, self.config["batch_size"]):
+            batch = _Batch(tp, self._next_order, self.config["compression_type"], self._time())
+            self._next_order += 1
+            batch.try_append(record, timestamp, future, self.config["batch_size"])
+            queue.append(batch)
+            self._unfinished.add(batch)
+            self._buffered += batch.size
+            batch.done.add_done_callback(lambda _, b=batch: self._release(b))
+            self._wake()
+        else:
+            self._buffered += record.size
+            if queue[-1].full:
+                self._wake()
+
+    def _release(self, batch: _Batch) -> None:
+        self._unfinished.discard(batch)
+        self._buffered -= batch.size
+        if self._space is not None and self._buffered <= self.config["buffer_memory"]:
+            self._space.set()
+
+    async def _wait_for_space(self) -> None:
+        """Block like Java's buffer.memory: wait up to max_block_ms while too much is queued."""
+        if self._buffered <= self.config["buffer_memory"]:
+            return
+        assert self._space is not None
+        deadline = self._time() + self.config["max_block_ms"] / 1000
+        while self._buffered > self.config["buffer_memory"]:
+            self._space.clear()
+            try:
+                async with asyncio.timeout(max(deadline - self._time(), 0)):
+                    await self._space.wait()
+            except TimeoutError:
+                raise RequestTimedOutError(f"buffer_memory stayed full for {self.config['max_block_ms']} ms") from None
+
+    async def _wait_for_partitions(self, topic: str) -> list[int]:
+        """The topic's partitions, asking Metadata (which may auto-create it) until it has some."""
+        partitions = self._client.cluster.partitions_for(topic)
+        if partitions:
+            return partitions
+        self._topics.add(topic)
+        deadline = self._time() + self.config["max_block_ms"] / 1000
+        while True:
+            try:
+                await self._client.metadata(sorted(self._topics), allow_auto_topic_creation=True)
+            except (OSError, KafkaError) as exc:
+                log.debug("metadata for %s failed: %s", topic, exc)
+            info = self._client.cluster.topics.get(topic)
+            if info is not None and info.partitions:
+                return sorted(info.partitions)
+            if info is not None and info.error_code and not for_code(info.error_code).retriable:
+                raise for_code(info.error_code)(f"topic {topic!r}")
+            if self._time() >= deadline:
+                raise RequestTimedOutError(f"no metadata for topic {topic!r} after {self.config['max_block_ms']} ms")
+            await asyncio.sleep(self.config["retry_backoff_ms"] / 1000)
+
+    # -- the sender -------------------------------------------------------------------------------
+    @staticmethod
+    def _time() -> float:
+        return asyncio.get_running_loop().time()
+
+    def _wake(self) -> None:
+        if self._wakeup is not None:
+            self._wakeup.set()
+
+    async def _run_sender(self) -> None:
+        assert self._wakeup is not None
+        while True:
+            self._wakeup.clear()
+            if self._producer_id_stale and not any(self._in_flight.values()):
+                await self._new_producer_id()
+            by_node, wake_at = self._drain(self._time())
+            for node, batches in by_node.items():
+                task = asyncio.create_task(self._send_batches(node, batches))
+                self._requests.add(task)
+                task.add_done_callback(self._requests.discard)
+            if self._closing and not self._unfinished:
+                return
+            timeout = None if wake_at is None else max(wake_at - self._time(), 0)
+            try:
+                async with asyncio.timeout(timeout):
+                    await self._wakeup.wait()
+            except TimeoutError:
+                pass
+
+    async def _new_producer_id(self) -> None:
+        """Kafka's epoch bump, done as a fresh InitProducerId: every partition's sequences restart at 0."""
+        try:
+            self._producer_id, self._producer_epoch = await self._client.init_producer_id()
+        except (OSError, KafkaError) as exc:
+            log.warning("could not get a new producer id: %s", exc)
+            await asyncio.sleep(self.config["retry_backoff_ms"] / 1000)
+            return
+        self._producer_id_stale = False
+        self._next_sequence.clear()
+        for queue in self._queues.values():
+            for batch in queue:
+                if batch.sequence is not None:
+                    batch.unseal()
+
+    def _drain(self, now: float) -> tuple[dict[int, list[_Batch]], float | None]:
+        """Take each partition's first batch if it is due and may go; returns batches by leader and
+        when to look again (None: only when woken)."""
+        c = self.config
+        linger = c["linger_ms"] / 1000
+        by_node: dict[int, list[_Batch]] = {}
+        wake_at: float | None = None
+        missing_leader = False
+        for tp, queue in self._queues.items():
+            while queue and self._expire(queue[0], now):
+                queue.popleft()
+            if not queue:
+                continue
+            batch = queue[0]
+            in_flight = self._in_flight.setdefault(tp, [])
+            if self._producer_id_stale and self._idempotent:
+                continue
+            if batch.retry_at > now:
+                wake_at = min(wake_at or batch.retry_at, batch.retry_at)
+                continue
+            if batch.sequence is not None and in_flight:
+                continue  # a retry waits for the rest of its partition to be answered (keeps order)
+            due = batch.created + linger
+            if not (batch.full or len(queue) > 1 or self._flushing or self._closing or now >= due):
+                wake_at = min(wake_at or due, due)
+                continue
+            if len(in_flight) >= c["max_in_flight_requests_per_connection"]:
+                continue
+            leader = self._client.cluster.leader_for(tp.topic, tp.partition)
+            if leader is None:
+                missing_leader = True
+                continue
+            queue.popleft()
+            if batch.data is None:
+                self._seal(batch)
+            in_flight.append(batch)
+            batch.attempts += 1
+            by_node.setdefault(leader, []).append(batch)
+        if missing_leader:
+            self._refresh_metadata()
+        return by_node, wake_at
+
+    def _seal(self, batch: _Batch) -> None:
+        if not self._idempotent:
+            batch.seal(-1, -1, None)
+            return
+        sequence = self._next_sequence.get(batch.tp, 0)
+        batch.seal(self._producer_id, self._producer_epoch, sequence)
+        # Sequences wrap from Integer.MAX_VALUE to 0 (DefaultRecordBatch.incrementSequence).
+        self._next_sequence[batch.tp] = (sequence + batch.builder.record_count) % (_INT32_MAX + 1)
+
+    def _expire(self, batch: _Batch, now: float) -> bool:
+        """delivery_timeout_ms passed for a queued batch: fail it (Kafka's TimeoutException)."""
+        if now - batch.created < self.config["delivery_timeout_ms"] / 1000:
+            return False
+        batch.fail(RequestTimedOutError(f"{batch.tp.topic}-{batch.tp.partition}: not delivered within "
+                                        f"delivery_timeout_ms={self.config['delivery_timeout_ms']}"))
+        if batch.sequence is not None and batch.attempts:
+            self._producer_id_stale = True  # it may have been written: our sequences are uncertain
+        return True
+
+    def _refresh_metadata(self) -> None:
+        if self._metadata_task is not None and not self._metadata_task.done():
+            return
+
+        async def refresh() -> None:
+            try:
+                topics = sorted(self._topics | {tp.topic for tp in self._queues})
+                await self._client.metadata(topics)
+            except (OSError, KafkaError) as exc:
+                log.debug("metadata refresh failed: %s", exc)
+                await asyncio.sleep(self.config["retry_backoff_ms"] / 1000)
+            self._wake()
+
+        self._metadata_task = asyncio.create_task(refresh())
+
+    async def _send_batches(self, node: int, batches: list[_Batch]) -> None:
+        c = self.config
+        by_topic: dict[str, list[Any]] = {}
+        for batch in batches:
+            by_topic.setdefault(batch.tp.topic, []).append(
+                ProduceRequest.TopicProduceData.PartitionProduceData(index=batch.tp.partition, records=batch.data))
+        request = ProduceRequest(transactional_id=None, acks=c["acks"], timeout_ms=c["request_timeout_ms"],
+                                 topic_data=[ProduceRequest.TopicProduceData(name=name, partition_data=data)
+                                             for name, data in by_topic.items()])
+        try:
+            conn = await self._client.connection(node)
+            version = conn.version_for(ApiKey.PRODUCE)
+            if version < 3:
+                raise UnsupportedVersionError(f"{conn.host}:{conn.port} cannot take v2 record batches")
+            response = await conn.send(request, version=version, timeout=2 * c["request_timeout_ms"] / 1000)
+        except asyncio.CancelledError:
+            raise
+        except (OSError, KafkaError) as exc:
+            retriable = isinstance(exc, OSError) or exc.retriable
+            for batch in batches:
+                self._on_error(batch, exc, retriable, refresh=True)
+            self._wake()
+            return
+        answers = {}
+        if response is not None:
+            for topic in response.responses:
+                for part in topic.partition_responses:
+                    answers[(topic.name, part.index)] = part
+        for batch in batches:
+            answer = answers.get(batch.tp) if response is not None else None
+            if response is None:  # acks=0: no answer, no offset
+                self._finish(batch)
+                batch.complete(-1, -1, -1)
+            elif answer is None:
+                self._on_error(batch, KafkaConnectionError(f"the response has no entry for {batch.tp}"), True, True)
+            else:
+                self._on_answer(batch, answer)
+        self._wake()
+
+    def _finish(self, batch: _Batch) -> None:
+        in_flight = self._in_flight.get(batch.tp)
+        if in_flight and batch in in_flight:
+            in_flight.remove(batch)
+
+    def _on_answer(self, batch: _Batch, answer: Any) -> None:
+        code = answer.error_code
+        if code == 0 or code == DuplicateSequenceNumberError.code:  # a duplicate was written before
+            self._finish(batch)
+            batch.complete(answer.base_offset, answer.log_append_time_ms, answer.log_start_offset)
+            return
+        error = for_code(code)(answer.error_message or f"producing to {batch.tp.topic}-{batch.tp.partition}")
+        retriable = error.retriable
+        if code in (OutOfOrderSequenceNumberError.code, UnknownProducerIdError.code) and batch.sequence is not None:
+            if batch.producer != (self._producer_id, self._producer_epoch) or self._producer_id_stale:
+                self._finish(batch)  # sent under an id we gave up: resend under the new one
+                batch.unseal()
+                batch.attempts -= 1
+                self._requeue(batch)
+                return
+            # An earlier batch of the partition is being retried: this one was refused because of it.
+            retriable = any(other.sequence is not None and other.sequence < batch.sequence
+                            for other in (*self._queues.get(batch.tp, ()), *self._in_flight.get(batch.tp, ())))
+        self._on_error(batch, error, retriable, refresh=code in _REFRESH_CODES)
+
+    def _on_error(self, batch: _Batch, error: BaseException, retriable: bool, refresh: bool) -> None:
+        self._finish(batch)
+        c = self.config
+        now = self._time()
+        if (retriable and batch.attempts <= c["retries"]
+                and now - batch.created < c["delivery_timeout_ms"] / 1000):
+            log.debug("retrying %s after %s (attempt %d)", batch.tp, error, batch.attempts)
+            batch.retry_at = now + c["retry_backoff_ms"] / 1000
+            self._requeue(batch)
+            if refresh:
+                self._refresh_metadata()
+            return
+        batch.fail(error)
+        if batch.sequence is not None:
+            self._producer_id_stale = True
+
+    def _requeue(self, batch: _Batch) -> None:
+        """Put a batch back at its place (queues stay in creation order, so retries keep order)."""
+        queue = self._queues.setdefault(batch.tp, deque())
+        index = 0
+        while index < len(queue) and queue[index].order < batch.order:
+            index += 1
+        queue.insert(index, batch)

@@ -1,0 +1,138 @@
+"""Producer: the blocking producer in kafka-python's KafkaProducer shape, over AIOProducer.
+
+    with Producer(bootstrap_servers="127.0.0.1:9092", value_serializer=str.encode) as producer:
+        future = producer.send("events", "value", key=b"key")
+        future.add_callback(print).add_errback(log_error)
+        metadata = future.get(timeout=10)
+        producer.flush()
+
+The AIOProducer runs on a private event loop in a daemon thread (as SyncSimpleClient does). ``send``
+serializes in the caller's thread, so bad input raises at once as with kafka-python; the rest of the
+record's life is on the loop, and its outcome reaches a ``FutureRecordMetadata``. Callbacks run in
+the producer's thread, as kafka-python's run in its sender thread: keep them short.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import threading
+from typing import Any, Awaitable, Callable, Iterable, TypeVar
+
+from ..protocol.errors import RequestTimedOutError
+from .producer import AIOProducer, RecordMetadata
+
+T = TypeVar("T")
+
+
+class FutureRecordMetadata(concurrent.futures.Future):
+    """A concurrent future with kafka-python's methods: ``get``, ``add_callback``, ``add_errback``."""
+
+    def get(self, timeout: float | None = None) -> RecordMetadata:
+        """The RecordMetadata; raises the send's KafkaError, or RequestTimedOutError after ``timeout`` s."""
+        try:
+            return self.result(timeout)
+        except concurrent.futures.TimeoutError:
+            raise RequestTimedOutError(f"no answer for the record within {timeout} s") from None
+
+    def add_callback(self, function: Callable[..., Any], *args: Any, **kwargs: Any) -> "FutureRecordMetadata":
+        """``function(*args, metadata, **kwargs)`` on success."""
+        def call(future: concurrent.futures.Future) -> None:
+            if not future.cancelled() and future.exception() is None:
+                function(*args, future.result(), **kwargs)
+        self.add_done_callback(call)
+        return self
+
+    def add_errback(self, function: Callable[..., Any], *args: Any, **kwargs: Any) -> "FutureRecordMetadata":
+        """``function(*args, exception, **kwargs)`` on failure."""
+        def call(future: concurrent.futures.Future) -> None:
+            if not future.cancelled() and future.exception() is not None:
+                function(*args, future.exception(), **kwargs)
+        self.add_done_callback(call)
+        return self
+
+    def is_done(self) -> bool:
+        return self.done()
+
+    def succeeded(self) -> bool:
+        return self.done() and not self.cancelled() and self.exception() is None
+
+    def failed(self) -> bool:
+        return self.done() and not self.cancelled() and self.exception() is not None
+
+
+def _link(source: asyncio.Future, target: FutureRecordMetadata) -> None:
+    if source.cancelled():
+        target.cancel()
+    elif source.exception() is not None:
+        target.set_exception(source.exception())
+    else:
+        target.set_result(source.result())
+
+
+class Producer:
+    """kafka-python's KafkaProducer over AIOProducer; same keyword arguments as AIOProducer."""
+
+    def __init__(self, **configs: Any) -> None:
+        self._aio = AIOProducer(**configs)  # validates the configuration before a thread starts
+        self.config = self._aio.config
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, name="odradek-producer", daemon=True)
+        self._thread.start()
+        self._closed = False
+        try:
+            self._run(self._aio.start())
+        except BaseException:
+            self._stop_loop()
+            raise
+
+    def _run(self, coro: Awaitable[T], timeout: float | None = None) -> T:
+        return asyncio.run_coroutine_threadsafe(coro, self._loop).result(timeout)  # type: ignore[arg-type]
+
+    def send(self, topic: str, value: Any = None, key: Any = None, headers: Iterable | None = None,
+             partition: int | None = None, timestamp_ms: int | None = None) -> FutureRecordMetadata:
+        """Queue a record; returns at once (unless buffer_memory is full or the topic's metadata is
+        unknown) with a future of its RecordMetadata."""
+        if self._closed:
+            raise RuntimeError("send after the producer was closed")
+        record = self._aio.serialize(topic, value, key, headers)
+        result = FutureRecordMetadata()
+
+        async def enqueue() -> None:
+            try:
+                future = await self._aio.send_serialized(topic, record, partition, timestamp_ms)
+            except BaseException as exc:
+                result.set_exception(exc)
+                return
+            future.add_done_callback(lambda done: _link(done, result))
+
+        asyncio.run_coroutine_threadsafe(enqueue(), self._loop)
+        return result
+
+    def flush(self, timeout: float | None = None) -> None:
+        """Send everything queued and wait for the answers (RequestTimedOutError after ``timeout`` s)."""
+        self._run(self._aio.flush(timeout))
+
+    def partitions_for(self, topic: str) -> set[int]:
+        return self._run(self._aio.partitions_for(topic))
+
+    def close(self, timeout: float | None = None) -> None:
+        """Send what is queued (up to ``timeout`` s), then disconnect and stop the thread."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            self._run(self._aio.close(timeout))
+        finally:
+            self._stop_loop()
+
+    def _stop_loop(self) -> None:
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join()
+        self._loop.close()
+
+    def __enter__(self) -> "Producer":
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self.close()
