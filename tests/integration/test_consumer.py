@@ -10,7 +10,8 @@ import pytest
 from odradek.clients.consumer import AIOConsumer, NoOffsetForPartitionError
 from odradek.clients.simple_client import SimpleClient
 from odradek.clients.sync_consumer import Consumer
-from odradek.clients.types import KafkaConfigurationError, OffsetAndTimestamp, TopicPartition
+from odradek.clients.types import KafkaConfigurationError, OffsetAndMetadata, OffsetAndTimestamp, TopicPartition
+from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.errors import OffsetOutOfRangeError
 
 pytestmark = pytest.mark.timeout(240)
@@ -232,4 +233,35 @@ def test_a_failing_deserializer_reaches_the_application(single_broker_cluster):
             with pytest.raises(ValueError):
                 await consumer.getmany(timeout_ms=5000)
             assert await consumer.position(tp) == 0  # nothing was handed over
+    run(main())
+
+
+def test_commit_and_committed_without_group_membership(odradek_cluster_factory):
+    cluster = odradek_cluster_factory(1, overrides={"offsets.topic.replication.factor": "1"})
+    topic = "committing"
+    tp = TopicPartition(topic, 0)
+
+    async def main():
+        async with SimpleClient(cluster.bootstrap_servers) as client:
+            conn = await client.connection(0)
+            needed = (ApiKey.FIND_COORDINATOR, ApiKey.OFFSET_COMMIT, ApiKey.OFFSET_FETCH)
+            if not all(key in conn.api_versions for key in needed):
+                pytest.skip("the broker does not serve the group coordinator's APIs yet")
+            await create(client, topic, 1)
+            await fill(client, topic, 0, 10)
+        servers = cluster.bootstrap_servers
+        async with AIOConsumer(bootstrap_servers=servers, group_id="simple", auto_offset_reset="earliest") as consumer:
+            consumer.assign([tp])
+            assert await consumer.committed(tp) is None
+            got = await consumer.getmany(timeout_ms=5000, max_records=4)
+            assert [r.offset for r in got[tp]] == [0, 1, 2, 3]
+            await consumer.commit()  # the current position, generation -1
+            assert await consumer.committed(tp) == OffsetAndMetadata(4, "")
+            await consumer.commit({tp: OffsetAndMetadata(7, "seven")})
+        async with AIOConsumer(bootstrap_servers=servers, group_id="simple", auto_offset_reset="earliest") as consumer:
+            consumer.assign([tp])
+            assert await consumer.committed(tp) == OffsetAndMetadata(7, "seven")
+            assert await consumer.position(tp) == 7  # the committed offset wins over auto_offset_reset
+            got = await consume(consumer, 3)
+            assert [r.offset for r in got[tp]] == [7, 8, 9]
     run(main())
