@@ -298,6 +298,11 @@ class SimpleClient:
     async def metadata(self, topics: list[str] | None = None,
                        allow_auto_topic_creation: bool = False) -> ClusterMetadata:
         """Ask any broker; ``topics=None`` means every topic, ``[]`` only brokers and controller."""
+        return ClusterMetadata.from_response(await self.metadata_response(topics, allow_auto_topic_creation))
+
+    async def metadata_response(self, topics: list[str] | None = None,
+                                allow_auto_topic_creation: bool = False) -> Any:
+        """``metadata`` but returning the MetadataResponse itself (topic ids, offline replicas: Admin)."""
         async def attempt() -> Any:
             conn = await self._any_connection()
             version = conn.version_for(ApiKey.METADATA)
@@ -314,7 +319,7 @@ class SimpleClient:
         response = await self._with_retries(attempt, _raise_code, topics=None)
         fresh = ClusterMetadata.from_response(response)
         self.cluster = fresh if topics is None else self.cluster.merged(fresh)
-        return fresh
+        return response
 
     async def _poll(self, topics: list[str], ready: Callable[[ClusterMetadata], bool], timeout: float,
                     what: str) -> ClusterMetadata:

@@ -1,0 +1,253 @@
+"""Cluster administration: ``AIOAdmin`` (asyncio) and its blocking twin ``Admin``.
+
+Named after kafka-python's ``KafkaAdminClient`` (CONVENTIONS.md §5):
+
+    with Admin(bootstrap_servers="127.0.0.1:9092") as admin:
+        admin.create_topics([NewTopic("events", num_partitions=6, replication_factor=3)])
+        admin.create_partitions({"events": NewPartitions(total_count=8)})
+        print(admin.describe_topics(["events"]))
+        admin.delete_topics(["events"])
+
+Topic administration goes to the controller (NOT_CONTROLLER makes the client look the controller
+up again and retry), descriptions to any broker, through a ``SimpleClient`` that owns the
+connections, the metadata picture and the retry policy. Errors are raised as the
+``odradek.protocol.errors`` class of their Kafka code, carrying the broker's message when it sent one;
+like the Java AdminClient, a call about several topics raises the first failure after all were tried
+(``raise_errors=False`` returns every topic's error instead).
+"""
+
+from __future__ import annotations
+
+import base64
+import uuid
+from typing import Any, Callable, Iterable, Mapping, NamedTuple, Sequence
+
+from ..protocol.api_keys import ApiKey
+from ..protocol.errors import KafkaError, UnknownTopicOrPartitionError, for_code  # type: ignore[attr-defined]
+from ..protocol.messages import CreatePartitionsRequest, CreateTopicsRequest
+from ..protocol.types import ZERO_UUID
+from .connection import BrokerConnection
+from .simple_client import SimpleClient, SyncSimpleClient, _creatable_topic, _raise_code, _Retry
+
+_DEFAULT_TIMEOUT_MS = 30000
+
+
+class NewTopic:
+    """A topic to create (kafka-python's ``NewTopic``). -1 counts take the broker's defaults
+    (num.partitions, default.replication.factor); ``replica_assignments`` maps partition -> broker ids."""
+
+    def __init__(self, name: str, num_partitions: int = -1, replication_factor: int = -1,
+                 replica_assignments: Mapping[int, Sequence[int]] | None = None,
+                 topic_configs: Mapping[str, Any] | None = None) -> None:
+        self.name = name
+        self.num_partitions = num_partitions
+        self.replication_factor = replication_factor
+        self.replica_assignments = dict(replica_assignments or {})
+        self.topic_configs = dict(topic_configs or {})
+
+    def __repr__(self) -> str:
+        return (f"NewTopic({self.name!r}, num_partitions={self.num_partitions}, "
+                f"replication_factor={self.replication_factor})")
+
+
+class NewPartitions:
+    """The partition count a topic should grow to (kafka-python's ``NewPartitions``);
+    ``new_assignments`` lists the new partitions' replicas in partition order."""
+
+    def __init__(self, total_count: int, new_assignments: Sequence[Sequence[int]] | None = None) -> None:
+        self.total_count = total_count
+        self.new_assignments = [list(a) for a in new_assignments] if new_assignments else None
+
+    def __repr__(self) -> str:
+        return f"NewPartitions(total_count={self.total_count})"
+
+
+class BrokerMetadata(NamedTuple):
+    node_id: int
+    host: str
+    port: int
+    rack: str | None
+
+
+class ClusterDescription(NamedTuple):
+    cluster_id: str | None
+    controller_id: int
+    brokers: list[BrokerMetadata]
+
+
+class PartitionDescription(NamedTuple):
+    topic: str
+    partition: int
+    leader: int  # -1 when leaderless
+    leader_epoch: int
+    replicas: list[int]
+    isr: list[int]
+    offline_replicas: list[int]
+    error_code: int
+
+
+class TopicDescription(NamedTuple):
+    topic: str
+    topic_id: uuid.UUID
+    is_internal: bool
+    partitions: list[PartitionDescription]
+
+    @property
+    def topic_id_string(self) -> str:
+        """The id as Kafka prints it (Uuid.toString: URL-safe base64 of the 16 bytes, unpadded)."""
+        return format_topic_id(self.topic_id)
+
+
+def format_topic_id(topic_id: uuid.UUID) -> str:
+    return base64.urlsafe_b64encode(topic_id.bytes).rstrip(b"=").decode("ascii")
+
+
+class AIOAdmin:
+    """``AIOAdmin(bootstrap_servers="host:9092", client_id=..., request_timeout_ms=30000, retries=5,
+    retry_backoff_ms=100)``; ``async with`` or ``await close()``."""
+
+    def __init__(self, bootstrap_servers: str | list[str] = "localhost:9092", *, client_id: str = "odradek-admin",
+                 request_timeout_ms: int = _DEFAULT_TIMEOUT_MS, retries: int = 5, retry_backoff_ms: int = 100,
+                 client: SimpleClient | None = None) -> None:
+        self._client = client or SimpleClient(bootstrap_servers, client_id=client_id,
+                                              request_timeout=request_timeout_ms / 1000.0, retries=retries,
+                                              retry_backoff=retry_backoff_ms / 1000.0)
+        self.request_timeout_ms = request_timeout_ms
+
+    async def __aenter__(self) -> "AIOAdmin":
+        return self
+
+    async def __aexit__(self, *exc_info: Any) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        await self._client.close()
+
+    # -- topics -----------------------------------------------------------------------------------
+    async def create_topics(self, new_topics: Iterable[NewTopic], timeout_ms: int | None = None,
+                            validate_only: bool = False, *, raise_errors: bool = True
+                            ) -> dict[str, KafkaError | None]:
+        """Create topics at the controller and wait (up to ``timeout_ms``) for their leaders."""
+        specs = {t.name: t for t in new_topics}
+        timeout_ms = self._timeout(timeout_ms)
+        creatable = {name: _creatable_topic(
+            name, t.replica_assignments or (t.num_partitions, t.replication_factor), t.topic_configs)
+            for name, t in specs.items()}
+        return await self._at_controller(
+            creatable, lambda items: CreateTopicsRequest(topics=items, timeout_ms=timeout_ms,
+                                                         validate_only=validate_only),
+            lambda response: response.topics, timeout_ms, raise_errors)
+
+    async def delete_topics(self, topics: Iterable[str], timeout_ms: int | None = None, *,
+                            raise_errors: bool = True) -> dict[str, KafkaError | None]:
+        codes = await self._client.delete_topics(list(topics), timeout_ms=self._timeout(timeout_ms))
+        return _results({name: _Answer(code, None) for name, code in codes.items()}, raise_errors)
+
+    async def create_partitions(self, topic_partitions: Mapping[str, NewPartitions], timeout_ms: int | None = None,
+                                validate_only: bool = False, *, raise_errors: bool = True
+                                ) -> dict[str, KafkaError | None]:
+        """Grow topics to ``NewPartitions.total_count`` partitions (CreatePartitions, at the controller)."""
+        timeout_ms = self._timeout(timeout_ms)
+        topic_cls = CreatePartitionsRequest.CreatePartitionsTopic
+        wanted = {name: topic_cls(
+            name=name, count=spec.total_count,
+            assignments=None if spec.new_assignments is None else [
+                topic_cls.CreatePartitionsAssignment(broker_ids=ids) for ids in spec.new_assignments])
+            for name, spec in topic_partitions.items()}
+        return await self._at_controller(
+            wanted, lambda items: CreatePartitionsRequest(topics=items, timeout_ms=timeout_ms,
+                                                          validate_only=validate_only),
+            lambda response: response.results, timeout_ms, raise_errors)
+
+    async def _at_controller(self, items: dict[str, Any], make_request: Callable[[list[Any]], Any],
+                             results_of: Callable[[Any], list[Any]], timeout_ms: int, raise_errors: bool
+                             ) -> dict[str, KafkaError | None]:
+        """One per-topic request at the controller; topics answered NOT_CONTROLLER are sent again."""
+        async def send(conn: BrokerConnection, names: list[str]) -> dict[str, Any]:
+            response = await conn.send(make_request([items[n] for n in names]),
+                                       timeout=self._client._timeout_for(timeout_ms))
+            return {r.name: _Answer(r.error_code, r.error_message) for r in results_of(response)}
+
+        return _results(await self._client._admin(list(items), send), raise_errors)
+
+    async def list_topics(self, include_internal: bool = True) -> list[str]:
+        """Every topic's name, sorted."""
+        response = await self._client.metadata_response(None)
+        return sorted(t.name for t in response.topics
+                      if t.error_code == 0 and (include_internal or not t.is_internal))
+
+    async def describe_topics(self, topics: Sequence[str] | None = None) -> list[TopicDescription]:
+        """Partitions, leaders, replicas and ISRs of ``topics`` (None: every topic), in the order asked
+        (sorted for None). An unknown topic raises UnknownTopicOrPartitionError (after a few retries)."""
+        async def attempt() -> Any:
+            response = await self._client.metadata_response(None if topics is None else list(topics))
+            found = {t.name: t for t in response.topics}
+            for name in topics or ():
+                # A topic just created may not have reached this broker's cache yet: retry (Kafka's
+                # UNKNOWN_TOPIC_OR_PARTITION and LEADER_NOT_AVAILABLE are retriable).
+                code = found[name].error_code if name in found else UnknownTopicOrPartitionError.code
+                if code:
+                    raise _Retry(code, False, retriable=for_code(code).retriable)
+            return found
+
+        found = await self._client._with_retries(attempt, _raise_code, topics=None)
+        names = sorted(found) if topics is None else list(topics)
+        descriptions = []
+        for name in names:
+            t = found[name]
+            partitions = [PartitionDescription(name, p.partition_index, p.leader_id, p.leader_epoch,
+                                               list(p.replica_nodes), list(p.isr_nodes),
+                                               list(p.offline_replicas or ()), p.error_code)
+                          for p in sorted(t.partitions, key=lambda p: p.partition_index)]
+            descriptions.append(TopicDescription(name, getattr(t, "topic_id", None) or ZERO_UUID, t.is_internal,
+                                                 partitions))
+        return descriptions
+
+    async def describe_cluster(self) -> ClusterDescription:
+        response = await self._client.metadata_response([])
+        brokers = sorted((BrokerMetadata(b.node_id, b.host, b.port, b.rack) for b in response.brokers),
+                         key=lambda b: b.node_id)
+        return ClusterDescription(response.cluster_id, response.controller_id, brokers)
+
+    def _timeout(self, timeout_ms: int | None) -> int:
+        return self.request_timeout_ms if timeout_ms is None else timeout_ms
+
+
+class _Answer(int):
+    """An error code that carries the broker's message; an int so SimpleClient's retry logic
+    (NOT_CONTROLLER checks, bare codes once retries run out) treats it as the code."""
+
+    message: str | None
+
+    def __new__(cls, code: int, message: str | None) -> "_Answer":
+        answer = super().__new__(cls, code)
+        answer.message = message
+        return answer
+
+
+def _results(answers: Mapping[str, Any], raise_errors: bool) -> dict[str, KafkaError | None]:
+    """topic -> None or the error (SimpleClient's retry gives a bare code when the retries ran out)."""
+    results: dict[str, KafkaError | None] = {}
+    for name, answer in answers.items():
+        code, message = int(answer), getattr(answer, "message", None)
+        results[name] = for_code(code)(message or f"topic '{name}'") if code else None
+    failed = [error for error in results.values() if error is not None]
+    if raise_errors and failed:
+        raise failed[0]
+    return results
+
+
+class Admin(SyncSimpleClient):
+    """The blocking ``AIOAdmin``: same arguments and methods, on a private event loop in a thread;
+    ``with Admin(bootstrap_servers=...) as admin: admin.list_topics()``."""
+
+    def __init__(self, bootstrap_servers: str | list[str] = "localhost:9092", **configs: Any) -> None:
+        super().__init__(bootstrap_servers)  # starts the loop thread; its SimpleClient is replaced below
+        self._client = AIOAdmin(bootstrap_servers, **configs)  # type: ignore[assignment]
+
+    def __enter__(self) -> "Admin":
+        return self
+
+
+__all__ = ["AIOAdmin", "Admin", "NewTopic", "NewPartitions", "BrokerMetadata", "ClusterDescription",
+           "TopicDescription", "PartitionDescription", "format_topic_id"]

@@ -1,0 +1,128 @@
+"""Admin / AIOAdmin against real brokers and ZooKeeper, and kafka-python's KafkaAdminClient against our cluster."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+
+from odradek.clients.admin import AIOAdmin, Admin, NewTopic
+from odradek.protocol.errors import (  # type: ignore[attr-defined]
+    InvalidReplicationFactorError, TopicAlreadyExistsError, UnknownTopicOrPartitionError,
+)
+
+pytestmark = pytest.mark.timeout(180)
+
+
+def wait_until(check, what: str, timeout: float = 30.0):
+    deadline = time.monotonic() + timeout
+    while True:
+        value = check()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what} did not happen within {timeout} s")
+        time.sleep(0.1)
+
+
+def field(entry: dict, *names: str):
+    return next(entry[name] for name in names if name in entry)
+
+
+@pytest.fixture(scope="module")
+def admin(three_broker_cluster):
+    with Admin(bootstrap_servers=three_broker_cluster.bootstrap_servers) as client:
+        yield client
+
+
+def test_describe_cluster_lists_every_broker_and_the_controller(admin):
+    cluster = admin.describe_cluster()
+    assert len({b.node_id for b in cluster.brokers}) == 3
+    assert cluster.controller_id in {b.node_id for b in cluster.brokers}
+    assert cluster.cluster_id
+    assert all(b.port > 0 and b.host for b in cluster.brokers)
+
+
+def test_create_describe_delete_topic(admin):
+    result = admin.create_topics([NewTopic("admin-events", num_partitions=3, replication_factor=3)])
+    assert result == {"admin-events": None}
+    # Other brokers learn of the topic through the controller's UpdateMetadata a moment later (as in Kafka).
+    wait_until(lambda: "admin-events" in admin.list_topics(), "the new topic in the topic list")
+    [description] = admin.describe_topics(["admin-events"])
+    assert description.topic == "admin-events" and not description.is_internal
+    assert description.topic_id.int != 0
+    assert len(description.topic_id_string) == 22  # Kafka's unpadded URL-safe base64 of 16 bytes
+    assert [p.partition for p in description.partitions] == [0, 1, 2]
+    brokers = {b.node_id for b in admin.describe_cluster().brokers}
+    for p in description.partitions:
+        assert sorted(p.replicas) == sorted(brokers)
+        assert p.leader in p.replicas
+        assert set(p.isr) <= set(p.replicas) and p.leader in p.isr
+    # Round-robin placement spreads the first replicas (the preferred leaders) over the brokers.
+    assert len({p.replicas[0] for p in description.partitions}) == 3
+
+    assert admin.delete_topics(["admin-events"]) == {"admin-events": None}
+    wait_until(lambda: "admin-events" not in admin.list_topics(), "the deleted topic leaving the topic list")
+    with pytest.raises(UnknownTopicOrPartitionError):
+        admin.describe_topics(["admin-events"])
+
+
+def test_create_with_configs_and_broker_defaults(admin):
+    admin.create_topics([NewTopic("admin-defaults"),
+                         NewTopic("admin-compact", 2, 1, topic_configs={"cleanup.policy": "compact"})])
+    by_name = {d.topic: d for d in admin.describe_topics(["admin-defaults", "admin-compact"])}
+    assert len(by_name["admin-defaults"].partitions) == 1  # num.partitions and default.replication.factor: 1
+    assert len(by_name["admin-defaults"].partitions[0].replicas) == 1
+    assert [len(p.replicas) for p in by_name["admin-compact"].partitions] == [1, 1]
+
+
+def test_errors_carry_the_code_and_the_brokers_message(admin):
+    admin.create_topics([NewTopic("admin-twice", 1, 1)])
+    with pytest.raises(TopicAlreadyExistsError) as caught:
+        admin.create_topics([NewTopic("admin-twice", 1, 1)])
+    assert "admin-twice" in str(caught.value)
+    results = admin.create_topics([NewTopic("admin-twice", 1, 1), NewTopic("admin-once", 1, 1)],
+                                  raise_errors=False)
+    assert isinstance(results["admin-twice"], TopicAlreadyExistsError)
+    assert results["admin-once"] is None
+    with pytest.raises(InvalidReplicationFactorError) as caught:
+        admin.create_topics([NewTopic("admin-too-wide", 1, 4)])
+    assert "4" in str(caught.value)
+    wait_until(lambda: "admin-once" in admin.list_topics(), "the new topic in the topic list")
+    assert "admin-too-wide" not in admin.list_topics()
+    with pytest.raises(UnknownTopicOrPartitionError):
+        admin.delete_topics(["admin-never-created"])
+
+
+def test_validate_only_creates_nothing(three_broker_cluster):
+    async def main():
+        async with AIOAdmin(three_broker_cluster.bootstrap_servers) as aio:
+            assert await aio.create_topics([NewTopic("admin-dry", 4, 2)], validate_only=True) == {"admin-dry": None}
+            assert "admin-dry" not in await aio.list_topics()
+            with pytest.raises(InvalidReplicationFactorError):
+                await aio.create_topics([NewTopic("admin-dry", 4, 5)], validate_only=True)
+    asyncio.run(asyncio.wait_for(main(), 120))
+
+
+def test_kafka_python_admin_client_creates_describes_deletes(three_broker_cluster, admin):
+    kafka_admin = pytest.importorskip("kafka.admin")
+    client = kafka_admin.KafkaAdminClient(bootstrap_servers=three_broker_cluster.bootstrap_servers,
+                                          client_id="kafka-python-admin", request_timeout_ms=30000)
+    try:
+        client.create_topics([kafka_admin.NewTopic("kp-admin", num_partitions=2, replication_factor=2)])
+        wait_until(lambda: "kp-admin" in client.list_topics(), "kafka-python's topic in its topic list")
+        [described] = client.describe_topics(["kp-admin"])
+        # kafka-python 2.x names the fields topic/partition/replicas, 3.x as the protocol does.
+        assert field(described, "name", "topic") == "kp-admin" and described["error_code"] == 0
+        replicas = {field(p, "partition_index", "partition"): sorted(field(p, "replica_nodes", "replicas"))
+                    for p in described["partitions"]}
+        assert sorted(replicas) == [0, 1] and all(len(r) == 2 for r in replicas.values())
+        assert len(client.describe_cluster()["brokers"]) == 3
+        # What kafka-python created is what our Admin sees.
+        [ours] = admin.describe_topics(["kp-admin"])
+        assert {p.partition: sorted(p.replicas) for p in ours.partitions} == replicas
+        client.delete_topics(["kp-admin"])
+        wait_until(lambda: "kp-admin" not in admin.list_topics(), "kafka-python's delete")
+    finally:
+        client.close()
