@@ -81,6 +81,9 @@ class ReplicaManager:
         self.clock = clock
         self.isr_manager: Any = None      # broker.isr_manager.IsrManager; None: ISR changes stay in memory
         self.fetcher_manager: Any = None  # broker.replica_fetcher.ReplicaFetcherManager; None: no fetching
+        # Told (led keys, no longer led keys) after LeaderAndIsr and StopReplica: the group coordinator
+        # loads and unloads its __consumer_offsets partitions (Kafka's onLeadershipChange callback).
+        self.on_leadership_change: Callable[[list[tuple[str, int]], list[tuple[str, int]]], None] | None = None
         self.partitions: dict[tuple[str, int], Partition] = {}
         self.controller_epoch = 0
         self.fetch_purgatory = DelayedOperationPurgatory("Fetch", Timer())
@@ -170,6 +173,8 @@ class ReplicaManager:
             self.fetch_purgatory.check_and_complete(key)
             self.produce_purgatory.check_and_complete(key)
         self._update_fetchers(new_leaders, new_followers, leader_endpoints or {})
+        if self.on_leadership_change is not None:
+            self.on_leadership_change([p.key for p in new_leaders], [p.key for p in new_followers])
         return errors
 
     def _update_fetchers(self, leaders: list[Partition], followers: list[Partition],
@@ -231,6 +236,8 @@ class ReplicaManager:
                     errors[key] = KafkaStorageError.code
                     continue
             errors[key] = 0
+        if self.on_leadership_change is not None:
+            self.on_leadership_change([], [key for key, code in errors.items() if code == 0])
         return errors
 
     # -- produce ----------------------------------------------------------------------------------

@@ -27,9 +27,10 @@ from ..controller.zk_data import BrokerInfo
 from ..protocol import messages
 from .apis import create_topics, delete_topics, fetch, inter_broker, list_offsets, metadata
 from .apis import controlled_shutdown as controlled_shutdown_api
-from .apis import offset_for_leader_epoch, produce, producers
+from .apis import group_apis, offset_apis, offset_for_leader_epoch, produce, producers
 from .apis.services import BrokerServices
 from .controlled_shutdown import controlled_shutdown
+from .coordinator.group.coordinator import GroupCoordinator
 from .config import ConfigError, KafkaConfig, load_config
 from .kafka_apis import KafkaApis
 from .log import LogManager
@@ -45,7 +46,7 @@ log = logging.getLogger("odradek.server")
 
 _API_MODULES = (produce, fetch, list_offsets, metadata, create_topics, delete_topics, inter_broker,
                 controlled_shutdown_api,
-                offset_for_leader_epoch, producers)
+                offset_for_leader_epoch, producers, group_apis, offset_apis)
 _NEVER_MS = 2 ** 62  # Kafka's Long.MaxValue defaults: "never"
 
 
@@ -61,6 +62,7 @@ class KafkaServer:
         self.fetcher_manager: ReplicaFetcherManager | None = None
         self.isr_manager: IsrManager | None = None
         self.controller: KafkaController | None = None
+        self.group_coordinator: GroupCoordinator | None = None
         self._tasks: list[asyncio.Task] = []
         self._session_expired = False
         self._stopped = asyncio.Event()
@@ -94,6 +96,10 @@ class KafkaServer:
         services = BrokerServices(cfg, self.broker_id, cache, self.replica_manager, lambda: self.broker_epoch,
                                   admin=AdminZkClient(zk, cfg), zk=zk,
                                   producer_ids=ProducerIdManager(self.broker_id, zk))
+        self.group_coordinator = GroupCoordinator(self.broker_id, cfg, self.replica_manager)
+        self.group_coordinator.startup()
+        self.replica_manager.on_leadership_change = self.group_coordinator.on_leadership_change
+        services.group_coordinator = self.group_coordinator  # type: ignore[attr-defined]
         apis = KafkaApis()
         for module in _API_MODULES:
             module.register(apis, services)
@@ -231,6 +237,8 @@ class KafkaServer:
             await _quietly(self.fetcher_manager.shutdown())
         if self.isr_manager is not None:
             await _quietly(self.isr_manager.shutdown())
+        if self.group_coordinator is not None:
+            self.group_coordinator.shutdown()
         if self.replica_manager is not None:
             self.replica_manager.shutdown()
         if self.log_manager is not None:

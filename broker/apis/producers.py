@@ -1,10 +1,9 @@
-"""InitProducerId (22) for idempotent producers, and FindCoordinator (10) until coordinators exist.
+"""InitProducerId (22) for idempotent producers (FindCoordinator is in group_apis).
 
 Without a transactional id, InitProducerId returns a fresh producer id at epoch 0 (Kafka 2.8 does the
 same, also when a v3+ client sends its old id after a fatal error). Transactional ids belong to the
 transaction coordinator (a later issue): until then they get COORDINATOR_NOT_AVAILABLE, a
-retriable error. FindCoordinator is served (librdkafka only enables some features when it is
-advertised, COMPAT §3) and answers COORDINATOR_NOT_AVAILABLE for the same reason.
+retriable error.
 """
 
 from __future__ import annotations
@@ -13,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...protocol.api_keys import ApiKey
 from ...protocol.errors import CoordinatorNotAvailableError  # type: ignore[attr-defined]
-from ...protocol.messages import FindCoordinatorResponse, InitProducerIdResponse
+from ...protocol.messages import InitProducerIdResponse
 
 if TYPE_CHECKING:
     from ..kafka_apis import KafkaApis
@@ -34,16 +33,8 @@ class ProducerApis:
     def init_producer_id_error(self, request: "Request", error_code: int) -> Any:
         return InitProducerIdResponse(throttle_time_ms=0, error_code=error_code, producer_id=-1, producer_epoch=-1)
 
-    def find_coordinator(self, request: "Request") -> Any:
-        raise CoordinatorNotAvailableError("group and transaction coordinators are not available yet")
-
-    def find_coordinator_error(self, request: "Request", error_code: int) -> Any:
-        return FindCoordinatorResponse(throttle_time_ms=0, error_code=error_code, error_message=None,
-                                       node_id=-1, host="", port=-1)
-
 
 def register(apis: "KafkaApis", services: "BrokerServices") -> ProducerApis:
     api = ProducerApis(services)
     apis.register(ApiKey.INIT_PRODUCER_ID, api.init_producer_id, api.init_producer_id_error)
-    apis.register(ApiKey.FIND_COORDINATOR, api.find_coordinator, api.find_coordinator_error)
     return api

@@ -1,0 +1,224 @@
+"""Group APIs: FindCoordinator (10), JoinGroup (11), Heartbeat (12), LeaveGroup (13), SyncGroup (14),
+DescribeGroups (15), ListGroups (16), DeleteGroups (42), answered by the group coordinator.
+
+FindCoordinator creates ``__consumer_offsets`` on first use, as Kafka 2.8's KafkaApis does: while the
+topic is missing, being created or leaderless the answer is COORDINATOR_NOT_AVAILABLE (retriable), and
+so it is while fewer brokers are alive than offsets.topic.replication.factor. Transaction coordinators
+(key type 1) do not exist yet and get the same answer.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ...protocol.api_keys import ApiKey
+from ...protocol.errors import (  # type: ignore[attr-defined]
+    CoordinatorNotAvailableError,
+    InvalidRequestError,
+    KafkaError,
+    TopicAlreadyExistsError,
+)
+from ...protocol.messages import (
+    DeleteGroupsResponse,
+    DescribeGroupsResponse,
+    FindCoordinatorResponse,
+    HeartbeatResponse,
+    JoinGroupResponse,
+    LeaveGroupResponse,
+    ListGroupsResponse,
+    SyncGroupResponse,
+)
+from ..coordinator.group.group_metadata import DEAD, STABLE
+from ..coordinator.group.metadata_manager import GROUP_METADATA_TOPIC
+from ..kafka_apis import generic_error_response
+
+if TYPE_CHECKING:
+    from ..coordinator.group.coordinator import GroupCoordinator
+    from ..kafka_apis import KafkaApis
+    from ..network.request_channel import Request
+    from .services import BrokerServices
+
+GROUP_KEY_TYPE = 0
+_Described = DescribeGroupsResponse.DescribedGroup
+_DescribedMember = _Described.DescribedGroupMember
+
+
+def client_host(request: "Request") -> str:
+    """Kafka shows the client's address as InetAddress.toString does: '/127.0.0.1'."""
+    transport = getattr(request.connection, "transport", None)
+    peer = transport.get_extra_info("peername") if transport is not None else None
+    return f"/{peer[0]}" if peer else ""
+
+
+class GroupApis:
+    def __init__(self, services: "BrokerServices", coordinator: "GroupCoordinator") -> None:
+        self.services = services
+        self.coordinator = coordinator
+        self._creating = False
+
+    # -- FindCoordinator --------------------------------------------------------------------------
+
+    async def find_coordinator(self, request: "Request") -> Any:
+        body = request.body
+        if body.key_type != GROUP_KEY_TYPE:
+            raise CoordinatorNotAvailableError("transaction coordinators are not available on this broker yet")
+        if not body.key:
+            raise InvalidRequestError("the group id is empty")  # Kafka answers INVALID_REQUEST too
+        cache = self.services.metadata_cache
+        if not cache.contains_topic(GROUP_METADATA_TOPIC):
+            await self._create_offsets_topic()
+            raise CoordinatorNotAvailableError(f"{GROUP_METADATA_TOPIC} is being created")
+        partition = cache.partition(GROUP_METADATA_TOPIC, self.coordinator.manager.partition_for(body.key))
+        endpoint = cache.endpoint(partition.leader, request.listener) if partition is not None else None
+        if endpoint is None:
+            raise CoordinatorNotAvailableError(f"the coordinator of group {body.key} has no live leader")
+        return FindCoordinatorResponse(throttle_time_ms=0, error_code=0, error_message=None,
+                                       node_id=partition.leader, host=endpoint.host, port=endpoint.port)
+
+    async def _create_offsets_topic(self) -> None:
+        services = self.services
+        config = services.config
+        factor = int(config.get("offsets.topic.replication.factor"))
+        alive = len(services.metadata_cache.alive_broker_ids())
+        if alive < factor:
+            # Kafka 2.8 refuses rather than creating an under-replicated offsets topic.
+            raise CoordinatorNotAvailableError(
+                f"Number of alive brokers '{alive}' does not meet the required replication factor '{factor}' "
+                f"for the offsets topic (configured via 'offsets.topic.replication.factor')")
+        if self._creating:
+            return
+        self._creating = True
+        try:
+            overrides = {"cleanup.policy": "compact", "compression.type": "producer",
+                         "segment.bytes": str(config.get("offsets.topic.segment.bytes"))}
+            await services.in_executor(services.admin.create_topic, GROUP_METADATA_TOPIC,
+                                       config.get("offsets.topic.num.partitions"), factor, overrides)
+        except TopicAlreadyExistsError:
+            pass
+        finally:
+            self._creating = False
+
+    def find_coordinator_error(self, request: "Request", error_code: int) -> Any:
+        return FindCoordinatorResponse(throttle_time_ms=0, error_code=error_code, error_message=None,
+                                       node_id=-1, host="", port=-1)
+
+    # -- membership -------------------------------------------------------------------------------
+
+    async def join_group(self, request: "Request") -> Any:
+        body, version = request.body, request.api_version
+        rebalance_timeout = body.rebalance_timeout_ms if version >= 1 else body.session_timeout_ms
+        result = await self.coordinator.join_group(
+            body.group_id, body.member_id, body.group_instance_id, version >= 4, request.header.client_id or "",
+            client_host(request), rebalance_timeout, body.session_timeout_ms, body.protocol_type,
+            [(p.name, bytes(p.metadata)) for p in body.protocols])
+        members = [JoinGroupResponse.JoinGroupResponseMember(member_id=m, group_instance_id=i, metadata=md)
+                   for m, i, md in result.members]
+        protocol_name = result.protocol_name
+        if protocol_name is None and version < 7:
+            protocol_name = ""
+        return JoinGroupResponse(throttle_time_ms=0, error_code=result.error_code, generation_id=result.generation_id,
+                                 protocol_type=result.protocol_type, protocol_name=protocol_name,
+                                 leader=result.leader, member_id=result.member_id, members=members)
+
+    def join_group_error(self, request: "Request", error_code: int) -> Any:
+        return JoinGroupResponse(throttle_time_ms=0, error_code=error_code, generation_id=-1,
+                                 protocol_name="", leader="", member_id=request.body.member_id, members=[])
+
+    async def sync_group(self, request: "Request") -> Any:
+        body = request.body
+        result = await self.coordinator.sync_group(
+            body.group_id, body.generation_id, body.member_id, body.group_instance_id, body.protocol_type,
+            body.protocol_name, {a.member_id: bytes(a.assignment) for a in body.assignments})
+        # Always an assignment, empty bytes if none (COMPAT G11).
+        return SyncGroupResponse(throttle_time_ms=0, error_code=result.error_code,
+                                 protocol_type=result.protocol_type, protocol_name=result.protocol_name,
+                                 assignment=result.assignment or b"")
+
+    def heartbeat(self, request: "Request") -> Any:
+        body = request.body
+        code = self.coordinator.heartbeat(body.group_id, body.member_id, body.group_instance_id, body.generation_id)
+        return HeartbeatResponse(throttle_time_ms=0, error_code=code)
+
+    def leave_group(self, request: "Request") -> Any:
+        body, version = request.body, request.api_version
+        leaving = [(m.member_id, m.group_instance_id) for m in body.members] if version >= 3 \
+            else [(body.member_id, None)]
+        code, codes = self.coordinator.leave_group(body.group_id, leaving)
+        if version < 3 and code == 0:
+            code = codes[0]  # v0-2 answer for the one member
+        members = [LeaveGroupResponse.MemberResponse(member_id=m, group_instance_id=i, error_code=c)
+                   for (m, i), c in zip(leaving, codes)]
+        return LeaveGroupResponse(throttle_time_ms=0, error_code=code, members=members if code == 0 else [])
+
+    # -- administration ---------------------------------------------------------------------------
+
+    def describe_groups(self, request: "Request") -> Any:
+        return DescribeGroupsResponse(throttle_time_ms=0,
+                                      groups=[self._describe(g) for g in request.body.groups])
+
+    def _describe(self, group_id: str) -> Any:
+        try:
+            group = self.coordinator.describe_group(group_id)
+        except KafkaError as exc:
+            return _Described(error_code=exc.code, group_id=group_id, group_state="", protocol_type="",
+                              protocol_data="", members=[])
+        if group is None or group.is_in(DEAD):
+            return _Described(error_code=0, group_id=group_id, group_state=DEAD, protocol_type="",
+                              protocol_data="", members=[])
+        stable = group.is_in(STABLE)
+        protocol = group.protocol_name or ""
+        members = [_DescribedMember(member_id=m.member_id, group_instance_id=m.group_instance_id,
+                                    client_id=m.client_id, client_host=m.client_host,
+                                    member_metadata=_metadata_or_empty(m, protocol) if stable else b"",
+                                    member_assignment=m.assignment if stable else b"")
+                   for m in group.members.values()]
+        # Kafka shows the protocol only for a Stable group.
+        return _Described(error_code=0, group_id=group_id, group_state=group.state,
+                          protocol_type=group.protocol_type or "", protocol_data=protocol if stable else "",
+                          members=members)
+
+    def list_groups(self, request: "Request") -> Any:
+        body, version = request.body, request.api_version
+        states = set(body.states_filter or []) if version >= 4 else set()
+        manager = self.coordinator.manager
+        error = 14 if manager.loading else 0  # COORDINATOR_LOAD_IN_PROGRESS while a partition loads
+        groups = [ListGroupsResponse.ListedGroup(group_id=g.group_id, protocol_type=g.protocol_type or "",
+                                                 group_state=g.state)
+                  for g in self.coordinator.list_groups()
+                  if not g.is_in(DEAD) and (not states or g.state in states)]
+        return ListGroupsResponse(throttle_time_ms=0, error_code=error, groups=groups)
+
+    async def delete_groups(self, request: "Request") -> Any:
+        results = await self.coordinator.delete_groups(list(request.body.groups_names))
+        return DeleteGroupsResponse(throttle_time_ms=0, results=[
+            DeleteGroupsResponse.DeletableGroupResult(group_id=g, error_code=c) for g, c in results.items()])
+
+    def delete_groups_error(self, request: "Request", error_code: int) -> Any:
+        return DeleteGroupsResponse(throttle_time_ms=0, results=[
+            DeleteGroupsResponse.DeletableGroupResult(group_id=g, error_code=error_code)
+            for g in request.body.groups_names])
+
+    def describe_groups_error(self, request: "Request", error_code: int) -> Any:
+        return DescribeGroupsResponse(throttle_time_ms=0, groups=[
+            _Described(error_code=error_code, group_id=g, group_state="", protocol_type="", protocol_data="",
+                       members=[]) for g in request.body.groups])
+
+
+def _metadata_or_empty(member: Any, protocol: str) -> bytes:
+    try:
+        return member.metadata_for(protocol)
+    except KeyError:
+        return b""
+
+
+def register(apis: "KafkaApis", services: "BrokerServices") -> GroupApis:
+    api = GroupApis(services, services.group_coordinator)
+    apis.register(ApiKey.FIND_COORDINATOR, api.find_coordinator, api.find_coordinator_error)
+    apis.register(ApiKey.JOIN_GROUP, api.join_group, api.join_group_error)
+    apis.register(ApiKey.SYNC_GROUP, api.sync_group, generic_error_response)
+    apis.register(ApiKey.HEARTBEAT, api.heartbeat, generic_error_response)
+    apis.register(ApiKey.LEAVE_GROUP, api.leave_group, generic_error_response)
+    apis.register(ApiKey.DESCRIBE_GROUPS, api.describe_groups, api.describe_groups_error)
+    apis.register(ApiKey.LIST_GROUPS, api.list_groups, generic_error_response)
+    apis.register(ApiKey.DELETE_GROUPS, api.delete_groups, api.delete_groups_error)
+    return api

@@ -1,0 +1,116 @@
+"""Committed offsets: OffsetCommit (8), OffsetFetch (9), OffsetDelete (47), answered by the group coordinator.
+
+OffsetCommit v1 carries a commit timestamp per partition and v2-v4 a retention time; later versions
+use the broker's clock and offsets.retention.minutes, as Kafka 2.8. The commit's metadata string
+round-trips (COMPAT G11); an unknown committed leader epoch is -1. OffsetFetch with null topics
+(v2+) returns every committed partition of the group.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ...protocol.api_keys import ApiKey
+from ...protocol.errors import KafkaError
+from ...protocol.messages import OffsetCommitResponse, OffsetDeleteResponse, OffsetFetchResponse
+from ..coordinator.group.metadata_manager import wall_ms
+from ..coordinator.group.records import OffsetAndMetadata
+
+if TYPE_CHECKING:
+    from ..coordinator.group.coordinator import GroupCoordinator
+    from ..kafka_apis import KafkaApis
+    from ..network.request_channel import Request
+    from .services import BrokerServices
+
+_CommitTopic = OffsetCommitResponse.OffsetCommitResponseTopic
+_CommitPartition = _CommitTopic.OffsetCommitResponsePartition
+_FetchTopic = OffsetFetchResponse.OffsetFetchResponseTopic
+_FetchPartition = _FetchTopic.OffsetFetchResponsePartition
+_DeleteTopic = OffsetDeleteResponse.OffsetDeleteResponseTopic
+_DeletePartition = _DeleteTopic.OffsetDeleteResponsePartition
+
+
+def _grouped(codes: dict[tuple[str, int], int], order: list[tuple[str, int]], topic_cls: Any, part_cls: Any) -> list:
+    topics: dict[str, list] = {}
+    for topic, partition in order:
+        topics.setdefault(topic, []).append(part_cls(partition_index=partition, error_code=codes[(topic, partition)]))
+    return [topic_cls(name=name, partitions=parts) for name, parts in topics.items()]
+
+
+class OffsetApis:
+    def __init__(self, services: "BrokerServices", coordinator: "GroupCoordinator") -> None:
+        self.services = services
+        self.coordinator = coordinator
+
+    async def offset_commit(self, request: "Request") -> Any:
+        body, version = request.body, request.api_version
+        now = wall_ms()
+        retention = body.retention_time_ms if 2 <= version <= 4 else -1
+        offsets: dict[tuple[str, int], OffsetAndMetadata] = {}
+        order = []
+        for topic in body.topics:
+            for p in topic.partitions:
+                commit_ts = p.commit_timestamp if version == 1 and p.commit_timestamp != -1 else now
+                expire = commit_ts + retention if retention != -1 else None
+                tp = (topic.name, p.partition_index)
+                order.append(tp)
+                offsets[tp] = OffsetAndMetadata(p.committed_offset, p.committed_leader_epoch,
+                                                p.committed_metadata or "", commit_ts, expire)
+        generation = body.generation_id_or_member_epoch if version >= 1 else -1
+        member_id = body.member_id if version >= 1 else ""
+        codes = await self.coordinator.commit_offsets(body.group_id, member_id or "", body.group_instance_id,
+                                                      generation, offsets)
+        return OffsetCommitResponse(throttle_time_ms=0, topics=_grouped(codes, order, _CommitTopic,
+                                                                        _CommitPartition))
+
+    def offset_commit_error(self, request: "Request", error_code: int) -> Any:
+        order = [(t.name, p.partition_index) for t in request.body.topics for p in t.partitions]
+        return OffsetCommitResponse(throttle_time_ms=0, topics=_grouped(
+            {tp: error_code for tp in order}, order, _CommitTopic, _CommitPartition))
+
+    def offset_fetch(self, request: "Request") -> Any:
+        body, version = request.body, request.api_version
+        requested = None if body.topics is None else \
+            [(t.name, p) for t in body.topics for p in t.partition_indexes]
+        try:
+            committed = self.coordinator.fetch_offsets(body.group_id, requested)
+        except KafkaError as exc:
+            return self._fetch_error(request, exc.code)
+        topics: dict[str, list] = {}
+        for (topic, partition), o in committed.items():
+            topics.setdefault(topic, []).append(_FetchPartition(
+                partition_index=partition, committed_offset=o.offset if o else -1,
+                committed_leader_epoch=o.leader_epoch if o else -1, metadata=o.metadata if o else "",
+                error_code=0))
+        return OffsetFetchResponse(throttle_time_ms=0, error_code=0,
+                                   topics=[_FetchTopic(name=n, partitions=p) for n, p in topics.items()])
+
+    def _fetch_error(self, request: "Request", error_code: int) -> Any:
+        """v2+ have a top-level error; v0-1 repeat it on each requested partition."""
+        body = request.body
+        if request.api_version >= 2:
+            return OffsetFetchResponse(throttle_time_ms=0, error_code=error_code, topics=[])
+        topics = [_FetchTopic(name=t.name, partitions=[
+            _FetchPartition(partition_index=p, committed_offset=-1, metadata="", error_code=error_code)
+            for p in t.partition_indexes]) for t in body.topics or []]
+        return OffsetFetchResponse(throttle_time_ms=0, topics=topics)
+
+    async def offset_delete(self, request: "Request") -> Any:
+        body = request.body
+        order = [(t.name, p.partition_index) for t in body.topics for p in t.partitions]
+        code, codes = await self.coordinator.delete_offsets(body.group_id, order)
+        if code:
+            return OffsetDeleteResponse(error_code=code, throttle_time_ms=0, topics=[])
+        return OffsetDeleteResponse(error_code=0, throttle_time_ms=0,
+                                    topics=_grouped(codes, order, _DeleteTopic, _DeletePartition))
+
+    def offset_delete_error(self, request: "Request", error_code: int) -> Any:
+        return OffsetDeleteResponse(error_code=error_code, throttle_time_ms=0, topics=[])
+
+
+def register(apis: "KafkaApis", services: "BrokerServices") -> OffsetApis:
+    api = OffsetApis(services, services.group_coordinator)
+    apis.register(ApiKey.OFFSET_COMMIT, api.offset_commit, api.offset_commit_error)
+    apis.register(ApiKey.OFFSET_FETCH, api.offset_fetch, api._fetch_error)
+    apis.register(ApiKey.OFFSET_DELETE, api.offset_delete, api.offset_delete_error)
+    return api

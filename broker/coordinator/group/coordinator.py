@@ -1,0 +1,553 @@
+"""GroupCoordinator: group membership and offset commits for the groups this broker coordinates.
+
+Kafka 2.8's GroupCoordinator, on one event loop: JoinGroup parks the member until the group's
+DelayedJoin completes, SyncGroup parks followers until the leader's assignment is persisted, and
+heartbeats keep a DelayedHeartbeat per member from expiring. Error codes and their order of checks
+follow Kafka's so clients react as they do against Apache Kafka. Answers are plain results; the API
+modules turn them into response messages.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import struct
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+from ....protocol.errors import (  # type: ignore[attr-defined]
+    CoordinatorNotAvailableError,
+    FencedInstanceIdError,
+    GroupIdNotFoundError,
+    GroupMaxSizeReachedError,
+    GroupSubscribedToTopicError,
+    IllegalGenerationError,
+    InconsistentGroupProtocolError,
+    InvalidGroupIdError,
+    InvalidSessionTimeoutError,
+    KafkaError,
+    MemberIdRequiredError,
+    NonEmptyGroupError,
+    RebalanceInProgressError,
+    UnknownMemberIdError,
+)
+from ...purgatory import AsyncTimerDriver, DelayedOperationPurgatory, Timer
+from .delayed_join import DelayedHeartbeat, DelayedJoin, InitialDelayedJoin
+from .group_metadata import (COMPLETING_REBALANCE, DEAD, EMPTY, PREPARING_REBALANCE, STABLE, GroupMetadata,
+                             MemberMetadata)
+from .metadata_manager import GroupMetadataManager, wall_ms
+from .records import OffsetAndMetadata
+
+log = logging.getLogger(__name__)
+
+NEW_MEMBER_JOIN_TIMEOUT_MS = 5 * 60 * 1000  # Kafka's GroupCoordinator.NewMemberJoinTimeoutMs
+CONSUMER_PROTOCOL_TYPE = "consumer"
+
+
+@dataclass
+class JoinResult:
+    error_code: int
+    member_id: str
+    generation_id: int = -1
+    protocol_type: str | None = None
+    protocol_name: str | None = None
+    leader: str = ""
+    members: list[tuple[str, str | None, bytes]] = field(default_factory=list)
+
+
+@dataclass
+class SyncResult:
+    error_code: int
+    assignment: bytes = b""
+    protocol_type: str | None = None
+    protocol_name: str | None = None
+
+
+class GroupCoordinator:
+    def __init__(self, broker_id: int, config: Any, replica_manager: Any) -> None:
+        self.manager = GroupMetadataManager(broker_id, config, replica_manager)
+        self.manager.on_group_unloaded = self._on_group_unloaded
+        self.min_session_ms: int = config.get("group.min.session.timeout.ms")
+        self.max_session_ms: int = config.get("group.max.session.timeout.ms")
+        self.initial_delay_ms: int = config.get("group.initial.rebalance.delay.ms")
+        self.max_group_size: int = config.get("group.max.size")
+        self.join_purgatory = DelayedOperationPurgatory("Rebalance", Timer())
+        self.heartbeat_purgatory = DelayedOperationPurgatory("Heartbeat", Timer())
+        self._drivers = [AsyncTimerDriver(self.join_purgatory.timer),
+                         AsyncTimerDriver(self.heartbeat_purgatory.timer)]
+        self._background: set[asyncio.Task] = set()
+
+    def startup(self) -> None:
+        for driver in self._drivers:
+            driver.start()
+
+    def shutdown(self) -> None:
+        for driver in self._drivers:
+            driver.shutdown()
+        self.join_purgatory.shutdown()
+        self.heartbeat_purgatory.shutdown()
+
+    def on_leadership_change(self, led: list[tuple[str, int]], not_led: list[tuple[str, int]]) -> None:
+        self.manager.on_leadership_change(led, not_led)
+
+    # -- JoinGroup --------------------------------------------------------------------------------
+
+    async def join_group(self, group_id: str, member_id: str, instance_id: str | None,
+                         require_known_member_id: bool, client_id: str, client_host: str,
+                         rebalance_timeout_ms: int, session_timeout_ms: int, protocol_type: str,
+                         protocols: list[tuple[str, bytes]]) -> JoinResult:
+        try:
+            self._validate_group(group_id)
+            if not self.min_session_ms <= session_timeout_ms <= self.max_session_ms:
+                raise InvalidSessionTimeoutError(f"session timeout {session_timeout_ms} ms is outside "
+                                                 f"[{self.min_session_ms}, {self.max_session_ms}]")
+            group = self.manager.get_group(group_id)
+            if group is None:
+                if member_id:
+                    raise UnknownMemberIdError(f"group {group_id} is unknown")
+                group = self.manager.get_or_create_group(group_id)
+            if len(group.members) >= self.max_group_size and not group.has(member_id) \
+                    and member_id not in group.pending_members:
+                raise GroupMaxSizeReachedError(f"group {group_id} has reached group.max.size")
+            if group.is_in(DEAD):
+                raise CoordinatorNotAvailableError(f"group {group_id} is being unloaded")
+            if not group.supports_protocols(protocol_type, [name for name, _ in protocols]):
+                raise InconsistentGroupProtocolError(f"group {group_id} has no protocol in common with the member")
+            member = MemberMetadata(member_id, instance_id, client_id, client_host, rebalance_timeout_ms,
+                                    session_timeout_ms, protocol_type, list(protocols))
+            if not member_id:
+                future = self._join_unknown_member(group, member, require_known_member_id)
+            else:
+                future = self._join_known_member(group, member)
+        except KafkaError as exc:
+            return JoinResult(exc.code, member_id)
+        if isinstance(future, JoinResult):
+            return future
+        return await future
+
+    def _join_unknown_member(self, group: GroupMetadata, member: MemberMetadata,
+                             require_known_member_id: bool) -> "asyncio.Future | JoinResult":
+        new_id = f"{member.client_id}-{uuid.uuid4()}"
+        instance_id = member.group_instance_id
+        if instance_id is not None:
+            old_id = group.static_members.get(instance_id)
+            if old_id is not None and old_id in group.members:
+                return self._rejoin_static_member(group, old_id, new_id, member)
+            member.member_id = new_id
+            return self._add_member_and_rebalance(group, member)
+        if require_known_member_id:
+            # KIP-394: the client retries with this id; until then it is pending, not a member.
+            group.pending_members.add(new_id)
+            return JoinResult(MemberIdRequiredError.code, new_id)
+        member.member_id = new_id
+        return self._add_member_and_rebalance(group, member)
+
+    def _rejoin_static_member(self, group: GroupMetadata, old_id: str, new_id: str,
+                              joining: MemberMetadata) -> "asyncio.Future | JoinResult":
+        """A static member restarted: it takes over its old id's place; a stable group does not rebalance
+        unless its protocols changed (Kafka's updateStaticMemberAndRebalance)."""
+        old = group.members[old_id]
+        if old.awaiting_join is not None and not old.awaiting_join.done():
+            old.awaiting_join.set_result(JoinResult(FencedInstanceIdError.code, old_id))
+            old.awaiting_join = None
+        self._remove_heartbeat(group, old)
+        member = group.replace_static_member(joining.group_instance_id or "", old_id, new_id)
+        member.is_leaving = False
+        changed = not member.matches(joining.protocols)
+        member.protocols, member.client_id, member.client_host = joining.protocols, joining.client_id, joining.client_host
+        member.session_timeout_ms, member.rebalance_timeout_ms = joining.session_timeout_ms, joining.rebalance_timeout_ms
+        if group.is_in(STABLE) and not changed:
+            self._schedule_heartbeat(group, member)
+            return self._current_generation(group, member, with_members=group.leader_id == new_id)
+        return self._update_member_and_rebalance(group, member, joining.protocols)
+
+    def _join_known_member(self, group: GroupMetadata, joining: MemberMetadata) -> "asyncio.Future | JoinResult":
+        member_id, instance_id = joining.member_id, joining.group_instance_id
+        if member_id in group.pending_members:
+            return self._add_member_and_rebalance(group, joining)
+        if instance_id is not None and group.static_members.get(instance_id) not in (None, member_id):
+            raise FencedInstanceIdError(f"instance {instance_id} has a newer member id")
+        member = group.members.get(member_id)
+        if member is None or group.is_in(EMPTY):
+            raise UnknownMemberIdError(f"member {member_id} is not in group {group.group_id}")
+        if group.is_in(PREPARING_REBALANCE):
+            return self._update_member_and_rebalance(group, member, joining.protocols)
+        if group.is_in(COMPLETING_REBALANCE):
+            if member.matches(joining.protocols):
+                # The member missed the join answer: it gets the current generation again.
+                return self._current_generation(group, member, with_members=group.leader_id == member_id)
+            return self._update_member_and_rebalance(group, member, joining.protocols)
+        # Stable: the leader rejoining or changed metadata starts a rebalance.
+        if group.leader_id == member_id or not member.matches(joining.protocols):
+            return self._update_member_and_rebalance(group, member, joining.protocols)
+        return self._current_generation(group, member, with_members=False)
+
+    def _current_generation(self, group: GroupMetadata, member: MemberMetadata, with_members: bool) -> JoinResult:
+        members = self._join_members(group) if with_members else []
+        return JoinResult(0, member.member_id, group.generation_id, group.protocol_type, group.protocol_name,
+                          group.leader_id or "", members)
+
+    def _join_members(self, group: GroupMetadata) -> list[tuple[str, str | None, bytes]]:
+        protocol = group.protocol_name or ""
+        return [(m.member_id, m.group_instance_id, m.metadata_for(protocol)) for m in group.members.values()]
+
+    def _add_member_and_rebalance(self, group: GroupMetadata, member: MemberMetadata) -> asyncio.Future:
+        member.is_new = True
+        if group.is_in(PREPARING_REBALANCE) and group.generation_id == 0:
+            group.new_member_added = True  # the initial delay waits a bit longer for more members
+        group.add(member)
+        member.awaiting_join = asyncio.get_running_loop().create_future()
+        future = member.awaiting_join
+        self._schedule_heartbeat(group, member, NEW_MEMBER_JOIN_TIMEOUT_MS)
+        self._maybe_prepare_rebalance(group, f"adding new member {member.member_id}")
+        return future
+
+    def _update_member_and_rebalance(self, group: GroupMetadata, member: MemberMetadata,
+                                     protocols: list[tuple[str, bytes]]) -> asyncio.Future:
+        member.protocols = list(protocols)
+        if member.awaiting_join is not None and not member.awaiting_join.done():
+            member.awaiting_join.set_result(JoinResult(RebalanceInProgressError.code, member.member_id))
+        member.awaiting_join = asyncio.get_running_loop().create_future()
+        future = member.awaiting_join
+        self._maybe_prepare_rebalance(group, f"updating metadata of member {member.member_id}")
+        return future
+
+    def _maybe_prepare_rebalance(self, group: GroupMetadata, reason: str) -> None:
+        if group.state in (STABLE, COMPLETING_REBALANCE, EMPTY):
+            self._prepare_rebalance(group, reason)
+        elif group.is_in(PREPARING_REBALANCE):
+            self.join_purgatory.check_and_complete(group.group_id)
+
+    def _prepare_rebalance(self, group: GroupMetadata, reason: str) -> None:
+        if group.is_in(COMPLETING_REBALANCE):
+            self._reset_and_propagate_assignment(group, RebalanceInProgressError.code)
+        if group.is_in(EMPTY):
+            delay = self.initial_delay_ms
+            op: DelayedJoin = InitialDelayedJoin(self, group, delay, delay,
+                                                 max(group.rebalance_timeout_ms - delay, 0))
+        else:
+            op = DelayedJoin(self, group, group.rebalance_timeout_ms)
+        group.transition_to(PREPARING_REBALANCE, wall_ms())
+        log.info("Preparing to rebalance group %s in state PreparingRebalance with old generation %d "
+                 "(reason: %s)", group.group_id, group.generation_id, reason)
+        self.schedule_join(group, op)
+
+    def schedule_join(self, group: GroupMetadata, op: DelayedJoin) -> None:
+        self.join_purgatory.try_complete_else_watch(op, [group.group_id])
+
+    def on_complete_join(self, group: GroupMetadata) -> None:
+        """The join phase ends: drop members that did not rejoin, start the next generation, answer all."""
+        if group.is_in(DEAD):
+            return
+        for member in group.not_yet_rejoined():
+            self._remove_heartbeat(group, member)
+            group.remove(member.member_id)
+        group.pending_members.clear()
+        group.init_next_generation(wall_ms())
+        if group.is_in(EMPTY):
+            log.info("Group %s with generation %d is now empty", group.group_id, group.generation_id)
+            self._in_background(self._store_group_quietly(group))
+            return
+        log.info("Stabilized group %s generation %d with %d members (protocol %s)", group.group_id,
+                 group.generation_id, len(group.members), group.protocol_name)
+        all_members = self._join_members(group)
+        for member in group.members.values():
+            result = JoinResult(0, member.member_id, group.generation_id, group.protocol_type, group.protocol_name,
+                                group.leader_id or "", all_members if member.member_id == group.leader_id else [])
+            if member.awaiting_join is not None and not member.awaiting_join.done():
+                member.awaiting_join.set_result(result)
+            member.awaiting_join = None
+            member.is_new = False
+            self._schedule_heartbeat(group, member)
+
+    # -- SyncGroup --------------------------------------------------------------------------------
+
+    async def sync_group(self, group_id: str, generation_id: int, member_id: str, instance_id: str | None,
+                         protocol_type: str | None, protocol_name: str | None,
+                         assignments: dict[str, bytes]) -> SyncResult:
+        try:
+            group = self._known_group(group_id)
+            member = self._check_member(group, member_id, instance_id)
+            if generation_id != group.generation_id:
+                raise IllegalGenerationError(f"generation {generation_id} is not {group.generation_id}")
+            if (protocol_type is not None and protocol_type != group.protocol_type) or \
+                    (protocol_name is not None and protocol_name != group.protocol_name):
+                raise InconsistentGroupProtocolError("the protocol does not match the group's")
+            if group.is_in(PREPARING_REBALANCE):
+                raise RebalanceInProgressError(f"group {group_id} is rebalancing")
+            if group.is_in(STABLE):
+                self._schedule_heartbeat(group, member)
+                return SyncResult(0, member.assignment, group.protocol_type, group.protocol_name)
+        except KafkaError as exc:
+            return SyncResult(exc.code)
+        # CompletingRebalance: wait for the leader's assignment to be persisted.
+        member.awaiting_sync = asyncio.get_running_loop().create_future()
+        future = member.awaiting_sync
+        self._schedule_heartbeat(group, member)
+        if member_id == group.leader_id:
+            self._in_background(self._store_assignment(group, assignments))
+        code, assignment = await future
+        return SyncResult(code, assignment, group.protocol_type, group.protocol_name)
+
+    async def _store_assignment(self, group: GroupMetadata, assignments: dict[str, bytes]) -> None:
+        generation = group.generation_id
+        for member in group.members.values():
+            member.assignment = assignments.get(member.member_id, b"")
+        code = await self.manager.store_group(group)
+        if not group.is_in(COMPLETING_REBALANCE) or group.generation_id != generation:
+            return  # a rebalance started meanwhile and has answered the waiting members
+        if code:
+            self._reset_and_propagate_assignment(group, code)
+            self._maybe_prepare_rebalance(group, "failed to persist the group's assignment")
+            return
+        self._propagate_assignment(group, 0)
+        group.transition_to(STABLE, wall_ms())
+
+    def _reset_and_propagate_assignment(self, group: GroupMetadata, code: int) -> None:
+        for member in group.members.values():
+            member.assignment = b""
+        self._propagate_assignment(group, code)
+
+    def _propagate_assignment(self, group: GroupMetadata, code: int) -> None:
+        for member in group.members.values():
+            if member.awaiting_sync is not None and not member.awaiting_sync.done():
+                member.awaiting_sync.set_result((code, member.assignment if code == 0 else b""))
+            member.awaiting_sync = None
+            self._schedule_heartbeat(group, member)
+
+    # -- Heartbeat and LeaveGroup -----------------------------------------------------------------
+
+    def heartbeat(self, group_id: str, member_id: str, instance_id: str | None, generation_id: int) -> int:
+        try:
+            group = self._known_group(group_id)
+            member = self._check_member(group, member_id, instance_id)
+            if generation_id != group.generation_id:
+                raise IllegalGenerationError(f"generation {generation_id} is not {group.generation_id}")
+            self._schedule_heartbeat(group, member)
+            return RebalanceInProgressError.code if group.is_in(PREPARING_REBALANCE) else 0
+        except KafkaError as exc:
+            return exc.code
+
+    def leave_group(self, group_id: str, leaving: list[tuple[str, str | None]]) -> tuple[int, list[int]]:
+        """(top-level error, error per leaving member)."""
+        try:
+            self._validate_group(group_id)
+            group = self.manager.get_group(group_id)
+            if group is None:
+                return 0, [UnknownMemberIdError.code for _ in leaving]
+            if group.is_in(DEAD):
+                raise CoordinatorNotAvailableError(f"group {group_id} is being unloaded")
+        except KafkaError as exc:
+            return exc.code, [exc.code for _ in leaving]
+        codes = []
+        for member_id, instance_id in leaving:
+            if instance_id is not None:
+                known = group.static_members.get(instance_id)
+                if known is None:
+                    codes.append(UnknownMemberIdError.code)
+                    continue
+                if member_id and member_id != known:
+                    codes.append(FencedInstanceIdError.code)
+                    continue
+                member_id = known
+            if member_id in group.pending_members:
+                group.pending_members.discard(member_id)
+                self.join_purgatory.check_and_complete(group.group_id)
+                codes.append(0)
+                continue
+            member = group.members.get(member_id)
+            if member is None:
+                codes.append(UnknownMemberIdError.code)
+                continue
+            member.is_leaving = True
+            self._remove_member_and_update_group(group, member, f"member {member_id} left")
+            codes.append(0)
+        return 0, codes
+
+    def on_expire_heartbeat(self, group: GroupMetadata, member: MemberMetadata) -> None:
+        if group.members.get(member.member_id) is not member or group.is_in(DEAD):
+            return
+        if member.awaiting_sync is not None or (member.awaiting_join is not None and not member.is_new):
+            return  # Kafka's shouldKeepAlive: a member waiting on the coordinator is not expired
+        log.info("Member %s in group %s has failed, removing it from the group", member.member_id, group.group_id)
+        self._remove_member_and_update_group(group, member, f"session of {member.member_id} expired")
+
+    def _remove_member_and_update_group(self, group: GroupMetadata, member: MemberMetadata, reason: str) -> None:
+        if member.awaiting_join is not None and not member.awaiting_join.done():
+            member.awaiting_join.set_result(JoinResult(UnknownMemberIdError.code, member.member_id))
+        self._remove_heartbeat(group, member)
+        group.remove(member.member_id)
+        if group.state in (STABLE, COMPLETING_REBALANCE):
+            self._maybe_prepare_rebalance(group, reason)
+        elif group.is_in(PREPARING_REBALANCE):
+            self.join_purgatory.check_and_complete(group.group_id)
+
+    def _schedule_heartbeat(self, group: GroupMetadata, member: MemberMetadata, timeout_ms: int | None = None) -> None:
+        """Complete the member's pending heartbeat expiration and schedule the next one."""
+        key = (group.group_id, member.member_id)
+        member.heartbeat_satisfied = True
+        self.heartbeat_purgatory.check_and_complete(key)
+        member.heartbeat_satisfied = False
+        op = DelayedHeartbeat(self, group, member, timeout_ms or member.session_timeout_ms)
+        self.heartbeat_purgatory.try_complete_else_watch(op, [key])
+
+    def _remove_heartbeat(self, group: GroupMetadata, member: MemberMetadata) -> None:
+        member.is_leaving = True
+        self.heartbeat_purgatory.check_and_complete((group.group_id, member.member_id))
+
+    # -- offsets ----------------------------------------------------------------------------------
+
+    async def commit_offsets(self, group_id: str, member_id: str, instance_id: str | None, generation_id: int,
+                             offsets: dict[tuple[str, int], OffsetAndMetadata]) -> dict[tuple[str, int], int]:
+        try:
+            self._validate_group(group_id)
+            group = self.manager.get_group(group_id)
+            if group is None:
+                if generation_id >= 0:
+                    raise IllegalGenerationError(f"group {group_id} is unknown at generation {generation_id}")
+                group = self.manager.get_or_create_group(group_id)  # a simple consumer (assign + commit)
+            if group.is_in(DEAD):
+                raise CoordinatorNotAvailableError(f"group {group_id} is being unloaded")
+            if instance_id is not None and group.static_members.get(instance_id) not in (None, member_id):
+                raise FencedInstanceIdError(f"instance {instance_id} has a newer member id")
+            if not (generation_id < 0 and group.is_in(EMPTY)):
+                if group.is_in(COMPLETING_REBALANCE):
+                    raise RebalanceInProgressError(f"group {group_id} is rebalancing")
+                member = group.members.get(member_id)
+                if member is None:
+                    raise UnknownMemberIdError(f"member {member_id} is not in group {group_id}")
+                if generation_id != group.generation_id:
+                    raise IllegalGenerationError(f"generation {generation_id} is not {group.generation_id}")
+                self._schedule_heartbeat(group, member)
+        except KafkaError as exc:
+            return {tp: exc.code for tp in offsets}
+        return await self.manager.store_offsets(group, offsets)
+
+    def fetch_offsets(self, group_id: str, partitions: list[tuple[str, int]] | None
+                      ) -> dict[tuple[str, int], OffsetAndMetadata | None]:
+        """Committed offsets (None where nothing is committed); all of the group's when ``partitions`` is None."""
+        self._validate_group(group_id)
+        group = self.manager.get_group(group_id)
+        committed = group.offsets if group is not None else {}
+        if partitions is None:
+            return dict(committed)
+        return {tp: committed.get(tp) for tp in partitions}
+
+    async def delete_offsets(self, group_id: str, partitions: list[tuple[str, int]]) -> tuple[int, dict]:
+        """OffsetDelete: (group error, error per partition)."""
+        try:
+            self._validate_group(group_id)
+            group = self.manager.get_group(group_id)
+            if group is None or group.is_in(DEAD):
+                raise GroupIdNotFoundError(f"group {group_id} does not exist")
+        except KafkaError as exc:
+            return exc.code, {}
+        subscribed = self._subscribed_topics(group)
+        errors = {tp: GroupSubscribedToTopicError.code for tp in partitions if tp[0] in subscribed}
+        removable = [tp for tp in partitions if tp not in errors and tp in group.offsets]
+        code = await self.manager.remove_offsets(group, removable)
+        for tp in partitions:
+            errors.setdefault(tp, code)
+        return 0, errors
+
+    @staticmethod
+    def _subscribed_topics(group: GroupMetadata) -> set[str]:
+        """Topics of the consumer protocol subscriptions of an active group (ConsumerProtocol v0+)."""
+        if group.is_in(EMPTY) or group.protocol_type != CONSUMER_PROTOCOL_TYPE or group.protocol_name is None:
+            return set()
+        topics: set[str] = set()
+        for member in group.members.values():
+            try:
+                topics.update(_subscription_topics(member.metadata_for(group.protocol_name)))
+            except (KeyError, struct.error, UnicodeDecodeError):
+                continue
+        return topics
+
+    # -- groups -----------------------------------------------------------------------------------
+
+    def describe_group(self, group_id: str) -> GroupMetadata | None:
+        self._validate_group(group_id)
+        return self.manager.get_group(group_id)
+
+    def list_groups(self) -> list[GroupMetadata]:
+        return self.manager.local_groups()
+
+    async def delete_groups(self, group_ids: list[str]) -> dict[str, int]:
+        results: dict[str, int] = {}
+        for group_id in group_ids:
+            try:
+                self._validate_group(group_id)
+                group = self.manager.get_group(group_id)
+                if group is None or group.is_in(DEAD):
+                    raise GroupIdNotFoundError(f"group {group_id} does not exist")
+                if not group.is_in(EMPTY):
+                    raise NonEmptyGroupError(f"group {group_id} is not empty")
+            except KafkaError as exc:
+                results[group_id] = exc.code
+                continue
+            code = await self.manager.remove_group(group)
+            if code == 0 and self.manager.get_group(group_id) is group:
+                group.transition_to(DEAD, wall_ms())
+                del self.manager.groups[group_id]
+            results[group_id] = code
+        return results
+
+    # -- helpers ----------------------------------------------------------------------------------
+
+    def _validate_group(self, group_id: str) -> None:
+        if not group_id:
+            raise InvalidGroupIdError("the group id is empty")
+        self.manager.check_coordinator(group_id)
+
+    def _known_group(self, group_id: str) -> GroupMetadata:
+        self._validate_group(group_id)
+        group = self.manager.get_group(group_id)
+        if group is None:
+            raise UnknownMemberIdError(f"group {group_id} is unknown")
+        if group.is_in(DEAD):
+            raise CoordinatorNotAvailableError(f"group {group_id} is being unloaded")
+        return group
+
+    @staticmethod
+    def _check_member(group: GroupMetadata, member_id: str, instance_id: str | None) -> MemberMetadata:
+        if instance_id is not None and group.static_members.get(instance_id) not in (None, member_id):
+            raise FencedInstanceIdError(f"instance {instance_id} has a newer member id")
+        member = group.members.get(member_id)
+        if member is None or group.is_in(EMPTY):
+            raise UnknownMemberIdError(f"member {member_id} is not in group {group.group_id}")
+        return member
+
+    async def _store_group_quietly(self, group: GroupMetadata) -> None:
+        code = await self.manager.store_group(group)
+        if code:
+            log.warning("Could not persist the metadata of group %s (error %d)", group.group_id, code)
+
+    def _in_background(self, coro: Any) -> None:
+        task = asyncio.get_running_loop().create_task(coro)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    def _on_group_unloaded(self, group: GroupMetadata) -> None:
+        """Members waiting on a group whose partition moved learn NOT_COORDINATOR and find the new one."""
+        for member in group.members.values():
+            if member.awaiting_join is not None and not member.awaiting_join.done():
+                member.awaiting_join.set_result(JoinResult(16, member.member_id))
+            if member.awaiting_sync is not None and not member.awaiting_sync.done():
+                member.awaiting_sync.set_result((16, b""))
+            self._remove_heartbeat(group, member)
+        self.join_purgatory.cancel_for_key(group.group_id)
+
+
+def _subscription_topics(data: bytes) -> list[str]:
+    """ConsumerProtocolSubscription: int16 version, then an array of int16-length topic names."""
+    pos = 2
+    (count,) = struct.unpack_from(">i", data, pos)
+    pos += 4
+    topics = []
+    for _ in range(max(count, 0)):
+        (length,) = struct.unpack_from(">h", data, pos)
+        pos += 2
+        topics.append(data[pos:pos + length].decode("utf-8"))
+        pos += length
+    return topics

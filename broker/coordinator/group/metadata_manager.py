@@ -1,0 +1,232 @@
+"""GroupMetadataManager: the groups and committed offsets of the ``__consumer_offsets`` partitions this broker leads.
+
+A group lives in partition ``abs(hashCode(group_id)) % offsets.topic.num.partitions`` (Java's
+String.hashCode, as Kafka, so the same group lands in the same partition as on Apache Kafka). When
+this broker becomes that partition's leader it reads the partition from its start and rebuilds the
+cache (last record per key wins, a null value removes); when it stops leading it drops the groups.
+Commits and group changes are appended as records through the replica manager (acks per
+offsets.commit.required.acks), and only applied to the cache once the append succeeded.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from typing import Any, Callable, Iterable
+
+from ....protocol.errors import (  # type: ignore[attr-defined]
+    CoordinatorLoadInProgressError,
+    CoordinatorNotAvailableError,
+    InvalidCommitOffsetSizeError,
+    NotCoordinatorError,
+)
+from ....protocol.records import RecordBatchBuilder, iter_batches
+from . import records as fmt
+from .group_metadata import DEAD, EMPTY, GroupMetadata
+from .records import OffsetAndMetadata
+
+log = logging.getLogger(__name__)
+
+GROUP_METADATA_TOPIC = "__consumer_offsets"
+_LOAD_CHUNK_BYTES = 1 << 20
+
+# Kafka's mapping of append errors to what a commit or group write answers (GroupMetadataManager).
+_NOT_AVAILABLE = {3, 19, 20, 7}      # unknown partition, not enough replicas (after append), timed out
+_NOT_COORDINATOR = {6, 56}          # not leader or follower, storage error
+_TOO_LARGE = {10, 18, 4}            # message too large, record list too large, invalid fetch size
+
+
+def java_string_hash(value: str) -> int:
+    """Java's String.hashCode over UTF-16 code units, as a signed 32-bit int."""
+    h = 0
+    data = value.encode("utf-16-be")
+    for i in range(0, len(data), 2):
+        h = (31 * h + ((data[i] << 8) | data[i + 1])) & 0xFFFFFFFF
+    return h - (1 << 32) if h >= 1 << 31 else h
+
+
+def wall_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class GroupMetadataManager:
+    def __init__(self, broker_id: int, config: Any, replica_manager: Any) -> None:
+        self.broker_id = broker_id
+        self.replica_manager = replica_manager
+        self.num_partitions: int = config.get("offsets.topic.num.partitions")
+        self.required_acks = int(config.get("offsets.commit.required.acks"))
+        self.commit_timeout_ms: int = config.get("offsets.commit.timeout.ms")
+        self.max_metadata_size: int = config.get("offset.metadata.max.bytes")
+        self.groups: dict[str, GroupMetadata] = {}
+        self.owned: set[int] = set()
+        self.loading: set[int] = set()
+        self.on_group_unloaded: Callable[[GroupMetadata], None] | None = None
+
+    # -- placement --------------------------------------------------------------------------------
+
+    def partition_for(self, group_id: str) -> int:
+        return (java_string_hash(group_id) & 0x7FFFFFFF) % self.num_partitions
+
+    def check_coordinator(self, group_id: str) -> None:
+        """NOT_COORDINATOR from the wrong broker, COORDINATOR_LOAD_IN_PROGRESS while loading."""
+        partition = self.partition_for(group_id)
+        if partition in self.loading:
+            raise CoordinatorLoadInProgressError(f"__consumer_offsets-{partition} is still loading")
+        if partition not in self.owned:
+            raise NotCoordinatorError(f"broker {self.broker_id} is not the coordinator of group {group_id}")
+
+    def get_group(self, group_id: str) -> GroupMetadata | None:
+        return self.groups.get(group_id)
+
+    def get_or_create_group(self, group_id: str) -> GroupMetadata:
+        group = self.groups.get(group_id)
+        if group is None:
+            group = self.groups[group_id] = GroupMetadata(group_id, current_state_timestamp=wall_ms())
+        return group
+
+    def local_groups(self) -> Iterable[GroupMetadata]:
+        return list(self.groups.values())
+
+    # -- leadership -------------------------------------------------------------------------------
+
+    def on_leadership_change(self, led: list[tuple[str, int]], not_led: list[tuple[str, int]]) -> None:
+        for topic, partition in not_led:
+            if topic == GROUP_METADATA_TOPIC:
+                self.unload_partition(partition)
+        for topic, partition in led:
+            if topic == GROUP_METADATA_TOPIC and partition not in self.owned:
+                self.load_partition(partition)
+
+    def load_partition(self, partition: int) -> None:
+        """Rebuild the groups of one partition from its log (Kafka's doLoadGroupsAndOffsets)."""
+        found = self.replica_manager.online_partition(GROUP_METADATA_TOPIC, partition)
+        if found is None:
+            return
+        self.loading.add(partition)
+        started = time.monotonic()
+        try:
+            offsets, groups, removed = self._read_partition(found.log)
+        finally:
+            self.loading.discard(partition)
+        for group_id, record in groups.items():
+            group = GroupMetadata.from_record(group_id, record)
+            group.offsets = offsets.pop(group_id, {})
+            self.groups.setdefault(group_id, group)
+        for group_id, group_offsets in offsets.items():
+            if group_id not in removed or group_offsets:
+                group = self.groups.setdefault(group_id, GroupMetadata(group_id))
+                group.offsets.update(group_offsets)
+        self.owned.add(partition)
+        log.info("Finished loading offsets and group metadata from __consumer_offsets-%d in %d ms (%d groups)",
+                 partition, (time.monotonic() - started) * 1000, len(groups))
+
+    def _read_partition(self, log_: Any) -> tuple[dict, dict, set]:
+        offsets: dict[str, dict[tuple[str, int], OffsetAndMetadata]] = {}
+        groups: dict[str, fmt.GroupRecord] = {}
+        removed: set[str] = set()
+        position, end = log_.log_start_offset, log_.log_end_offset
+        while position < end:
+            data = log_.read(position, _LOAD_CHUNK_BYTES, min_one_batch=True).records
+            if not data:
+                break
+            for batch in iter_batches(data):
+                position = batch.next_offset
+                if batch.is_control:
+                    continue
+                for record in batch.records():
+                    self._apply_record(record, offsets, groups, removed)
+        return offsets, groups, removed
+
+    @staticmethod
+    def _apply_record(record: Any, offsets: dict, groups: dict, removed: set) -> None:
+        if record.key is None:
+            return
+        try:
+            kind, group_id, tp = fmt.parse_key(record.key)
+            if kind == "offset":
+                group_offsets = offsets.setdefault(group_id, {})
+                if record.value is None:
+                    group_offsets.pop(tp, None)
+                else:
+                    group_offsets[tp] = fmt.parse_offset_value(record.value)
+            elif record.value is None:
+                groups.pop(group_id, None)
+                removed.add(group_id)
+            else:
+                groups[group_id] = fmt.parse_group_value(record.value)
+                removed.discard(group_id)
+        except fmt.BadRecord as exc:
+            log.warning("Skipping a record of __consumer_offsets at offset %d: %s", record.offset, exc)
+
+    def unload_partition(self, partition: int) -> None:
+        self.owned.discard(partition)
+        for group_id in [g for g in self.groups if self.partition_for(g) == partition]:
+            group = self.groups.pop(group_id)
+            group.state = DEAD
+            if self.on_group_unloaded is not None:
+                self.on_group_unloaded(group)
+
+    # -- writes -----------------------------------------------------------------------------------
+
+    async def store_offsets(self, group: GroupMetadata,
+                            offsets: dict[tuple[str, int], OffsetAndMetadata]) -> dict[tuple[str, int], int]:
+        """Append the commits; returns the error code per partition (0 where committed and cached)."""
+        errors: dict[tuple[str, int], int] = {}
+        valid = {}
+        for tp, o in offsets.items():
+            if o.metadata is not None and len(o.metadata) > self.max_metadata_size:
+                errors[tp] = 12  # OFFSET_METADATA_TOO_LARGE
+            else:
+                valid[tp] = o
+        if not valid:
+            return errors
+        entries = [(fmt.offset_key(group.group_id, t, p), fmt.offset_value(o)) for (t, p), o in valid.items()]
+        code = await self._append(group.group_id, entries)
+        if code in _TOO_LARGE:
+            code = InvalidCommitOffsetSizeError.code
+        if code == 0 and self.groups.get(group.group_id) is group:
+            group.offsets.update(valid)
+        for tp in valid:
+            errors[tp] = code
+        return errors
+
+    async def store_group(self, group: GroupMetadata) -> int:
+        code = await self._append(group.group_id, [(fmt.group_key(group.group_id), fmt.group_value(group.to_record()))])
+        return -1 if code in _TOO_LARGE else code
+
+    async def remove_group(self, group: GroupMetadata) -> int:
+        """Tombstones for the group and its offsets (DeleteGroups, and offsets expiring with the group)."""
+        entries: list[tuple[bytes, bytes | None]] = [(fmt.offset_key(group.group_id, t, p), None)
+                                                     for t, p in group.offsets]
+        entries.append((fmt.group_key(group.group_id), None))
+        return await self._append(group.group_id, entries)
+
+    async def remove_offsets(self, group: GroupMetadata, partitions: list[tuple[str, int]]) -> int:
+        entries = [(fmt.offset_key(group.group_id, t, p), None) for t, p in partitions]
+        code = await self._append(group.group_id, entries) if entries else 0
+        if code == 0:
+            for tp in partitions:
+                group.offsets.pop(tp, None)
+        return code
+
+    async def _append(self, group_id: str, entries: list[tuple[bytes, bytes | None]]) -> int:
+        builder = RecordBatchBuilder()
+        now = wall_ms()
+        for key, value in entries:
+            builder.append(now, key, value)
+        tp = (GROUP_METADATA_TOPIC, self.partition_for(group_id))
+        result = self.replica_manager.append_records(self.required_acks, self.commit_timeout_ms,
+                                                     {tp: bytearray(builder.build())})
+        if isinstance(result, asyncio.Future):
+            result = await result
+        code = result[tp].error_code
+        if code in _NOT_AVAILABLE:
+            return CoordinatorNotAvailableError.code
+        if code in _NOT_COORDINATOR:
+            return NotCoordinatorError.code
+        return code
+
+    def is_empty_and_unknown(self, group: GroupMetadata) -> bool:
+        return group.is_in(EMPTY) and not group.offsets
+

@@ -1,0 +1,212 @@
+"""The group coordinator with real brokers and real clients: committed offsets (simple consumers and
+groups), persistence across a coordinator restart, and a mixed group of three client libraries."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import threading
+import time
+import uuid
+
+import pytest
+
+kafka = pytest.importorskip("kafka")
+confluent_kafka = pytest.importorskip("confluent_kafka")
+aiokafka = pytest.importorskip("aiokafka")
+
+from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition  # noqa: E402
+from kafka.admin import NewTopic  # noqa: E402
+from kafka.structs import OffsetAndMetadata  # noqa: E402
+
+GROUP_OVERRIDES = {"offsets.topic.num.partitions": "3", "group.initial.rebalance.delay.ms": "0"}
+
+
+def create_topic(bootstrap: str, topic: str, partitions: int, records: int = 0) -> None:
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+    try:
+        admin.create_topics([NewTopic(topic, partitions, 1)])
+    finally:
+        admin.close()
+    if records:
+        producer = KafkaProducer(bootstrap_servers=bootstrap)
+        for i in range(records):
+            producer.send(topic, value=b"v%d" % i, partition=i % partitions)
+        producer.flush()
+        producer.close()
+
+
+def kp_commit(bootstrap: str, group: str, topic: str, offsets: dict[int, tuple[int, str]]) -> None:
+    """A kafka-python simple consumer (assign, no subscription): generation -1 commits."""
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap, group_id=group, enable_auto_commit=False)
+    try:
+        consumer.commit({TopicPartition(topic, p): OffsetAndMetadata(o, m, -1) for p, (o, m) in offsets.items()})
+    finally:
+        consumer.close(autocommit=False)
+
+
+def kp_committed(bootstrap: str, group: str, topic: str, partitions: list[int]) -> dict[int, tuple]:
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap, group_id=group, enable_auto_commit=False)
+    try:
+        found = {p: consumer.committed(TopicPartition(topic, p), metadata=True) for p in partitions}
+    finally:
+        consumer.close(autocommit=False)
+    return {p: (om.offset, om.metadata) for p, om in found.items()}
+
+
+def test_simple_consumer_commits_round_trip_and_survive_a_coordinator_kill(odradek_cluster_factory):
+    cluster = odradek_cluster_factory(1, GROUP_OVERRIDES)
+    bootstrap = cluster.bootstrap_servers
+    topic, group = f"t-{uuid.uuid4().hex[:8]}", f"g-{uuid.uuid4().hex[:8]}"
+    create_topic(bootstrap, topic, 2)
+    kp_commit(bootstrap, group, topic, {0: (42, "meta-0"), 1: (7, "")})
+    assert kp_committed(bootstrap, group, topic, [0, 1]) == {0: (42, "meta-0"), 1: (7, "")}
+    kp_commit(bootstrap, group, topic, {0: (43, "later")})  # the last commit wins, also after a reload
+    cluster.restart_broker(0, sig=signal.SIGKILL)  # the new process loads __consumer_offsets from its log
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            found = kp_committed(bootstrap, group, topic, [0, 1])
+            break
+        except Exception:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.5)
+    assert found == {0: (43, "later"), 1: (7, "")}
+
+
+def test_confluent_kafka_consumer_subscribes_reads_and_commits(odradek_cluster_factory):
+    cluster = odradek_cluster_factory(1, GROUP_OVERRIDES)
+    bootstrap = cluster.bootstrap_servers
+    topic, group = f"t-{uuid.uuid4().hex[:8]}", f"g-{uuid.uuid4().hex[:8]}"
+    create_topic(bootstrap, topic, 2, records=10)
+    consumer = confluent_kafka.Consumer({"bootstrap.servers": bootstrap, "group.id": group,
+                                         "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    consumer.subscribe([topic])
+    seen = []
+    deadline = time.monotonic() + 60
+    while len(seen) < 10 and time.monotonic() < deadline:
+        message = consumer.poll(1.0)
+        if message is not None and message.error() is None:
+            seen.append(message.value())
+    consumer.commit(asynchronous=False)
+    committed = consumer.committed([confluent_kafka.TopicPartition(topic, p) for p in (0, 1)], timeout=10)
+    consumer.close()
+    assert sorted(seen) == sorted(b"v%d" % i for i in range(10))
+    assert {tp.partition: tp.offset for tp in committed} == {0: 5, 1: 5}
+
+
+def test_kafka_python_group_consumer_commits_and_a_new_member_resumes(odradek_cluster_factory):
+    cluster = odradek_cluster_factory(1, GROUP_OVERRIDES)
+    bootstrap = cluster.bootstrap_servers
+    topic, group = f"t-{uuid.uuid4().hex[:8]}", f"g-{uuid.uuid4().hex[:8]}"
+    create_topic(bootstrap, topic, 1, records=6)
+
+    def consume(limit: int) -> list[bytes]:
+        consumer = KafkaConsumer(topic, bootstrap_servers=bootstrap, group_id=group, auto_offset_reset="earliest",
+                                 enable_auto_commit=False, consumer_timeout_ms=15000, max_poll_records=limit)
+        values = []
+        for message in consumer:
+            values.append(message.value)
+            if len(values) == limit:
+                break
+        consumer.commit()
+        consumer.close(autocommit=False)
+        return values
+
+    assert consume(4) == [b"v0", b"v1", b"v2", b"v3"]
+    assert consume(2) == [b"v4", b"v5"]
+
+
+class _Member(threading.Thread):
+    """Polls in its own thread and records the partitions it was last assigned."""
+
+    def __init__(self, poll, assignment, close) -> None:
+        super().__init__(daemon=True)
+        self._poll, self._assignment, self._close = poll, assignment, close
+        self.stop = threading.Event()
+        self.assigned: set[int] = set()
+        self.error: BaseException | None = None
+
+    def run(self) -> None:
+        try:
+            while not self.stop.is_set():
+                self._poll()
+                self.assigned = self._assignment()
+        except BaseException as exc:  # reported by the test
+            self.error = exc
+        finally:
+            self._close()
+
+
+def _aiokafka_member(bootstrap: str, topic: str, group: str) -> _Member:
+    """aiokafka on an event loop of the member's thread (its consumer is created there)."""
+    loop = asyncio.new_event_loop()
+    holder = {}
+
+    async def start():
+        holder["c"] = aiokafka.AIOKafkaConsumer(topic, bootstrap_servers=bootstrap, group_id=group,
+                                                auto_offset_reset="earliest", session_timeout_ms=10000,
+                                                heartbeat_interval_ms=1000)
+        await holder["c"].start()
+
+    def poll():
+        if "c" not in holder:
+            loop.run_until_complete(start())
+        loop.run_until_complete(holder["c"].getmany(timeout_ms=200))
+
+    def close():
+        if "c" in holder:
+            loop.run_until_complete(holder["c"].stop())
+        loop.close()
+
+    return _Member(poll, lambda: {tp.partition for tp in holder["c"].assignment()} if "c" in holder else set(),
+                   close)
+
+
+def test_three_client_libraries_share_a_group_and_rebalance_when_one_leaves(odradek_cluster_factory):
+    cluster = odradek_cluster_factory(1, GROUP_OVERRIDES)
+    bootstrap = cluster.bootstrap_servers
+    topic, group = f"t-{uuid.uuid4().hex[:8]}", f"g-{uuid.uuid4().hex[:8]}"
+    create_topic(bootstrap, topic, 6)
+    kp = KafkaConsumer(topic, bootstrap_servers=bootstrap, group_id=group, session_timeout_ms=10000,
+                       heartbeat_interval_ms=1000, partition_assignment_strategy=[
+                           kafka.coordinator.assignors.range.RangePartitionAssignor,
+                           kafka.coordinator.assignors.roundrobin.RoundRobinPartitionAssignor])
+    ck = confluent_kafka.Consumer({"bootstrap.servers": bootstrap, "group.id": group,
+                                   "partition.assignment.strategy": "range,roundrobin",
+                                   "session.timeout.ms": 10000})
+    ck.subscribe([topic])
+    members = {
+        "kp": _Member(lambda: kp.poll(200), lambda: {tp.partition for tp in kp.assignment()}, kp.close),
+        "ck": _Member(lambda: ck.poll(0.2), lambda: {tp.partition for tp in ck.assignment()}, ck.close),
+        "aio": _aiokafka_member(bootstrap, topic, group),
+    }
+    for member in members.values():
+        member.start()
+    try:
+        shares = _wait_for_shares(members, 3)
+        assert sorted(p for s in shares.values() for p in s) == list(range(6))
+        assert all(len(s) == 2 for s in shares.values())  # roundrobin, the one protocol all support
+        members["ck"].stop.set()
+        members["ck"].join(30)
+        rest = {k: m for k, m in members.items() if k != "ck"}
+        shares = _wait_for_shares(rest, 2)
+        assert sorted(p for s in shares.values() for p in s) == list(range(6))
+    finally:
+        for member in members.values():
+            member.stop.set()
+        for member in members.values():
+            member.join(30)
+    assert all(m.error is None for m in members.values()), [m.error for m in members.values()]
+
+
+def _wait_for_shares(members: dict[str, _Member], count: int, timeout: float = 90.0) -> dict[str, set[int]]:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        shares = {k: set(m.assigned) for k, m in members.items()}
+        flat = [p for s in shares.values() for p in s]
+        if len(shares) == count and all(shares.values()) and sorted(flat) == list(range(6)):
+            return shares
+        time.sleep(0.2)
+    raise AssertionError(f"no stable assignment: {shares}")
