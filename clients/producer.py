@@ -37,6 +37,7 @@ from ..protocol.records import Compression, RecordBatchBuilder
 from .partitioner import DefaultPartitioner
 from .simple_client import SimpleClient
 from .errors import KafkaConnectionError
+from .types import KafkaConfigurationError, TopicPartition, check_configs
 
 log = logging.getLogger(__name__)
 
@@ -46,15 +47,6 @@ _REFRESH_CODES = frozenset({3, 5, 6})
 # Per-record overhead when estimating a batch's size (varints and attributes; Java's estimate too is loose).
 _RECORD_OVERHEAD = 21
 _BATCH_OVERHEAD = 61
-
-
-class KafkaConfigurationError(ValueError):
-    """A producer argument is unknown or contradicts another (kafka-python's KafkaConfigurationError)."""
-
-
-class TopicPartition(NamedTuple):
-    topic: str
-    partition: int
 
 
 class RecordMetadata(NamedTuple):
@@ -116,10 +108,7 @@ def _parse_compression(name: str | None) -> Compression:
 
 def producer_config(configs: dict[str, Any]) -> dict[str, Any]:
     """The defaults overridden by ``configs``; unknown names and contradictions raise KafkaConfigurationError."""
-    unknown = sorted(set(configs) - set(_DEFAULTS))
-    if unknown:
-        raise KafkaConfigurationError(f"Unrecognized configs: {unknown}")
-    config = {**_DEFAULTS, **configs}
+    config = check_configs(configs, _DEFAULTS)
     acks = _parse_acks(config["acks"])
     idempotent = config["enable_idempotence"]
     compatible = (acks in (None, -1) and config["retries"] > 0

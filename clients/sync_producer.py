@@ -6,7 +6,7 @@
         metadata = future.get(timeout=10)
         producer.flush()
 
-The AIOProducer runs on a private event loop in a daemon thread (as SyncSimpleClient does). ``send``
+The AIOProducer runs on a private event loop in a daemon thread (an EventLoopThread). ``send``
 serializes in the caller's thread, so bad input raises at once as with kafka-python; the rest of the
 record's life is on the loop, and its outcome reaches a ``FutureRecordMetadata``. Callbacks run in
 the producer's thread, as kafka-python's run in its sender thread: keep them short.
@@ -16,13 +16,11 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import threading
-from typing import Any, Awaitable, Callable, Iterable, TypeVar
+from typing import Any, Callable, Iterable
 
 from ..protocol.errors import RequestTimedOutError
+from .event_loop_thread import EventLoopThread
 from .producer import AIOProducer, RecordMetadata
-
-T = TypeVar("T")
 
 
 class FutureRecordMetadata(concurrent.futures.Future):
@@ -76,18 +74,13 @@ class Producer:
     def __init__(self, **configs: Any) -> None:
         self._aio = AIOProducer(**configs)  # validates the configuration before a thread starts
         self.config = self._aio.config
-        self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._loop.run_forever, name="odradek-producer", daemon=True)
-        self._thread.start()
+        self._thread = EventLoopThread("odradek-producer")
         self._closed = False
         try:
-            self._run(self._aio.start())
+            self._thread.run(self._aio.start())
         except BaseException:
-            self._stop_loop()
+            self._thread.stop()
             raise
-
-    def _run(self, coro: Awaitable[T], timeout: float | None = None) -> T:
-        return asyncio.run_coroutine_threadsafe(coro, self._loop).result(timeout)  # type: ignore[arg-type]
 
     def send(self, topic: str, value: Any = None, key: Any = None, headers: Iterable | None = None,
              partition: int | None = None, timestamp_ms: int | None = None) -> FutureRecordMetadata:
@@ -106,15 +99,15 @@ class Producer:
                 return
             future.add_done_callback(lambda done: _link(done, result))
 
-        asyncio.run_coroutine_threadsafe(enqueue(), self._loop)
+        asyncio.run_coroutine_threadsafe(enqueue(), self._thread.loop)
         return result
 
     def flush(self, timeout: float | None = None) -> None:
         """Send everything queued and wait for the answers (RequestTimedOutError after ``timeout`` s)."""
-        self._run(self._aio.flush(timeout))
+        self._thread.run(self._aio.flush(timeout))
 
     def partitions_for(self, topic: str) -> set[int]:
-        return self._run(self._aio.partitions_for(topic))
+        return self._thread.run(self._aio.partitions_for(topic))
 
     def close(self, timeout: float | None = None) -> None:
         """Send what is queued (up to ``timeout`` s), then disconnect and stop the thread."""
@@ -122,14 +115,9 @@ class Producer:
             return
         self._closed = True
         try:
-            self._run(self._aio.close(timeout))
+            self._thread.run(self._aio.close(timeout))
         finally:
-            self._stop_loop()
-
-    def _stop_loop(self) -> None:
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join()
-        self._loop.close()
+            self._thread.stop()
 
     def __enter__(self) -> "Producer":
         return self

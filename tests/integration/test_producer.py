@@ -8,7 +8,8 @@ import threading
 import pytest
 from kafka.partitioner.default import murmur2 as kafka_python_murmur2
 
-from odradek.clients.producer import AIOProducer, KafkaConfigurationError, RecordMetadata
+from odradek.clients.producer import AIOProducer, RecordMetadata
+from odradek.clients.types import KafkaConfigurationError
 from odradek.clients.simple_client import SimpleClient
 from odradek.clients.sync_producer import Producer
 from odradek.protocol.errors import KafkaError, MessageTooLargeError
@@ -156,7 +157,6 @@ def test_idempotent_retries_after_lost_connections_write_each_record_once(single
         return cuts, sent, await read_all(servers, topic, 2)
 
     cuts, sent, stored = run(main())
-    print(f"{cuts} connections cut")
     assert cuts > 0, "no connection was cut while requests were in flight"
     values = [int(r.value) for records in stored.values() for r in records]
     assert sorted(values) == list(range(count))  # nothing lost, nothing twice
