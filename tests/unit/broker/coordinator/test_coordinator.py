@@ -1,0 +1,206 @@
+"""GroupCoordinator on its own: a fake replica manager records the appends (no log, no sockets)."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+
+import pytest
+
+from odradek.broker.coordinator.group import records as fmt
+from odradek.broker.coordinator.group.coordinator import GroupCoordinator
+from odradek.broker.coordinator.group.group_metadata import DEAD, EMPTY, STABLE
+from odradek.broker.replica_manager import ProducePartitionResult
+from odradek.protocol.records import iter_batches
+
+CONFIG = {"offsets.topic.num.partitions": 1, "offsets.commit.required.acks": -1, "offsets.commit.timeout.ms": 5000,
+          "offset.metadata.max.bytes": 16, "group.min.session.timeout.ms": 100,
+          "group.max.session.timeout.ms": 60000, "group.initial.rebalance.delay.ms": 0, "group.max.size": 3}
+
+
+def run_in_loop(test):
+    """Each test runs on a fresh event loop (the coordinator's futures and timers need one)."""
+    @functools.wraps(test)
+    def wrapper(*args, **kwargs):
+        return asyncio.run(test(*args, **kwargs))
+    return wrapper
+
+
+class FakeConfig:
+    def __init__(self, **overrides):
+        self.values = {**CONFIG, **overrides}
+
+    def get(self, key):
+        return self.values[key]
+
+
+class FakeReplicaManager:
+    def __init__(self):
+        self.appended: list[tuple[bytes, bytes | None]] = []
+        self.error_code = 0
+
+    def append_records(self, acks, timeout_ms, entries):
+        for data in entries.values():
+            for batch in iter_batches(bytes(data)):
+                self.appended.extend((r.key, r.value) for r in batch.records())
+        return {tp: ProducePartitionResult(self.error_code) for tp in entries}
+
+
+@pytest.fixture
+def coordinator():
+    async def make(**overrides):
+        c = GroupCoordinator(1, FakeConfig(**overrides), FakeReplicaManager())
+        c.manager.owned.add(0)
+        c.startup()
+        return c
+    return make
+
+
+def join(c, member_id="", protocols=(("range", b"r"), ("roundrobin", b"rr")), v4=False, instance=None,
+         group="g", session=10000):
+    return c.join_group(group, member_id, instance, v4, "client", "/127.0.0.1", 10000, session, "consumer",
+                        list(protocols))
+
+
+@run_in_loop
+async def test_one_member_joins_syncs_and_heartbeats(coordinator):
+    c = await coordinator()
+    joined = await join(c)
+    assert joined.error_code == 0 and joined.generation_id == 1 and joined.leader == joined.member_id
+    assert joined.protocol_name == "range" and [m[0] for m in joined.members] == [joined.member_id]
+    synced = await c.sync_group("g", 1, joined.member_id, None, None, None, {joined.member_id: b"assigned"})
+    assert (synced.error_code, synced.assignment) == (0, b"assigned")
+    assert c.manager.get_group("g").state == STABLE
+    assert c.heartbeat("g", joined.member_id, None, 1) == 0
+    assert c.heartbeat("g", joined.member_id, None, 0) == 22   # ILLEGAL_GENERATION
+    assert c.heartbeat("g", "nobody", None, 1) == 25           # UNKNOWN_MEMBER_ID
+    kind, group_id, _ = fmt.parse_key(c.manager.replica_manager.appended[-1][0])
+    stored = fmt.parse_group_value(c.manager.replica_manager.appended[-1][1])
+    assert (kind, group_id, stored.generation, stored.members[0].assignment) == ("group", "g", 1, b"assigned")
+
+
+@run_in_loop
+async def test_member_id_required_at_v4_then_the_retry_joins(coordinator):
+    c = await coordinator()
+    first = await join(c, v4=True)
+    assert first.error_code == 79 and first.member_id.startswith("client-")
+    second = await join(c, member_id=first.member_id, v4=True)
+    assert second.error_code == 0 and second.member_id == first.member_id
+
+
+@run_in_loop
+async def test_second_member_triggers_rebalance_and_mixed_group_picks_roundrobin(coordinator):
+    c = await coordinator()
+    a = await join(c)
+    await c.sync_group("g", 1, a.member_id, None, None, None, {})
+    b_task = asyncio.ensure_future(join(c, protocols=[("roundrobin", b"x")]))
+    await asyncio.sleep(0)
+    assert c.heartbeat("g", a.member_id, None, 1) == 27  # REBALANCE_IN_PROGRESS tells a to rejoin
+    a2 = await join(c, member_id=a.member_id)
+    b = await b_task
+    assert a2.generation_id == b.generation_id == 2
+    assert a2.protocol_name == b.protocol_name == "roundrobin"
+    assert len(a2.members) == 2 and b.members == []
+
+
+@run_in_loop
+async def test_leave_rebalances_the_rest_and_empty_group_is_stored(coordinator):
+    c = await coordinator()
+    a = await join(c)
+    await c.sync_group("g", 1, a.member_id, None, None, None, {})
+    assert c.leave_group("g", [(a.member_id, None), ("ghost", None)]) == (0, [0, 25])
+    await asyncio.sleep(0.05)
+    group = c.manager.get_group("g")
+    assert group.state == EMPTY and group.generation_id == 2
+
+
+@run_in_loop
+async def test_session_expiry_removes_a_silent_member(coordinator):
+    c = await coordinator()
+    a = await join(c, session=100)
+    await c.sync_group("g", 1, a.member_id, None, None, None, {})
+    for _ in range(100):
+        if not c.manager.get_group("g").members:
+            break
+        await asyncio.sleep(0.05)
+    assert c.manager.get_group("g").state == EMPTY
+
+
+@run_in_loop
+async def test_static_member_rejoining_a_stable_group_keeps_the_generation(coordinator):
+    c = await coordinator()
+    a = await join(c, instance="i-1")
+    await c.sync_group("g", 1, a.member_id, "i-1", None, None, {a.member_id: b"mine"})
+    again = await join(c, instance="i-1")
+    assert again.error_code == 0 and again.generation_id == 1 and again.member_id != a.member_id
+    assert c.heartbeat("g", a.member_id, "i-1", 1) == 82  # FENCED_INSTANCE_ID for the old id
+    assert (await c.sync_group("g", 1, again.member_id, "i-1", None, None, {})).assignment == b"mine"
+
+
+@run_in_loop
+async def test_session_timeout_bounds_and_group_size(coordinator):
+    c = await coordinator()
+    assert (await join(c, session=50)).error_code == 26  # INVALID_SESSION_TIMEOUT
+    assert (await join(c, group="")).error_code == 24    # INVALID_GROUP_ID
+
+
+@run_in_loop
+async def test_simple_consumer_commits_and_fetches(coordinator):
+    c = await coordinator()
+    codes = await c.commit_offsets("s", "", None, -1, {("t", 0): fmt.OffsetAndMetadata(5, -1, "m", 1),
+                                                       ("t", 1): fmt.OffsetAndMetadata(6, 3, "x" * 17, 1)})
+    assert codes == {("t", 0): 0, ("t", 1): 12}  # metadata over offset.metadata.max.bytes
+    fetched = c.fetch_offsets("s", [("t", 0), ("t", 1)])
+    assert fetched[("t", 0)].offset == 5 and fetched[("t", 0)].metadata == "m" and fetched[("t", 1)] is None
+    assert await c.commit_offsets("unknown", "m", None, 3, {("t", 0): fmt.OffsetAndMetadata(1)}) == {("t", 0): 22}
+
+
+@run_in_loop
+async def test_commit_of_a_failed_append_is_not_cached(coordinator):
+    c = await coordinator()
+    c.manager.replica_manager.error_code = 19  # NOT_ENOUGH_REPLICAS -> COORDINATOR_NOT_AVAILABLE
+    assert await c.commit_offsets("s", "", None, -1, {("t", 0): fmt.OffsetAndMetadata(5)}) == {("t", 0): 15}
+    assert c.fetch_offsets("s", [("t", 0)]) == {("t", 0): None}
+
+
+@run_in_loop
+async def test_member_commits_need_the_current_generation(coordinator):
+    c = await coordinator()
+    a = await join(c)
+    await c.sync_group("g", 1, a.member_id, None, None, None, {})
+    offsets = {("t", 0): fmt.OffsetAndMetadata(1)}
+    assert await c.commit_offsets("g", a.member_id, None, 1, offsets) == {("t", 0): 0}
+    assert await c.commit_offsets("g", a.member_id, None, 0, offsets) == {("t", 0): 22}
+    assert await c.commit_offsets("g", "", None, -1, offsets) == {("t", 0): 25}
+
+
+@run_in_loop
+async def test_delete_groups_only_when_empty(coordinator):
+    c = await coordinator()
+    a = await join(c)
+    await c.commit_offsets("s", "", None, -1, {("t", 0): fmt.OffsetAndMetadata(5)})
+    assert await c.delete_groups(["g", "s", "none"]) == {"g": 68, "s": 0, "none": 69}
+    assert c.manager.get_group("s") is None
+    assert c.manager.replica_manager.appended[-1][1] is None  # the group's tombstone
+    assert a.member_id
+
+
+@run_in_loop
+async def test_not_coordinator_for_partitions_not_owned(coordinator):
+    c = await coordinator()
+    c.manager.owned.clear()
+    assert (await join(c)).error_code == 16
+    c.manager.loading.add(0)
+    assert c.heartbeat("g", "m", None, 1) == 14
+
+
+@run_in_loop
+async def test_unload_answers_waiting_members_and_marks_groups_dead(coordinator):
+    c = await coordinator()
+    a = await join(c)
+    group = c.manager.get_group("g")
+    waiting = asyncio.ensure_future(c.sync_group("g", 1, a.member_id, None, None, None, {}))
+    await asyncio.sleep(0)
+    c.manager.replica_manager.appended.clear()
+    c.on_leadership_change([], [("__consumer_offsets", 0)])
+    assert group.state == DEAD and (await waiting).error_code in (0, 16)
