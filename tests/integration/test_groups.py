@@ -51,7 +51,7 @@ def kp_committed(bootstrap: str, group: str, topic: str, partitions: list[int]) 
         found = {p: consumer.committed(TopicPartition(topic, p), metadata=True) for p in partitions}
     finally:
         consumer.close(autocommit=False)
-    return {p: (om.offset, om.metadata) for p, om in found.items()}
+    return {p: (om.offset, om.metadata) if om is not None else (-1, "") for p, om in found.items()}
 
 
 def test_simple_consumer_commits_round_trip_and_survive_a_coordinator_kill(odradek_cluster_factory):
@@ -210,3 +210,37 @@ def _wait_for_shares(members: dict[str, _Member], count: int, timeout: float = 9
             return shares
         time.sleep(0.2)
     raise AssertionError(f"no stable assignment: {shares}")
+
+
+def test_admin_lists_describes_and_deletes_groups_and_their_offsets(odradek_cluster_factory):
+    cluster = odradek_cluster_factory(1, GROUP_OVERRIDES)
+    bootstrap = cluster.bootstrap_servers
+    topic, active, idle = f"t-{uuid.uuid4().hex[:8]}", f"a-{uuid.uuid4().hex[:8]}", f"i-{uuid.uuid4().hex[:8]}"
+    create_topic(bootstrap, topic, 2, records=2)
+    kp_commit(bootstrap, idle, topic, {0: (1, ""), 1: (2, "")})
+    consumer = KafkaConsumer(topic, bootstrap_servers=bootstrap, group_id=active, auto_offset_reset="earliest",
+                             client_id="member-client")
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+    try:
+        deadline = time.monotonic() + 60
+        while not consumer.assignment() and time.monotonic() < deadline:
+            consumer.poll(200)
+        names = {g["group_id"] for g in admin.list_groups()}
+        assert {active, idle} <= names
+        described = admin.describe_groups([active, idle])
+        assert described[active]["group_state"] == "Stable" and described[active]["protocol_data"] == "range"
+        assert [m["client_id"] for m in described[active]["members"]] == ["member-client"]
+        assert described[idle]["group_state"] == "Empty" and described[idle]["members"] == []
+        # An empty group's offsets can be deleted one partition at a time.
+        deleted = admin.delete_group_offsets(idle, [TopicPartition(topic, 0)])
+        assert [e.__name__ for e in deleted.values()] == ["NoError"]
+        assert kp_committed(bootstrap, idle, topic, [0, 1]) == {0: (-1, ""), 1: (2, "")}
+        # ... an active group's offsets of topics it subscribes to cannot.
+        in_use = admin.delete_group_offsets(active, [TopicPartition(topic, 0)])
+        assert [e.__name__ for e in in_use.values()] == ["GroupSubscribedToTopicError"]
+        assert dict(admin.delete_groups([active, idle])) == {active: "NonEmptyGroupError", idle: "OK"}
+        assert admin.describe_groups([idle])[idle]["group_state"] == "Dead"
+    finally:
+        consumer.close()
+        admin.close()
+
