@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import threading
+from collections import deque
 from typing import Any, Callable, Iterable
 
 from ..protocol.errors import RequestTimedOutError
@@ -76,6 +78,11 @@ class Producer:
         self.config = self._aio.config
         self._thread = EventLoopThread("odradek-producer")
         self._closed = False
+        # Records handed to the loop in bulk: one wake-up of the loop per burst, not per record.
+        self._handoff: deque[tuple[Any, ...]] = deque()
+        self._handoff_lock = threading.Lock()
+        self._handoff_scheduled = False
+        self._handoff_task: asyncio.Task | None = None
         try:
             self._thread.run(self._aio.start())
         except BaseException:
@@ -84,27 +91,56 @@ class Producer:
 
     def send(self, topic: str, value: Any = None, key: Any = None, headers: Iterable | None = None,
              partition: int | None = None, timestamp_ms: int | None = None) -> FutureRecordMetadata:
-        """Queue a record; returns at once (unless buffer_memory is full or the topic's metadata is
-        unknown) with a future of its RecordMetadata."""
+        """Queue a record; returns at once with a future of its RecordMetadata. Waiting for the topic's
+        metadata or for buffer_memory happens on the loop; running out of max_block_ms fails the future."""
         if self._closed:
             raise RuntimeError("send after the producer was closed")
         record = self._aio.serialize(topic, value, key, headers)
         result = FutureRecordMetadata()
+        with self._handoff_lock:
+            self._handoff.append((topic, record, partition, timestamp_ms, result))
+            schedule, self._handoff_scheduled = not self._handoff_scheduled, True
+        if schedule:
+            self._thread.loop.call_soon_threadsafe(self._start_handoff)
+        return result
 
-        async def enqueue() -> None:
+    def _start_handoff(self) -> None:
+        self._handoff_task = asyncio.get_running_loop().create_task(self._take_handoff())
+
+    async def _take_handoff(self) -> None:
+        """Queue the records ``send`` handed over, in their order (runs on the loop)."""
+        while True:
+            with self._handoff_lock:
+                if not self._handoff:
+                    self._handoff_scheduled = False
+                    return
+                topic, record, partition, timestamp_ms, result = self._handoff.popleft()
             try:
                 future = await self._aio.send_serialized(topic, record, partition, timestamp_ms)
-            except BaseException as exc:
+            except Exception as exc:
                 result.set_exception(exc)
-                return
-            future.add_done_callback(lambda done: _link(done, result))
+                continue
+            future.add_done_callback(lambda done, result=result: _link(done, result))
 
-        asyncio.run_coroutine_threadsafe(enqueue(), self._thread.loop)
-        return result
+    async def _handed_over(self) -> None:
+        """Wait until every record ``send`` accepted so far is in the AIOProducer's batches."""
+        while self._handoff_scheduled or (self._handoff_task is not None and not self._handoff_task.done()):
+            if self._handoff_task is not None and not self._handoff_task.done():
+                await asyncio.shield(self._handoff_task)
+            else:
+                await asyncio.sleep(0)  # scheduled with call_soon_threadsafe, not started yet
+
+    async def _flush(self, timeout: float | None) -> None:
+        await self._handed_over()
+        await self._aio.flush(timeout)
+
+    async def _close(self, timeout: float | None) -> None:
+        await self._handed_over()
+        await self._aio.close(timeout)
 
     def flush(self, timeout: float | None = None) -> None:
         """Send everything queued and wait for the answers (RequestTimedOutError after ``timeout`` s)."""
-        self._thread.run(self._aio.flush(timeout))
+        self._thread.run(self._flush(timeout))
 
     def partitions_for(self, topic: str) -> set[int]:
         return self._thread.run(self._aio.partitions_for(topic))
@@ -115,7 +151,7 @@ class Producer:
             return
         self._closed = True
         try:
-            self._thread.run(self._aio.close(timeout))
+            self._thread.run(self._close(timeout))
         finally:
             self._thread.stop()
 
