@@ -19,6 +19,7 @@ like the Java AdminClient, a call about several topics raises the first failure 
 from __future__ import annotations
 
 import base64
+import re
 import uuid
 from typing import Any, Callable, Iterable, Mapping, NamedTuple, Sequence
 
@@ -30,6 +31,7 @@ from .connection import BrokerConnection
 from .simple_client import SimpleClient, SyncSimpleClient, _creatable_topic, _raise_code, _Retry
 
 _DEFAULT_TIMEOUT_MS = 30000
+_ERROR_PREFIX = re.compile(r"^\[Error -?\d+ [A-Z_]+\] ")
 
 
 class NewTopic:
@@ -230,6 +232,8 @@ def _results(answers: Mapping[str, Any], raise_errors: bool) -> dict[str, KafkaE
     results: dict[str, KafkaError | None] = {}
     for name, answer in answers.items():
         code, message = int(answer), getattr(answer, "message", None)
+        if message:  # our brokers (create_topics.py) prefix str(KafkaError): keep the message only
+            message = _ERROR_PREFIX.sub("", message)
         results[name] = for_code(code)(message or f"topic '{name}'") if code else None
     failed = [error for error in results.values() if error is not None]
     if raise_errors and failed:
