@@ -25,7 +25,7 @@ from ..controller.kafka_controller import KafkaController
 from ..controller.zk_client import KafkaZkClient, ZkNodeExistsError
 from ..controller.zk_data import BrokerInfo
 from ..protocol import messages
-from .apis import create_topics, delete_topics, fetch, inter_broker, list_offsets, metadata
+from .apis import create_partitions, create_topics, delete_topics, fetch, inter_broker, list_offsets, metadata
 from .apis import controlled_shutdown as controlled_shutdown_api
 from .apis import group_apis, offset_apis, offset_for_leader_epoch, produce, producers
 from .apis.services import BrokerServices
@@ -46,7 +46,7 @@ log = logging.getLogger("odradek.server")
 
 _API_MODULES = (produce, fetch, list_offsets, metadata, create_topics, delete_topics, inter_broker,
                 controlled_shutdown_api,
-                offset_for_leader_epoch, producers, group_apis, offset_apis)
+                offset_for_leader_epoch, producers, group_apis, offset_apis, create_partitions)
 _NEVER_MS = 2 ** 62  # Kafka's Long.MaxValue defaults: "never"
 
 

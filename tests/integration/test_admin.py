@@ -7,10 +7,15 @@ import time
 
 import pytest
 
-from odradek.clients.admin import AIOAdmin, Admin, NewTopic
+from odradek.clients.admin import AIOAdmin, Admin, NewPartitions, NewTopic
+from odradek.clients.connection import BrokerConnection
+from odradek.clients.simple_client import SyncSimpleClient
+from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.errors import (  # type: ignore[attr-defined]
-    InvalidReplicationFactorError, TopicAlreadyExistsError, UnknownTopicOrPartitionError,
+    InvalidPartitionsError, InvalidReplicaAssignmentError, InvalidReplicationFactorError, NotControllerError,
+    TopicAlreadyExistsError, UnknownTopicOrPartitionError,
 )
+from odradek.protocol.messages import CreatePartitionsRequest
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -126,3 +131,66 @@ def test_kafka_python_admin_client_creates_describes_deletes(three_broker_cluste
         wait_until(lambda: "kp-admin" not in admin.list_topics(), "kafka-python's delete")
     finally:
         client.close()
+
+
+def test_create_partitions_grows_a_topic_that_then_takes_records(admin, three_broker_cluster):
+    admin.create_topics([NewTopic("admin-grow", 2, 2)])
+    assert admin.create_partitions({"admin-grow": NewPartitions(total_count=5)}) == {"admin-grow": None}
+    [description] = admin.describe_topics(["admin-grow"])
+    assert [p.partition for p in description.partitions] == [0, 1, 2, 3, 4]
+    brokers = {b.node_id for b in admin.describe_cluster().brokers}
+    for p in description.partitions:
+        assert len(p.replicas) == 2 and set(p.replicas) <= brokers and p.leader in p.replicas
+    with SyncSimpleClient(three_broker_cluster.bootstrap_servers) as client:
+        result = client.produce("admin-grow", 4, [(b"k", b"in a new partition")], acks=-1)
+        assert (result.error_code, result.base_offset) == (0, 0)
+        assert [r.value for r in client.fetch("admin-grow", 4, 0).records] == [b"in a new partition"]
+
+
+def test_create_partitions_checks(admin):
+    admin.create_topics([NewTopic("admin-grow-checks", 2, 1)])
+    with pytest.raises(InvalidPartitionsError) as caught:
+        admin.create_partitions({"admin-grow-checks": NewPartitions(2)})
+    assert "can only be increased" in str(caught.value)
+    assert admin.create_partitions({"admin-grow-checks": NewPartitions(4)}, validate_only=True) == {
+        "admin-grow-checks": None}
+    assert len(admin.describe_topics(["admin-grow-checks"])[0].partitions) == 2
+    with pytest.raises(InvalidReplicaAssignmentError):  # one assignment for two new partitions
+        admin.create_partitions({"admin-grow-checks": NewPartitions(4, [[0]])})
+    with pytest.raises(UnknownTopicOrPartitionError):
+        admin.create_partitions({"admin-never-grown": NewPartitions(3)})
+    results = admin.create_partitions({"admin-grow-checks": NewPartitions(3, [[2]]),
+                                       "admin-never-grown": NewPartitions(3)}, raise_errors=False)
+    assert results["admin-grow-checks"] is None
+    assert isinstance(results["admin-never-grown"], UnknownTopicOrPartitionError)
+    [description] = admin.describe_topics(["admin-grow-checks"])
+    assert description.partitions[2].replicas == [2]
+
+
+def test_create_partitions_elsewhere_than_the_controller_is_not_controller(admin):
+    cluster = admin.describe_cluster()
+    other = next(b for b in cluster.brokers if b.node_id != cluster.controller_id)
+
+    async def main():
+        conn = await BrokerConnection.connect(other.host, other.port)
+        try:
+            assert conn.version_for(ApiKey.CREATE_PARTITIONS) == 3
+            request = CreatePartitionsRequest(topics=[CreatePartitionsRequest.CreatePartitionsTopic(
+                name="admin-anything", count=3, assignments=None)], timeout_ms=1000, validate_only=False)
+            response = await conn.send(request)
+        finally:
+            await conn.close()
+        return [(r.name, r.error_code) for r in response.results]
+    assert asyncio.run(asyncio.wait_for(main(), 60)) == [("admin-anything", NotControllerError.code)]
+
+
+def test_kafka_python_create_partitions(three_broker_cluster, admin):
+    kafka_admin = pytest.importorskip("kafka.admin")
+    admin.create_topics([NewTopic("kp-grow", 1, 3)])
+    client = kafka_admin.KafkaAdminClient(bootstrap_servers=three_broker_cluster.bootstrap_servers)
+    try:
+        client.create_partitions({"kp-grow": kafka_admin.NewPartitions(total_count=3)})
+    finally:
+        client.close()
+    [description] = admin.describe_topics(["kp-grow"])
+    assert [len(p.replicas) for p in description.partitions] == [3, 3, 3]

@@ -158,3 +158,24 @@ def test_unreachable_cluster_is_an_error_line():
     done = topics_tool("--bootstrap-server", "127.0.0.1:1", "--list", check=False)
     assert done.returncode == 1
     assert done.stdout.startswith("Error while executing topic command : ")
+
+
+def test_alter_partitions(three):
+    topics_tool(*three, "--create", "--topic", "tool-alter", "--partitions", "1", "--replication-factor", "2")
+    assert topics_tool(*three, "--alter", "--topic", "tool-alter", "--partitions", "3").stdout == ""
+    out = wait_for_output(lambda o: "PartitionCount: 3" in o, *three, "--describe", "--topic", "tool-alter")
+    lines = out.splitlines()
+    assert TOPIC_LINE.match(lines[0]).group(3, 4) == ("3", "2")
+    assert [PARTITION_LINE.match(line).group(2) for line in lines[1:]] == ["0", "1", "2"]
+    shrink = topics_tool(*three, "--alter", "--topic", "tool-alter", "--partitions", "2", check=False)
+    assert shrink.returncode == 1
+    assert shrink.stdout.startswith("Error while executing topic command : The number of partitions for a topic "
+                                    "can only be increased.")
+    # As Kafka: the assignment lists every partition, existing ones included; only the new ones are used.
+    current = [PARTITION_LINE.match(line).group(4) for line in lines[1:]]
+    topics_tool(*three, "--alter", "--topic", "tool-alter", "--partitions", "4",
+                "--replica-assignment", ",".join(r.replace(",", ":") for r in current) + ",2:0")
+    out = wait_for_output(lambda o: "Partition: 3" in o, *three, "--describe", "--topic", "tool-alter")
+    assert PARTITION_LINE.match(out.splitlines()[4]).group(4) == "2,0"
+    missing = topics_tool(*three, "--alter", "--topic", "tool-nope", "--partitions", "2", check=False)
+    assert missing.stdout == "Error while executing topic command : Topic 'tool-nope' does not exist as expected\n"

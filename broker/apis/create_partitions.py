@@ -1,0 +1,98 @@
+"""CreatePartitions (37): controller only; grows topics and waits for the new partitions' leaders.
+
+As Kafka 2.8's KafkaApis.handleCreatePartitionsRequest and ZkAdminManager.createPartitions: a topic
+named twice gets INVALID_REQUEST, a non-controller answers NOT_CONTROLLER (clients then find the
+controller), the admin ZooKeeper client checks and writes the new assignment (the controller's
+partition-modification watch creates the partitions), and the answer waits up to ``timeout_ms`` for
+the metadata cache to show every partition with a leader (REQUEST_TIMED_OUT after that; the
+partitions are still added). Each topic gets its own result.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from typing import TYPE_CHECKING, Any
+
+from ...protocol.api_keys import ApiKey
+from ...protocol.errors import (  # type: ignore[attr-defined]
+    InvalidRequestError,
+    KafkaError,
+    NotControllerError,
+    RequestTimedOutError,
+)
+from ...protocol.messages import CreatePartitionsResponse
+
+if TYPE_CHECKING:
+    from ..kafka_apis import KafkaApis
+    from ..network.request_channel import Request
+    from .services import BrokerServices
+
+_Result = CreatePartitionsResponse.CreatePartitionsTopicResult
+
+
+class CreatePartitionsApi:
+    def __init__(self, services: "BrokerServices") -> None:
+        self.services = services
+
+    async def handle(self, request: "Request") -> Any:
+        body = request.body
+        services = self.services
+        counts = Counter(t.name for t in body.topics)
+        errors: dict[str, KafkaError] = {}
+        grown: dict[str, int] = {}
+        for t in body.topics:
+            if t.name in errors or t.name in grown:
+                continue
+            if counts[t.name] > 1:
+                errors[t.name] = InvalidRequestError("Duplicate topic in request.")
+            elif services.controller is None or not services.controller.is_active:
+                errors[t.name] = NotControllerError("This is not the correct controller for this cluster.")
+            else:
+                try:
+                    assignment = None if t.assignments is None else [list(a.broker_ids) for a in t.assignments]
+                    await services.in_executor(services.admin.add_partitions, t.name, t.count, assignment,
+                                               body.validate_only)
+                    grown[t.name] = t.count
+                except KafkaError as exc:
+                    errors[t.name] = exc
+        if grown and body.timeout_ms > 0 and not body.validate_only:
+            await self._wait_for_leaders(grown, errors, body.timeout_ms)
+        # In request order, each topic once (Kafka answers per topic).
+        names = list(dict.fromkeys(t.name for t in body.topics))
+        return CreatePartitionsResponse(throttle_time_ms=0, results=[_result(n, errors.get(n)) for n in names])
+
+    async def _wait_for_leaders(self, grown: dict[str, int], errors: dict[str, KafkaError], timeout_ms: int) -> None:
+        cache = self.services.metadata_cache
+
+        def ready(topic: str) -> bool:
+            return (cache.num_partitions(topic) or 0) >= grown[topic] and cache.has_all_leaders(topic)
+
+        deadline = time.monotonic() + timeout_ms / 1000.0
+        pending = [t for t in grown if not ready(t)]
+        while pending:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or not await cache.wait_for_change(remaining):
+                break
+            pending = [t for t in pending if not ready(t)]
+        for name in pending:
+            errors[name] = RequestTimedOutError(
+                f"the partitions of {name} were added, but their leaders were not elected within {timeout_ms} ms")
+
+    def error_response(self, request: "Request", error_code: int) -> Any:
+        return CreatePartitionsResponse(throttle_time_ms=0, results=[
+            _Result(name=t.name, error_code=error_code, error_message=None) for t in request.body.topics])
+
+
+def _result(name: str, error: KafkaError | None) -> Any:
+    if error is None:
+        return _Result(name=name, error_code=0, error_message=None)
+    # The bare message, as Kafka's ApiError.message (str(KafkaError) would add our "[Error N NAME]").
+    message = error.args[0] if error.args and error.args[0] else None
+    return _Result(name=name, error_code=error.code, error_message=message)
+
+
+def register(apis: "KafkaApis", services: "BrokerServices") -> CreatePartitionsApi:
+    api = CreatePartitionsApi(services)
+    apis.register(ApiKey.CREATE_PARTITIONS, api.handle, api.error_response)
+    return api
