@@ -21,16 +21,19 @@ from __future__ import annotations
 import base64
 import re
 import uuid
+from dataclasses import dataclass
+from enum import IntEnum
 from typing import Any, Callable, Iterable, Mapping, NamedTuple, Sequence
 
 from ..protocol.api_keys import ApiKey
 from ..protocol.errors import KafkaError, UnknownTopicOrPartitionError, for_code  # type: ignore[attr-defined]
-from ..protocol.messages import CreatePartitionsRequest, CreateTopicsRequest
+from ..protocol.messages import CreatePartitionsRequest, CreateTopicsRequest, DescribeConfigsRequest
 from ..protocol.types import ZERO_UUID
 from .connection import BrokerConnection
 from .simple_client import SimpleClient, SyncSimpleClient, _creatable_topic, _raise_code, _Retry
 
 _DEFAULT_TIMEOUT_MS = 30000
+DEFAULT_CONFIG_SOURCE = 5
 _ERROR_PREFIX = re.compile(r"^\[Error -?\d+ [A-Z_]+\] ")
 
 
@@ -102,6 +105,35 @@ class TopicDescription(NamedTuple):
 
 def format_topic_id(topic_id: uuid.UUID) -> str:
     return base64.urlsafe_b64encode(topic_id.bytes).rstrip(b"=").decode("ascii")
+
+
+class ConfigResourceType(IntEnum):
+    """kafka-python's ConfigResourceType (the protocol's resource type ids)."""
+    TOPIC = 2
+    BROKER = 4
+
+
+@dataclass(frozen=True)
+class ConfigResource:
+    """A topic or broker (by id) whose configuration to describe; ``configs`` limits the keys.
+    Hashable (``configs`` is kept as a tuple) so results can be keyed by it."""
+    resource_type: ConfigResourceType
+    name: str
+    configs: Sequence[str] | None = None
+
+    def __post_init__(self) -> None:
+        if self.configs is not None:
+            object.__setattr__(self, "configs", tuple(self.configs))
+
+
+class ConfigEntry(NamedTuple):
+    name: str
+    value: str | None
+    source: int  # 1 DYNAMIC_TOPIC_CONFIG, 4 STATIC_BROKER_CONFIG, 5 DEFAULT_CONFIG, ...
+    is_default: bool
+    read_only: bool
+    is_sensitive: bool
+    synonyms: list[tuple[str, str | None, int]]  # (name, value, source), highest precedence first
 
 
 class AIOAdmin:
@@ -211,6 +243,34 @@ class AIOAdmin:
                          key=lambda b: b.node_id)
         return ClusterDescription(response.cluster_id, response.controller_id, brokers)
 
+    # -- configs ----------------------------------------------------------------------------------
+    async def describe_configs(self, config_resources: Sequence[ConfigResource], include_synonyms: bool = False
+                               ) -> dict[ConfigResource, dict[str, ConfigEntry]]:
+        """Each resource's configuration, key -> ConfigEntry. A broker's resource is asked of that
+        broker (as the Java AdminClient does), topics of any broker; a failed resource raises."""
+        results: dict[ConfigResource, dict[str, ConfigEntry]] = {}
+        for resource in config_resources:
+            node = int(resource.name) if resource.resource_type == ConfigResourceType.BROKER and resource.name else None
+            request = DescribeConfigsRequest(
+                resources=[DescribeConfigsRequest.DescribeConfigsResource(
+                    resource_type=int(resource.resource_type), resource_name=resource.name,
+                    configuration_keys=None if resource.configs is None else list(resource.configs))],
+                include_synonyms=include_synonyms, include_documentation=False)
+
+            async def attempt(request: Any = request, node: int | None = node) -> Any:
+                response = await self._client.send(node, request)
+                [result] = response.results
+                if result.error_code:
+                    raise _Retry(result.error_code, False, retriable=for_code(result.error_code).retriable)
+                return result
+
+            result = await self._client._with_retries(attempt, _raise_code, topics=None)
+            results[resource] = {
+                e.name: ConfigEntry(e.name, e.value, e.config_source, e.config_source == DEFAULT_CONFIG_SOURCE,
+                                    e.read_only, e.is_sensitive, [(s.name, s.value, s.source) for s in e.synonyms or ()])
+                for e in result.configs}
+        return results
+
     def _timeout(self, timeout_ms: int | None) -> int:
         return self.request_timeout_ms if timeout_ms is None else timeout_ms
 
@@ -253,5 +313,5 @@ class Admin(SyncSimpleClient):
         return self
 
 
-__all__ = ["AIOAdmin", "Admin", "NewTopic", "NewPartitions", "BrokerMetadata", "ClusterDescription",
-           "TopicDescription", "PartitionDescription", "format_topic_id"]
+__all__ = ["AIOAdmin", "Admin", "NewTopic", "NewPartitions", "ConfigResource", "ConfigResourceType", "ConfigEntry",
+           "BrokerMetadata", "ClusterDescription", "TopicDescription", "PartitionDescription", "format_topic_id"]

@@ -19,11 +19,11 @@ import sys
 from typing import Any, Sequence
 
 from ...protocol.errors import KafkaError, TopicAlreadyExistsError  # type: ignore[attr-defined]
-from ..admin import AIOAdmin, NewPartitions, NewTopic, TopicDescription
+from ..admin import AIOAdmin, ConfigResource, ConfigResourceType, NewPartitions, NewTopic, TopicDescription
 
 _ACTIONS = ("list", "describe", "create", "alter", "delete")
 _REPORT_FILTERS = ("under_replicated_partitions", "unavailable_partitions", "under_min_isr_partitions",
-                   "at_min_isr_partitions")
+                   "at_min_isr_partitions")  # partition filters; --topics-with-overrides filters topics
 _COLLISION_WARNING = ("WARNING: Due to limitations in metric names, topics with a period ('.') or underscore ('_') "
                       "could collide. To avoid issues it is best to use either, but not both.")
 
@@ -74,9 +74,10 @@ def build_parser() -> argparse.ArgumentParser:
     for name, text in (("under-replicated-partitions", "only show under replicated partitions"),
                        ("unavailable-partitions", "only show partitions whose leader is not available"),
                        ("under-min-isr-partitions", "only show partitions whose isr count is less than the "
-                                                    "configured minimum (needs DescribeConfigs: shows none)"),
+                                                    "configured minimum"),
                        ("at-min-isr-partitions", "only show partitions whose isr count is equal to the "
-                                                 "configured minimum (needs DescribeConfigs: shows none)")):
+                                                 "configured minimum"),
+                       ("topics-with-overrides", "only show topics that have overridden configs")):
         add(f"--{name}", action="store_true", help=f"if set when describing topics, {text}.")
     return parser
 
@@ -113,7 +114,8 @@ def _check(opts: argparse.Namespace) -> None:
         "if-not-exists": opts.if_not_exists and not opts.create,
         "exclude-internal": opts.exclude_internal and not (opts.list or opts.describe),
     }
-    invalid.update({f.replace("_", "-"): getattr(opts, f) and not opts.describe for f in _REPORT_FILTERS})
+    invalid.update({f.replace("_", "-"): getattr(opts, f) and not opts.describe
+                    for f in (*_REPORT_FILTERS, "topics_with_overrides")})
     action = next(a for a in _ACTIONS if getattr(opts, a))
     for option, bad in invalid.items():
         if bad:
@@ -238,20 +240,31 @@ class TopicCommand:
         if not topics:
             return
         live = {b.node_id for b in (await self.admin.describe_cluster()).brokers}
+        resources = [ConfigResource(ConfigResourceType.TOPIC, name) for name in topics]
+        configs = {r.name: entries for r, entries in (await self.admin.describe_configs(resources)).items()}
         filtered = any(getattr(self.opts, f) for f in _REPORT_FILTERS)
         for description in await self.admin.describe_topics(topics):
+            entries = configs.get(description.topic, {})
+            # ConfigEntry.isDefault: anything not from DEFAULT_CONFIG (topic overrides, broker settings)
+            non_default = [e for e in entries.values() if not e.is_default]
+            if self.opts.topics_with_overrides and not non_default:
+                continue
             if not filtered:
-                self.emit(topic_line(description))
+                self.emit(topic_line(description, ",".join(f"{e.name}={e.value}" for e in non_default)))
+            if self.opts.topics_with_overrides:
+                continue  # Kafka prints only the topic lines then
+            min_isr = int(entries["min.insync.replicas"].value) if "min.insync.replicas" in entries else 1
             for partition in description.partitions:
-                if not filtered or self._reported(partition, live):
+                if not filtered or self._reported(partition, live, min_isr):
                     self.emit(partition_line(partition))
 
-    def _reported(self, partition: Any, live: set[int]) -> bool:
-        """DescribeOptions.maybePrintPartitionDescription; the min-ISR filters need min.insync.replicas
-        from DescribeConfigs, which the brokers do not serve yet, so they report nothing."""
-        if self.opts.under_replicated_partitions and len(partition.isr) < len(partition.replicas):
-            return True
-        return bool(self.opts.unavailable_partitions and (partition.leader < 0 or partition.leader not in live))
+    def _reported(self, partition: Any, live: set[int], min_isr: int) -> bool:
+        """DescribeOptions.maybePrintPartitionDescription (Kafka 2.8)."""
+        opts, isr, leaderless = self.opts, len(partition.isr), partition.leader < 0
+        return bool(opts.under_replicated_partitions and isr < len(partition.replicas)
+                    or opts.unavailable_partitions and (leaderless or partition.leader not in live)
+                    or opts.under_min_isr_partitions and (leaderless or isr < min_isr)
+                    or opts.at_min_isr_partitions and isr == min_isr)
 
 
 def topic_line(description: TopicDescription, configs: str = "") -> str:

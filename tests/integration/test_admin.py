@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from odradek.clients.admin import AIOAdmin, Admin, NewPartitions, NewTopic
+from odradek.clients.admin import AIOAdmin, Admin, ConfigResource, ConfigResourceType, NewPartitions, NewTopic
 from odradek.clients.connection import BrokerConnection
 from odradek.clients.simple_client import SyncSimpleClient
 from odradek.protocol.api_keys import ApiKey
@@ -194,3 +194,48 @@ def test_kafka_python_create_partitions(three_broker_cluster, admin):
         client.close()
     [description] = admin.describe_topics(["kp-grow"])
     assert [len(p.replicas) for p in description.partitions] == [3, 3, 3]
+
+
+def test_describe_configs_of_a_topic(admin, three_broker_cluster):
+    admin.create_topics([NewTopic("admin-configs", 1, 1, topic_configs={"retention.ms": "1234"})])
+    resource = ConfigResource(ConfigResourceType.TOPIC, "admin-configs")
+    entries = admin.describe_configs([resource], include_synonyms=True)[resource]
+    retention = entries["retention.ms"]
+    assert (retention.value, retention.source, retention.is_default) == ("1234", 1, False)
+    # Kafka's precedence: the topic override, then the broker's default for log.retention.hours (168 h).
+    assert retention.synonyms[0] == ("retention.ms", "1234", 1)
+    assert ("log.retention.hours", "168", 5) in retention.synonyms
+    policy = entries["cleanup.policy"]
+    assert (policy.value, policy.source, policy.is_default, policy.read_only) == ("delete", 5, True, False)
+    assert set(entries) >= {"segment.bytes", "min.insync.replicas", "compression.type"}
+    only = ConfigResource(ConfigResourceType.TOPIC, "admin-configs", ["retention.ms"])
+    assert list(admin.describe_configs([only])[only]) == ["retention.ms"]
+    with pytest.raises(UnknownTopicOrPartitionError):
+        admin.describe_configs([ConfigResource(ConfigResourceType.TOPIC, "admin-no-such-topic")])
+
+
+def test_describe_configs_of_a_broker(admin):
+    broker = admin.describe_cluster().brokers[0]
+    resource = ConfigResource(ConfigResourceType.BROKER, str(broker.node_id))
+    entries = admin.describe_configs([resource], include_synonyms=True)[resource]
+    assert entries["broker.id"].value == str(broker.node_id) and entries["broker.id"].source == 4
+    # The test clusters set zookeeper.session.timeout.ms in the brokers' properties: a static setting.
+    session = entries["zookeeper.session.timeout.ms"]
+    assert (session.value, session.source) == ("6000", 4)
+    assert session.synonyms == [("zookeeper.session.timeout.ms", "6000", 4),
+                                ("zookeeper.session.timeout.ms", "18000", 5)]
+    queued = entries["queued.max.requests"]  # not in the properties: Kafka's default
+    assert (queued.value, queued.source, queued.is_default, queued.read_only) == ("500", 5, True, True)
+
+
+def test_kafka_python_describe_configs(three_broker_cluster, admin):
+    kafka_admin = pytest.importorskip("kafka.admin")
+    admin.create_topics([NewTopic("kp-configs", 1, 1, topic_configs={"cleanup.policy": "compact"})])
+    client = kafka_admin.KafkaAdminClient(bootstrap_servers=three_broker_cluster.bootstrap_servers)
+    try:
+        answer = client.describe_configs([kafka_admin.ConfigResource(kafka_admin.ConfigResourceType.TOPIC,
+                                                                     "kp-configs")])
+    finally:
+        client.close()
+    text = repr(answer)
+    assert "cleanup.policy" in text and "compact" in text

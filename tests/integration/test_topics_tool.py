@@ -179,3 +179,21 @@ def test_alter_partitions(three):
     assert PARTITION_LINE.match(out.splitlines()[4]).group(4) == "2,0"
     missing = topics_tool(*three, "--alter", "--topic", "tool-nope", "--partitions", "2", check=False)
     assert missing.stdout == "Error while executing topic command : Topic 'tool-nope' does not exist as expected\n"
+
+
+def test_describe_shows_non_default_configs_and_filters_by_them(single):
+    topics_tool(*single, "--create", "--topic", "tool-overridden", "--config", "cleanup.policy=compact",
+                "--config", "min.insync.replicas=2")
+    topics_tool(*single, "--create", "--topic", "tool-plain")
+    line = topics_tool(*single, "--describe", "--topic", "tool-overridden").stdout.splitlines()[0]
+    configs = TOPIC_LINE.match(line).group(5).split(",")
+    assert "cleanup.policy=compact" in configs and "min.insync.replicas=2" in configs
+    plain = TOPIC_LINE.match(topics_tool(*single, "--describe", "--topic", "tool-plain").stdout.splitlines()[0])
+    assert "cleanup.policy" not in plain.group(5)
+    overridden = topics_tool(*single, "--describe", "--topic", "tool-(overridden|plain)", "--topics-with-overrides")
+    assert [TOPIC_LINE.match(x).group(1) for x in overridden.stdout.splitlines()] == ["tool-overridden"]
+    # One replica in sync against min.insync.replicas=2: under the minimum; tool-plain (1) is at it.
+    under = topics_tool(*single, "--describe", "--topic", "tool-(overridden|plain)", "--under-min-isr-partitions")
+    assert [PARTITION_LINE.match(x).group(1) for x in under.stdout.splitlines()] == ["tool-overridden"]
+    at = topics_tool(*single, "--describe", "--topic", "tool-(overridden|plain)", "--at-min-isr-partitions")
+    assert [PARTITION_LINE.match(x).group(1) for x in at.stdout.splitlines()] == ["tool-plain"]

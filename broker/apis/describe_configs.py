@@ -1,0 +1,147 @@
+"""DescribeConfigs (32): the effective configuration of topics and of this broker.
+
+As Kafka 2.8's ZkAdminManager.describeConfigs, per resource:
+- TOPIC (2): every topic-level key, the topic's override from /config/topics/<t> (source
+  DYNAMIC_TOPIC_CONFIG) or else the broker's value for the key's synonym (STATIC_BROKER_CONFIG when
+  set in the broker's properties, else DEFAULT_CONFIG); an unknown topic is UNKNOWN_TOPIC_OR_PARTITION.
+- BROKER (4): this broker's keys when the name is its id; "" (the cluster-wide dynamic defaults)
+  has none, as there are no dynamic broker configs yet; another id is INVALID_REQUEST (clients send
+  a broker's resource to that broker). Every key is read-only: nothing can be altered at run time yet.
+- Others: INVALID_REQUEST "Unsupported resource type".
+``configuration_keys`` null or empty means every key. Synonyms (v1+, when asked) list the sources in
+precedence order: topic override, then the broker's static settings of each synonym key, then defaults.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ...protocol.api_keys import ApiKey
+from ...protocol.errors import (  # type: ignore[attr-defined]
+    InvalidRequestError,
+    KafkaError,
+    UnknownTopicOrPartitionError,
+)
+from ...protocol.messages import DescribeConfigsResponse
+from ..config import _format
+from ..config_keys import BROKER_KEYS, TOPIC_KEYS, TOPIC_SYNONYMS, Key, Type
+
+if TYPE_CHECKING:
+    from ..kafka_apis import KafkaApis
+    from ..network.request_channel import Request
+    from .services import BrokerServices
+
+_Result = DescribeConfigsResponse.DescribeConfigsResult
+_Entry = _Result.DescribeConfigsResourceResult
+_Synonym = _Entry.DescribeConfigsSynonym
+
+TOPIC, BROKER = 2, 4
+# ConfigSource ids (DescribeConfigsResponse.json)
+DYNAMIC_TOPIC_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 1, 4, 5
+_CONFIG_TYPES = {Type.BOOLEAN: 1, Type.STRING: 2, Type.INT: 3, Type.SHORT: 4, Type.LONG: 5, Type.DOUBLE: 6,
+                 Type.LIST: 7}
+# KafkaConfig's broker synonyms (DynamicBrokerConfig.brokerConfigSynonyms): the finer unit wins.
+_BROKER_SYNONYMS = {
+    "log.roll.ms": ["log.roll.ms", "log.roll.hours"],
+    "log.roll.jitter.ms": ["log.roll.jitter.ms", "log.roll.jitter.hours"],
+    "log.retention.ms": ["log.retention.ms", "log.retention.minutes", "log.retention.hours"],
+    "log.flush.interval.ms": ["log.flush.interval.ms", "log.flush.scheduler.interval.ms"],
+}
+
+
+class DescribeConfigsApi:
+    def __init__(self, services: "BrokerServices") -> None:
+        self.services = services
+
+    async def handle(self, request: "Request") -> Any:
+        body = request.body
+        version = request.api_version
+        include_synonyms = version >= 1 and body.include_synonyms
+        include_docs = version >= 3 and body.include_documentation
+        results = []
+        for resource in body.resources:
+            wanted = set(resource.configuration_keys or ())  # null or empty: every key
+            try:
+                if resource.resource_type == TOPIC:
+                    entries = await self._topic(version, resource.resource_name, include_synonyms, include_docs)
+                elif resource.resource_type == BROKER:
+                    entries = self._broker(version, resource.resource_name, include_synonyms, include_docs)
+                else:
+                    raise InvalidRequestError(f"Unsupported resource type: {resource.resource_type}")
+            except KafkaError as exc:
+                results.append(_Result(error_code=exc.code, error_message=exc.args[0] if exc.args else None,
+                                       resource_type=resource.resource_type,
+                                       resource_name=resource.resource_name, configs=[]))
+                continue
+            results.append(_Result(error_code=0, error_message=None, resource_type=resource.resource_type,
+                                   resource_name=resource.resource_name,
+                                   configs=[e for e in entries if not wanted or e.name in wanted]))
+        return DescribeConfigsResponse(throttle_time_ms=0, results=results)
+
+    async def _topic(self, version: int, topic: str, include_synonyms: bool, include_docs: bool) -> list[Any]:
+        services = self.services
+        if not services.metadata_cache.contains_topic(topic):
+            raise UnknownTopicOrPartitionError(f"The topic '{topic}' does not exist.")
+        overrides = await services.in_executor(services.zk.get_entity_config, "topics", topic)
+        defaults = services.config.topic_defaults()
+        entries = []
+        for name, key in TOPIC_KEYS.items():
+            synonyms = []
+            if name in overrides:
+                synonyms.append(_Synonym(name=name, value=overrides[name], source=DYNAMIC_TOPIC_CONFIG))
+            broker_key = TOPIC_SYNONYMS[name]
+            if broker_key is not None:
+                synonyms += self._broker_synonyms(broker_key)
+            value = overrides[name] if name in overrides else defaults.get(name) or None
+            entries.append(_entry(version, name, value, key, False, synonyms, include_synonyms, include_docs))
+        return entries
+
+    def _broker(self, version: int, name: str, include_synonyms: bool, include_docs: bool) -> list[Any]:
+        broker_id = self.services.config.broker_id
+        if name == "":
+            return []  # the cluster-wide dynamic defaults: none can be set yet
+        if name != str(broker_id):
+            raise InvalidRequestError(f"Unexpected broker id, expected {broker_id} or empty string, but received {name}")
+        values = self.services.config.values()
+        return [_entry(version, key, _format(values.get(key)), spec, True, self._broker_synonyms(key),
+                       include_synonyms, include_docs)
+                for key, spec in sorted(BROKER_KEYS.items())]
+
+    def _broker_synonyms(self, broker_key: str) -> list[Any]:
+        config = self.services.config
+        keys = _BROKER_SYNONYMS.get(broker_key, [broker_key])
+        synonyms = [_Synonym(name=k, value=config.originals[k], source=STATIC_BROKER_CONFIG)
+                    for k in keys if k in config.originals]
+        for k in keys:
+            spec = BROKER_KEYS.get(k)
+            if spec is not None and spec.default is not None and not spec.required:
+                synonyms.append(_Synonym(name=k, value=_format(spec.default), source=DEFAULT_CONFIG))
+        return synonyms
+
+    def error_response(self, request: "Request", error_code: int) -> Any:
+        return DescribeConfigsResponse(throttle_time_ms=0, results=[
+            _Result(error_code=error_code, error_message=None, resource_type=r.resource_type,
+                    resource_name=r.resource_name, configs=[]) for r in request.body.resources])
+
+
+def _entry(version: int, name: str, value: str | None, key: Key, read_only: bool, synonyms: list[Any],
+           include_synonyms: bool, include_docs: bool) -> Any:
+    """Fields a version lacks keep their defaults (the encoder refuses anything else, as Kafka's does):
+    is_default only in v0, config_source and synonyms from v1, config_type and documentation from v3."""
+    source = synonyms[0].source if synonyms else DEFAULT_CONFIG
+    entry = _Entry(name=name, value=value, read_only=read_only, is_sensitive=False)
+    if version == 0:
+        entry.is_default = source == DEFAULT_CONFIG
+    else:
+        entry.config_source = source
+        entry.synonyms = synonyms if include_synonyms else []
+    if version >= 3:
+        entry.config_type = _CONFIG_TYPES.get(key.type, 0)
+        entry.documentation = key.doc if include_docs else None
+    return entry
+
+
+def register(apis: "KafkaApis", services: "BrokerServices") -> DescribeConfigsApi:
+    api = DescribeConfigsApi(services)
+    apis.register(ApiKey.DESCRIBE_CONFIGS, api.handle, api.error_response)
+    return api
