@@ -156,5 +156,5 @@ def test_api_versions_advertises_the_served_apis_with_kafka_2_8_ranges(single_br
             await conn.close()
         assert ranges[0] == (0, 9) and ranges[1] == (0, 12) and ranges[3] == (0, 11) and ranges[18] == (0, 3)
         assert {2, 4, 5, 6, 10, 19, 20, 22, 23} <= set(ranges)
-        assert 11 not in ranges  # JoinGroup: not served until the group coordinator exists
+        assert ranges[11] == (0, 7) and ranges[14] == (0, 5) and ranges[8] == (0, 8)  # the group coordinator
     run(main())
