@@ -200,6 +200,11 @@ class KafkaServer:
         self._tasks.append(loop.create_task(self._every_on_loop(
             "isr-change-propagation", PROPAGATION_CHECK_INTERVAL_MS, isr.propagate_due_changes),
             name="isr-change-propagation"))
+        groups = self.group_coordinator
+        assert groups is not None
+        self._tasks.append(loop.create_task(self._every_on_loop(
+            "group-metadata-cleanup", cfg.get("offsets.retention.check.interval.ms"), groups.cleanup_group_metadata),
+            name="group-metadata-cleanup"))
 
     async def _every_on_loop(self, name: str, period_ms: int, fn: Callable[[], Any]) -> None:
         while True:

@@ -139,6 +139,8 @@ class GroupCoordinator:
         if require_known_member_id:
             # KIP-394: the client retries with this id; until then it is pending, not a member.
             group.pending_members.add(new_id)
+            member.member_id = new_id
+            self._schedule_heartbeat(group, member)  # a pending member that never comes back expires
             return JoinResult(MemberIdRequiredError.code, new_id)
         member.member_id = new_id
         return self._add_member_and_rebalance(group, member)
@@ -366,6 +368,13 @@ class GroupCoordinator:
         return 0, codes
 
     def on_expire_heartbeat(self, group: GroupMetadata, member: MemberMetadata) -> None:
+        if member.member_id in group.pending_members and member.member_id not in group.members:
+            log.info("Pending member %s in group %s has been removed after session timeout expiration",
+                     member.member_id, group.group_id)
+            group.pending_members.discard(member.member_id)
+            if group.is_in(PREPARING_REBALANCE):
+                self.join_purgatory.check_and_complete(group.group_id)
+            return
         if group.members.get(member.member_id) is not member or group.is_in(DEAD):
             return
         if member.awaiting_sync is not None or (member.awaiting_join is not None and not member.is_new):
@@ -463,6 +472,10 @@ class GroupCoordinator:
             except (KeyError, struct.error, UnicodeDecodeError):
                 continue
         return topics
+
+    async def cleanup_group_metadata(self) -> int:
+        """The periodic offsets.retention.check.interval.ms job: expired offsets and dead empty groups."""
+        return await self.manager.cleanup_expired_offsets()
 
     # -- groups -----------------------------------------------------------------------------------
 

@@ -29,7 +29,6 @@ from .records import OffsetAndMetadata
 log = logging.getLogger(__name__)
 
 GROUP_METADATA_TOPIC = "__consumer_offsets"
-_LOAD_CHUNK_BYTES = 1 << 20
 
 # Kafka's mapping of append errors to what a commit or group write answers (GroupMetadataManager).
 _NOT_AVAILABLE = {3, 19, 20, 7}      # unknown partition, not enough replicas (after append), timed out
@@ -61,6 +60,9 @@ class GroupMetadataManager:
         self.groups: dict[str, GroupMetadata] = {}
         self.owned: set[int] = set()
         self.loading: set[int] = set()
+        self.load_buffer_size: int = config.get("offsets.load.buffer.size")
+        self.retention_ms: int = config.get("offsets.retention.minutes") * 60 * 1000
+        self._loads: set[asyncio.Task] = set()
         self.on_group_unloaded: Callable[[GroupMetadata], None] | None = None
 
     # -- placement --------------------------------------------------------------------------------
@@ -99,16 +101,27 @@ class GroupMetadataManager:
                 self.load_partition(partition)
 
     def load_partition(self, partition: int) -> None:
-        """Rebuild the groups of one partition from its log (Kafka's doLoadGroupsAndOffsets)."""
+        """Start loading one partition; until done its groups answer COORDINATOR_LOAD_IN_PROGRESS."""
         found = self.replica_manager.online_partition(GROUP_METADATA_TOPIC, partition)
-        if found is None:
+        if found is None or partition in self.loading:
             return
         self.loading.add(partition)
+        task = asyncio.get_running_loop().create_task(self._load(partition, found.log))
+        self._loads.add(task)
+        task.add_done_callback(self._loads.discard)
+
+    async def _load(self, partition: int, log_: Any) -> None:
+        """Rebuild the groups of one partition from its log (Kafka's doLoadGroupsAndOffsets)."""
         started = time.monotonic()
         try:
-            offsets, groups, removed = self._read_partition(found.log)
-        finally:
+            offsets, groups, removed = await self._read_partition(log_, partition)
+        except Exception:
+            log.exception("Error loading offsets from __consumer_offsets-%d", partition)
             self.loading.discard(partition)
+            return
+        if partition not in self.loading:
+            return  # unloaded meanwhile: a newer leader owns it now
+        self.loading.discard(partition)
         for group_id, record in groups.items():
             group = GroupMetadata.from_record(group_id, record)
             group.offsets = offsets.pop(group_id, {})
@@ -121,13 +134,13 @@ class GroupMetadataManager:
         log.info("Finished loading offsets and group metadata from __consumer_offsets-%d in %d ms (%d groups)",
                  partition, (time.monotonic() - started) * 1000, len(groups))
 
-    def _read_partition(self, log_: Any) -> tuple[dict, dict, set]:
+    async def _read_partition(self, log_: Any, partition: int) -> tuple[dict, dict, set]:
         offsets: dict[str, dict[tuple[str, int], OffsetAndMetadata]] = {}
         groups: dict[str, fmt.GroupRecord] = {}
         removed: set[str] = set()
         position, end = log_.log_start_offset, log_.log_end_offset
-        while position < end:
-            data = log_.read(position, _LOAD_CHUNK_BYTES, min_one_batch=True).records
+        while position < end and partition in self.loading:
+            data = log_.read(position, self.load_buffer_size, min_one_batch=True).records
             if not data:
                 break
             for batch in iter_batches(data):
@@ -136,6 +149,7 @@ class GroupMetadataManager:
                     continue
                 for record in batch.records():
                     self._apply_record(record, offsets, groups, removed)
+            await asyncio.sleep(0)  # a big partition loads in chunks, between other requests
         return offsets, groups, removed
 
     @staticmethod
@@ -161,6 +175,7 @@ class GroupMetadataManager:
 
     def unload_partition(self, partition: int) -> None:
         self.owned.discard(partition)
+        self.loading.discard(partition)
         for group_id in [g for g in self.groups if self.partition_for(g) == partition]:
             group = self.groups.pop(group_id)
             group.state = DEAD
@@ -227,6 +242,40 @@ class GroupMetadataManager:
             return NotCoordinatorError.code
         return code
 
-    def is_empty_and_unknown(self, group: GroupMetadata) -> bool:
-        return group.is_in(EMPTY) and not group.offsets
+    # -- expiration -------------------------------------------------------------------------------
+
+    async def cleanup_expired_offsets(self, now_ms: int | None = None) -> int:
+        """Kafka's cleanupGroupMetadata: drop expired offsets (tombstones), then empty groups without
+        offsets. Returns how many offsets expired."""
+        now_ms = wall_ms() if now_ms is None else now_ms
+        expired_total = 0
+        for group in list(self.groups.values()):
+            expired = self._expired_offsets(group, now_ms)
+            if expired and await self.remove_offsets(group, expired) == 0:
+                expired_total += len(expired)
+            if group.is_in(EMPTY) and not group.offsets and self.groups.get(group.group_id) is group:
+                # An empty group without offsets is gone (Kafka: transitions to Dead, tombstone written).
+                if await self._append(group.group_id, [(fmt.group_key(group.group_id), None)]) == 0 \
+                        and self.groups.get(group.group_id) is group:
+                    group.transition_to(DEAD, now_ms)
+                    del self.groups[group.group_id]
+        if expired_total:
+            log.info("Removed %d expired offsets", expired_total)
+        return expired_total
+
+    def _expired_offsets(self, group: GroupMetadata, now_ms: int) -> list[tuple[str, int]]:
+        """Kafka 2.8's rules: an empty group's offsets expire retention after it became empty; a group
+        without a protocol (simple consumers) expires each offset retention after its commit; an explicit
+        expire timestamp (OffsetCommit v2-v4 retention) wins. Active groups keep their offsets."""
+        if group.protocol_type is not None and group.is_in(EMPTY):
+            def base(o: OffsetAndMetadata) -> int:
+                return group.current_state_timestamp if group.current_state_timestamp >= 0 else o.commit_timestamp
+        elif group.protocol_type is None:
+            def base(o: OffsetAndMetadata) -> int:
+                return o.commit_timestamp
+        else:
+            return []
+        return [tp for tp, o in group.offsets.items()
+                if (o.expire_timestamp is not None and now_ms >= o.expire_timestamp)
+                or (o.expire_timestamp is None and now_ms - base(o) >= self.retention_ms)]
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+from types import SimpleNamespace
 
 import pytest
 
@@ -11,11 +12,12 @@ from odradek.broker.coordinator.group import records as fmt
 from odradek.broker.coordinator.group.coordinator import GroupCoordinator
 from odradek.broker.coordinator.group.group_metadata import DEAD, EMPTY, STABLE
 from odradek.broker.replica_manager import ProducePartitionResult
-from odradek.protocol.records import iter_batches
+from odradek.protocol.records import RecordBatchBuilder, iter_batches
 
 CONFIG = {"offsets.topic.num.partitions": 1, "offsets.commit.required.acks": -1, "offsets.commit.timeout.ms": 5000,
           "offset.metadata.max.bytes": 16, "group.min.session.timeout.ms": 100,
-          "group.max.session.timeout.ms": 60000, "group.initial.rebalance.delay.ms": 0, "group.max.size": 3}
+          "group.max.session.timeout.ms": 60000, "group.initial.rebalance.delay.ms": 0, "group.max.size": 3,
+          "offsets.load.buffer.size": 1 << 20, "offsets.retention.minutes": 1}
 
 
 def run_in_loop(test):
@@ -204,3 +206,75 @@ async def test_unload_answers_waiting_members_and_marks_groups_dead(coordinator)
     c.manager.replica_manager.appended.clear()
     c.on_leadership_change([], [("__consumer_offsets", 0)])
     assert group.state == DEAD and (await waiting).error_code in (0, 16)
+
+
+class FakeLog:
+    """What the manager reads of a partition's log: whole batches from an offset."""
+
+    def __init__(self, entries):
+        self.batches = []
+        for offset, (key, value) in enumerate(entries):
+            builder = RecordBatchBuilder(base_offset=offset)
+            builder.append(1, key, value)
+            self.batches.append(builder.build())
+        self.log_start_offset, self.log_end_offset = 0, len(self.batches)
+
+    def read(self, offset, max_bytes, min_one_batch=True):
+        return SimpleNamespace(records=b"".join(self.batches[offset:offset + 2]))  # two per read: chunks
+
+
+class FakePartition:
+    def __init__(self, log):
+        self.log = log
+
+
+@run_in_loop
+async def test_a_new_leader_loads_offsets_and_groups_from_the_log(coordinator):
+    c = await coordinator()
+    a = await join(c)
+    await c.sync_group("g", 1, a.member_id, None, None, None, {a.member_id: b"asg"})
+    offsets = {("t", 0): fmt.OffsetAndMetadata(5, 2, "m", 1)}
+    await c.commit_offsets("g", a.member_id, None, 1, offsets)
+    await c.commit_offsets("s", "", None, -1, {("t", 1): fmt.OffsetAndMetadata(9, -1, "", 1)})
+    await c.commit_offsets("gone", "", None, -1, {("t", 1): fmt.OffsetAndMetadata(1)})
+    await c.delete_groups(["gone"])
+    entries = list(c.manager.replica_manager.appended)
+
+    other = await coordinator()
+    other.manager.owned.clear()
+    other.manager.replica_manager.online_partition = lambda topic, p: FakePartition(FakeLog(entries))
+    other.on_leadership_change([("__consumer_offsets", 0)], [])
+    assert other.heartbeat("g", a.member_id, None, 1) == 14  # COORDINATOR_LOAD_IN_PROGRESS until loaded
+    for _ in range(100):
+        if other.manager.owned:
+            break
+        await asyncio.sleep(0)
+    group = other.manager.get_group("g")
+    assert (group.state, group.generation_id, group.leader_id) == (STABLE, 1, a.member_id)
+    assert group.members[a.member_id].assignment == b"asg"
+    assert other.fetch_offsets("g", None) == offsets
+    assert other.fetch_offsets("s", [("t", 1)])[("t", 1)].offset == 9
+    assert other.manager.get_group("gone") is None
+
+
+@run_in_loop
+async def test_offsets_expire_after_retention_and_the_empty_group_goes(coordinator):
+    c = await coordinator()
+    await c.commit_offsets("s", "", None, -1, {("t", 0): fmt.OffsetAndMetadata(5, -1, "", 1)})
+    await c.commit_offsets("fresh", "", None, -1, {("t", 0): fmt.OffsetAndMetadata(5, -1, "", 10 ** 13)})
+    assert await c.manager.cleanup_expired_offsets(now_ms=60_001) == 1
+    assert c.manager.get_group("s") is None and c.manager.get_group("fresh") is not None
+    key, value = c.manager.replica_manager.appended[-1]
+    assert fmt.parse_key(key) == ("group", "s", None) and value is None
+
+
+@run_in_loop
+async def test_a_pending_member_that_never_rejoins_expires(coordinator):
+    c = await coordinator()
+    first = await join(c, v4=True, session=100)
+    assert first.error_code == 79 and first.member_id in c.manager.get_group("g").pending_members
+    for _ in range(100):
+        if not c.manager.get_group("g").pending_members:
+            break
+        await asyncio.sleep(0.05)
+    assert not c.manager.get_group("g").pending_members
