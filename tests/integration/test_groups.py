@@ -201,12 +201,15 @@ def test_three_client_libraries_share_a_group_and_rebalance_when_one_leaves(odra
     assert all(m.error is None for m in members.values()), [m.error for m in members.values()]
 
 
-def _wait_for_shares(members: dict[str, _Member], count: int, timeout: float = 90.0) -> dict[str, set[int]]:
+def _wait_for_shares(members: dict[str, _Member], count: int, timeout: float = 90.0,
+                     require_all: bool = True) -> dict[str, set[int]]:
+    """Until each member has partitions and (``require_all``) together they hold all 6, once each."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         shares = {k: set(m.assigned) for k, m in members.items()}
         flat = [p for s in shares.values() for p in s]
-        if len(shares) == count and all(shares.values()) and sorted(flat) == list(range(6)):
+        if len(shares) == count and all(shares.values()) and \
+                (sorted(flat) == list(range(6)) or not require_all and len(set(flat)) == len(flat)):
             return shares
         time.sleep(0.2)
     raise AssertionError(f"no stable assignment: {shares}")
@@ -274,3 +277,51 @@ def test_commits_survive_a_sigkill_of_the_coordinator_in_a_three_broker_cluster(
 def _offsets_leader(cluster, partition: int) -> int:
     with cluster.client() as client:
         return client.metadata(topics=["__consumer_offsets"]).topics["__consumer_offsets"].partitions[partition].leader
+
+
+_DYING_MEMBER = """
+import sys, confluent_kafka
+consumer = confluent_kafka.Consumer({"bootstrap.servers": sys.argv[1], "group.id": sys.argv[2],
+                                     "session.timeout.ms": 10000, "partition.assignment.strategy": "roundrobin"})
+consumer.subscribe([sys.argv[3]])
+while True:
+    consumer.poll(0.2)
+    if consumer.assignment():
+        print("assigned", flush=True)
+"""
+
+
+def test_a_member_that_dies_is_expired_after_its_session_timeout_and_the_rest_take_over(odradek_cluster_factory):
+    import subprocess
+    import sys
+
+    cluster = odradek_cluster_factory(1, GROUP_OVERRIDES)
+    bootstrap = cluster.bootstrap_servers
+    topic, group = f"t-{uuid.uuid4().hex[:8]}", f"g-{uuid.uuid4().hex[:8]}"
+    create_topic(bootstrap, topic, 6)
+    kp = KafkaConsumer(topic, bootstrap_servers=bootstrap, group_id=group, session_timeout_ms=10000,
+                       heartbeat_interval_ms=1000)
+    members = {"kp": _Member(lambda: kp.poll(200), lambda: {tp.partition for tp in kp.assignment()}, kp.close),
+               "aio": _aiokafka_member(bootstrap, topic, group)}
+    for member in members.values():
+        member.start()
+    dying = subprocess.Popen([sys.executable, "-c", _DYING_MEMBER, bootstrap, group, topic], stdout=subprocess.PIPE)
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+    try:
+        assert dying.stdout.readline().strip() == b"assigned"
+        deadline = time.monotonic() + 60
+        while len(admin.describe_groups([group])[group]["members"]) < 3 and time.monotonic() < deadline:
+            time.sleep(0.2)
+        _wait_for_shares(members, 2, require_all=False)  # each has a share; the third holds the rest
+        dying.kill()  # no LeaveGroup: only the session timeout can remove it
+        shares = _wait_for_shares(members, 2)
+        assert sorted(p for s in shares.values() for p in s) == list(range(6))
+        assert len(admin.describe_groups([group])[group]["members"]) == 2
+    finally:
+        dying.kill()
+        dying.wait()
+        admin.close()
+        for member in members.values():
+            member.stop.set()
+        for member in members.values():
+            member.join(30)
