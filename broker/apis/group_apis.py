@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from ..network.request_channel import Request
     from .services import BrokerServices
 
-GROUP_KEY_TYPE = 0
+GROUP_KEY_TYPE, TRANSACTION_KEY_TYPE = 0, 1
 _Described = DescribeGroupsResponse.DescribedGroup
 _DescribedMember = _Described.DescribedGroupMember
 
@@ -60,10 +60,10 @@ class GroupApis:
 
     async def find_coordinator(self, request: "Request") -> Any:
         body = request.body
-        if body.key_type != GROUP_KEY_TYPE:
+        if body.key_type == TRANSACTION_KEY_TYPE:
             raise CoordinatorNotAvailableError("transaction coordinators are not available on this broker yet")
-        if not body.key:
-            raise InvalidRequestError("the group id is empty")  # Kafka answers INVALID_REQUEST too
+        if body.key_type != GROUP_KEY_TYPE:
+            raise InvalidRequestError(f"Unknown coordinator type {body.key_type} in FindCoordinator request")
         cache = self.services.metadata_cache
         if not cache.contains_topic(GROUP_METADATA_TOPIC):
             await self._create_offsets_topic()

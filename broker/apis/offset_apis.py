@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ...protocol.api_keys import ApiKey
-from ...protocol.errors import KafkaError
+from ...protocol.errors import KafkaError, UnknownTopicOrPartitionError  # type: ignore[attr-defined]
 from ...protocol.messages import OffsetCommitResponse, OffsetDeleteResponse, OffsetFetchResponse
 from ..coordinator.group.metadata_manager import wall_ms
 from ..coordinator.group.records import OffsetAndMetadata
@@ -58,10 +58,18 @@ class OffsetApis:
                                                 p.committed_metadata or "", commit_ts, expire)
         generation = body.generation_id_or_member_epoch if version >= 1 else -1
         member_id = body.member_id if version >= 1 else ""
-        codes = await self.coordinator.commit_offsets(body.group_id, member_id or "", body.group_instance_id,
-                                                      generation, offsets)
+        unknown = self._unknown_partitions(offsets)
+        codes = await self.coordinator.commit_offsets(
+            body.group_id, member_id or "", body.group_instance_id, generation,
+            {tp: o for tp, o in offsets.items() if tp not in unknown}) if len(unknown) < len(offsets) else {}
+        codes.update(unknown)
         return OffsetCommitResponse(throttle_time_ms=0, topics=_grouped(codes, order, _CommitTopic,
                                                                         _CommitPartition))
+
+    def _unknown_partitions(self, partitions: Any) -> dict[tuple[str, int], int]:
+        """Kafka answers UNKNOWN_TOPIC_OR_PARTITION for partitions the metadata cache does not know."""
+        cache = self.services.metadata_cache
+        return {tp: UnknownTopicOrPartitionError.code for tp in partitions if cache.partition(*tp) is None}
 
     def offset_commit_error(self, request: "Request", error_code: int) -> Any:
         order = [(t.name, p.partition_index) for t in request.body.topics for p in t.partitions]
@@ -98,7 +106,9 @@ class OffsetApis:
     async def offset_delete(self, request: "Request") -> Any:
         body = request.body
         order = [(t.name, p.partition_index) for t in body.topics for p in t.partitions]
-        code, codes = await self.coordinator.delete_offsets(body.group_id, order)
+        unknown = self._unknown_partitions(order)
+        code, codes = await self.coordinator.delete_offsets(body.group_id, [tp for tp in order if tp not in unknown])
+        codes.update(unknown)
         if code:
             return OffsetDeleteResponse(error_code=code, throttle_time_ms=0, topics=[])
         return OffsetDeleteResponse(error_code=0, throttle_time_ms=0,
