@@ -325,3 +325,35 @@ def test_a_member_that_dies_is_expired_after_its_session_timeout_and_the_rest_ta
             member.stop.set()
         for member in members.values():
             member.join(30)
+
+
+def test_a_static_member_restarting_takes_its_old_place(odradek_cluster_factory):
+    cluster = odradek_cluster_factory(1, GROUP_OVERRIDES)
+    bootstrap = cluster.bootstrap_servers
+    topic, group = f"t-{uuid.uuid4().hex[:8]}", f"g-{uuid.uuid4().hex[:8]}"
+    create_topic(bootstrap, topic, 2)
+
+    def assigned_consumer():
+        consumer = confluent_kafka.Consumer({"bootstrap.servers": bootstrap, "group.id": group,
+                                             "group.instance.id": "instance-1", "session.timeout.ms": 30000})
+        consumer.subscribe([topic])
+        deadline = time.monotonic() + 60
+        while not consumer.assignment() and time.monotonic() < deadline:
+            consumer.poll(0.2)
+        return consumer
+
+    first = assigned_consumer()
+    assert {tp.partition for tp in first.assignment()} == {0, 1}
+    first.close()  # a static member leaves no LeaveGroup behind: its place waits for it
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+    try:
+        before = admin.describe_groups([group])[group]["members"]
+        second = assigned_consumer()
+        after = admin.describe_groups([group])[group]["members"]
+        assert {tp.partition for tp in second.assignment()} == {0, 1}
+        second.close()
+    finally:
+        admin.close()
+    assert [m["group_instance_id"] for m in before] == ["instance-1"]
+    assert [m["group_instance_id"] for m in after] == ["instance-1"]
+    assert after[0]["member_id"] != before[0]["member_id"]
