@@ -95,6 +95,8 @@ class GroupApis:
                                        config.get("offsets.topic.num.partitions"), factor, overrides)
         except TopicAlreadyExistsError:
             pass
+        except KafkaError as exc:  # Kafka answers any creation failure with COORDINATOR_NOT_AVAILABLE
+            raise CoordinatorNotAvailableError(f"cannot create {GROUP_METADATA_TOPIC}: {exc}") from None
         finally:
             self._creating = False
 
