@@ -6,10 +6,11 @@ Named after kafka-python's ``KafkaAdminClient`` (CONVENTIONS.md §5):
         admin.create_topics([NewTopic("events", num_partitions=6, replication_factor=3)])
         admin.create_partitions({"events": NewPartitions(total_count=8)})
         print(admin.describe_topics(["events"]))
+        print(admin.describe_configs([ConfigResource(ConfigResourceType.TOPIC, "events")]))
         admin.delete_topics(["events"])
 
 Topic administration goes to the controller (NOT_CONTROLLER makes the client look the controller
-up again and retry), descriptions to any broker, through a ``SimpleClient`` that owns the
+up again and retry), a broker's configuration to that broker, descriptions to any broker, through a ``SimpleClient`` that owns the
 connections, the metadata picture and the retry policy. Errors are raised as the
 ``odradek.protocol.errors`` class of their Kafka code, carrying the broker's message when it sent one;
 like the Java AdminClient, a call about several topics raises the first failure after all were tried
@@ -25,7 +26,6 @@ from dataclasses import dataclass
 from enum import IntEnum
 from typing import Any, Callable, Iterable, Mapping, NamedTuple, Sequence
 
-from ..protocol.api_keys import ApiKey
 from ..protocol.errors import KafkaError, UnknownTopicOrPartitionError, for_code  # type: ignore[attr-defined]
 from ..protocol.messages import CreatePartitionsRequest, CreateTopicsRequest, DescribeConfigsRequest
 from ..protocol.types import ZERO_UUID

@@ -31,6 +31,12 @@ def wait_until(check, what: str, timeout: float = 30.0):
         time.sleep(0.1)
 
 
+def described_with(admin, topic: str, partitions: int):
+    """The description once the broker asked has the controller's news of ``partitions`` partitions."""
+    return wait_until(lambda: next((d for d in admin.describe_topics([topic]) if len(d.partitions) == partitions),
+                                   None), f"{topic} with {partitions} partitions in the metadata")
+
+
 def field(entry: dict, *names: str):
     return next(entry[name] for name in names if name in entry)
 
@@ -69,8 +75,13 @@ def test_create_describe_delete_topic(admin):
 
     assert admin.delete_topics(["admin-events"]) == {"admin-events": None}
     wait_until(lambda: "admin-events" not in admin.list_topics(), "the deleted topic leaving the topic list")
-    with pytest.raises(UnknownTopicOrPartitionError):
-        admin.describe_topics(["admin-events"])
+    def unknown() -> bool:
+        try:
+            admin.describe_topics(["admin-events"])
+        except UnknownTopicOrPartitionError:
+            return True
+        return False
+    wait_until(unknown, "describing the deleted topic failing with UNKNOWN_TOPIC_OR_PARTITION")
 
 
 def test_create_with_configs_and_broker_defaults(admin):
@@ -116,8 +127,10 @@ def test_kafka_python_admin_client_creates_describes_deletes(three_broker_cluste
                                           client_id="kafka-python-admin", request_timeout_ms=30000)
     try:
         client.create_topics([kafka_admin.NewTopic("kp-admin", num_partitions=2, replication_factor=2)])
-        wait_until(lambda: "kp-admin" in client.list_topics(), "kafka-python's topic in its topic list")
-        [described] = client.describe_topics(["kp-admin"])
+        # kafka-python asks any broker: wait until the one it picks has the controller's metadata.
+        [described] = wait_until(lambda: [t for t in client.describe_topics(["kp-admin"]) if t["error_code"] == 0],
+                                 "kafka-python describing its topic")
+        assert "kp-admin" in client.list_topics()
         # kafka-python 2.x names the fields topic/partition/replicas, 3.x as the protocol does.
         assert field(described, "name", "topic") == "kp-admin" and described["error_code"] == 0
         replicas = {field(p, "partition_index", "partition"): sorted(field(p, "replica_nodes", "replicas"))
@@ -136,7 +149,7 @@ def test_kafka_python_admin_client_creates_describes_deletes(three_broker_cluste
 def test_create_partitions_grows_a_topic_that_then_takes_records(admin, three_broker_cluster):
     admin.create_topics([NewTopic("admin-grow", 2, 2)])
     assert admin.create_partitions({"admin-grow": NewPartitions(total_count=5)}) == {"admin-grow": None}
-    [description] = admin.describe_topics(["admin-grow"])
+    description = described_with(admin, "admin-grow", 5)
     assert [p.partition for p in description.partitions] == [0, 1, 2, 3, 4]
     brokers = {b.node_id for b in admin.describe_cluster().brokers}
     for p in description.partitions:
@@ -163,8 +176,7 @@ def test_create_partitions_checks(admin):
                                        "admin-never-grown": NewPartitions(3)}, raise_errors=False)
     assert results["admin-grow-checks"] is None
     assert isinstance(results["admin-never-grown"], UnknownTopicOrPartitionError)
-    [description] = admin.describe_topics(["admin-grow-checks"])
-    assert description.partitions[2].replicas == [2]
+    assert described_with(admin, "admin-grow-checks", 3).partitions[2].replicas == [2]
 
 
 def test_create_partitions_elsewhere_than_the_controller_is_not_controller(admin):
@@ -192,8 +204,7 @@ def test_kafka_python_create_partitions(three_broker_cluster, admin):
         client.create_partitions({"kp-grow": kafka_admin.NewPartitions(total_count=3)})
     finally:
         client.close()
-    [description] = admin.describe_topics(["kp-grow"])
-    assert [len(p.replicas) for p in description.partitions] == [3, 3, 3]
+    assert [len(p.replicas) for p in described_with(admin, "kp-grow", 3).partitions] == [3, 3, 3]
 
 
 def test_describe_configs_of_a_topic(admin, three_broker_cluster):
