@@ -21,6 +21,7 @@ class BrokerServices:
     zk: Any = None                           # controller.zk_client.KafkaZkClient
     producer_ids: Any = None                 # broker.producer_id_manager.ProducerIdManager
     controller: Any = None                   # controller.kafka_controller.KafkaController
+    group_coordinator: Any = None            # coordinator.group.coordinator.GroupCoordinator
 
     async def in_executor(self, fn: Callable[..., Any], *args: Any) -> Any:
         """Run a blocking call (ZooKeeper, a big file operation) off the event loop."""
