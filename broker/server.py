@@ -100,7 +100,7 @@ class KafkaServer:
         self.group_coordinator = GroupCoordinator(self.broker_id, cfg, self.replica_manager)
         self.group_coordinator.startup()
         self.replica_manager.on_leadership_change = self.group_coordinator.on_leadership_change
-        services.group_coordinator = self.group_coordinator  # type: ignore[attr-defined]
+        services.group_coordinator = self.group_coordinator
         apis = KafkaApis()
         for module in _API_MODULES:
             module.register(apis, services)
