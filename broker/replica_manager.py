@@ -257,13 +257,13 @@ class ReplicaManager:
         appended: dict[tuple[str, int], int] = {}
         for key, records in entries.items():
             if isinstance(records, KafkaError):
-                results[key] = ProducePartitionResult(records.code, error_message=str(records) or None)
+                results[key] = ProducePartitionResult(records.code, error_message=records.detail or None)
                 continue
             try:
                 partition = self.partition_or_error(*key)
                 info, _ = partition.append_records_to_leader(records, required_acks)
             except KafkaError as exc:
-                results[key] = ProducePartitionResult(exc.code, error_message=str(exc) or None)
+                results[key] = ProducePartitionResult(exc.code, error_message=exc.detail or None)
                 continue
             results[key] = ProducePartitionResult(0, info.first_offset, info.log_append_time,
                                                   info.log_start_offset)

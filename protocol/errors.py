@@ -27,6 +27,11 @@ class KafkaError(Exception):
         detail = super().__str__()
         return f"[Error {self.code} {self.name}] {detail}" if detail else f"[Error {self.code} {self.name}]"
 
+    @property
+    def detail(self) -> str:
+        """The message alone, as a broker puts it in a response's error_message (Kafka sends no prefix)."""
+        return super().__str__()
+
 
 # (name, code, retriable, default message), as Apache Kafka defines them.
 _ERROR_TABLE: tuple[tuple[str, int, bool, str], ...] = (

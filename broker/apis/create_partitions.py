@@ -87,9 +87,7 @@ class CreatePartitionsApi:
 def _result(name: str, error: KafkaError | None) -> Any:
     if error is None:
         return _Result(name=name, error_code=0, error_message=None)
-    # The bare message, as Kafka's ApiError.message (str(KafkaError) would add our "[Error N NAME]").
-    message = error.args[0] if error.args and error.args[0] else None
-    return _Result(name=name, error_code=error.code, error_message=message)
+    return _Result(name=name, error_code=error.code, error_message=error.detail or None)
 
 
 def register(apis: "KafkaApis", services: "BrokerServices") -> CreatePartitionsApi:

@@ -103,7 +103,7 @@ class CreateTopicsApi:
 
 
 def _error(name: str, exc: KafkaError) -> Any:
-    return _Result(name=name, topic_id=ZERO_UUID, error_code=exc.code, error_message=str(exc) or None,
+    return _Result(name=name, topic_id=ZERO_UUID, error_code=exc.code, error_message=exc.detail or None,
                    num_partitions=-1, replication_factor=-1, configs=None)
 
 

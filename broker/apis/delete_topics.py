@@ -64,7 +64,7 @@ class DeleteTopicsApi:
                 results.append(_Result(name=name, topic_id=cache.topic_ids.get(name, topic_id), error_code=0))
             except KafkaError as exc:
                 results.append(_Result(name=name, topic_id=topic_id, error_code=exc.code,
-                                       error_message=str(exc) or None))
+                                       error_message=exc.detail or None))
         timeout_ms = request.body.timeout_ms
         if deleting and timeout_ms > 0:
             deadline = time.monotonic() + timeout_ms / 1000.0

@@ -46,3 +46,11 @@ def test_protocol_errors_are_invalid_request_on_the_wire():
     assert issubclass(errors.FrameTooLargeError, errors.ProtocolError)
     unsupported = errors.UnsupportedApiVersionError(18, 9, correlation_id=3)
     assert unsupported.code == 35 and isinstance(unsupported, errors.ProtocolError)
+
+
+def test_detail_is_the_bare_message_a_broker_sends():
+    from odradek.protocol.errors import InvalidTopicError
+    exc = InvalidTopicError("Topic name is illegal")
+    assert str(exc) == "[Error 17 INVALID_TOPIC_EXCEPTION] Topic name is illegal"
+    assert exc.detail == "Topic name is illegal"
+    assert InvalidTopicError().detail == InvalidTopicError.message
