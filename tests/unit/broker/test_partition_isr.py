@@ -10,7 +10,6 @@ import asyncio
 from types import SimpleNamespace
 
 import pytest
-import uvloop
 
 from odradek.broker.delayed_ops import FetchSpec
 from odradek.broker.isr_manager import PROPAGATION_LINGER_MS, IsrManager
@@ -20,7 +19,9 @@ from odradek.broker.replica_fetcher import complete_batches, truncation_offset
 from odradek.broker.replica_manager import FetchParams, ReplicaManager
 from odradek.controller.zk_data import LeaderIsrAndControllerEpoch
 from odradek.protocol import errors
-from odradek.protocol.records import RecordBatchBuilder
+
+from .log.helpers import value_batch as batch
+from .network.helpers import run as run_loop
 
 LEADER, F1, F2 = 1, 2, 3
 LAG_MS = 10_000
@@ -40,24 +41,13 @@ def state(epoch: int = 0, leader: int = LEADER, isr=(LEADER, F1, F2), replicas=(
                            isr=list(isr), partition_epoch=version, replicas=list(replicas), is_new=True)
 
 
-def batch(*values: bytes) -> bytearray:
-    builder = RecordBatchBuilder()
-    for v in values:
-        builder.append(value=v, key=None, timestamp=1_700_000_000_000)
-    return bytearray(builder.build())
-
-
 def follower_fetch(rm: ReplicaManager, replica: int, offset: int, last_fetched_epoch: int = -1):
     params = FetchParams(replica_id=replica, max_wait_ms=0, min_bytes=1, max_bytes=1 << 20)
     return rm.fetch_messages(params, [FetchSpec("t", 0, offset, 1 << 20, last_fetched_epoch=last_fetched_epoch)])[KEY]
 
 
 def run(coro):
-    loop = uvloop.new_event_loop()
-    try:
-        return loop.run_until_complete(asyncio.wait_for(coro, 10))
-    finally:
-        loop.close()
+    return run_loop(coro, timeout=10)
 
 
 @pytest.fixture

@@ -7,14 +7,16 @@ import os
 from types import SimpleNamespace
 
 import pytest
-import uvloop
 
 from odradek.broker.delayed_ops import FetchSpec
 from odradek.broker.log import LogManager
 from odradek.broker.metadata_cache import MetadataCache
 from odradek.broker.replica_manager import FetchParams, ReplicaManager
 from odradek.protocol import errors
-from odradek.protocol.records import RecordBatchBuilder, iter_batches
+from odradek.protocol.records import iter_batches
+
+from .log.helpers import value_batch as batch
+from .network.helpers import run as run_loop
 
 BROKER = 1
 
@@ -23,13 +25,6 @@ def state(partition: int, leader: int = BROKER, epoch: int = 0, replicas=(BROKER
     return SimpleNamespace(partition_index=partition, controller_epoch=1, leader=leader, leader_epoch=epoch,
                            isr=list(isr if isr is not None else replicas), partition_epoch=0,
                            replicas=list(replicas), is_new=True)
-
-
-def batch(*values: bytes) -> bytearray:
-    builder = RecordBatchBuilder()
-    for v in values:
-        builder.append(value=v, key=None, timestamp=1_700_000_000_000)
-    return bytearray(builder.build())
 
 
 def consumer(max_wait_ms: int = 0, min_bytes: int = 1) -> FetchParams:
@@ -46,11 +41,7 @@ def rm(tmp_path):
 
 
 def run(coro):
-    loop = uvloop.new_event_loop()
-    try:
-        return loop.run_until_complete(asyncio.wait_for(coro, 10))
-    finally:
-        loop.close()
+    return run_loop(coro, timeout=10)
 
 
 def test_leader_appends_and_consumers_read_below_the_high_watermark(rm):

@@ -18,6 +18,14 @@ def make_batch(count: int = 1, timestamp: int = 1_000, value_size: int = 10, *, 
     return bytearray(builder.build())
 
 
+def value_batch(*values: bytes, timestamp: int = 1_700_000_000_000) -> bytearray:
+    """One batch holding exactly these values (no keys), for tests that look at what comes back."""
+    builder = RecordBatchBuilder()
+    for value in values:
+        builder.append(value=value, key=None, timestamp=timestamp)
+    return bytearray(builder.build())
+
+
 def make_producer_batch(producer_id: int, epoch: int, base_sequence: int, count: int = 1, *,
                         timestamp: int = 1_000, transactional: bool = False) -> bytearray:
     """An idempotent producer's batch: records ``base_sequence .. base_sequence + count - 1``."""
