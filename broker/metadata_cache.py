@@ -9,9 +9,10 @@ has reached it. Readers see a consistent snapshot because an update swaps whole 
 from __future__ import annotations
 
 import asyncio
+import time
 import uuid
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 # UpdateMetadata marks partitions of a topic being deleted with this leader (Kafka's LeaderDuringDelete).
 LEADER_DURING_DELETE = -2
@@ -105,6 +106,18 @@ class MetadataCache:
             return True
         except asyncio.TimeoutError:
             return False
+
+    async def wait_until(self, topics: Iterable[str], ready: Callable[[str], bool], timeout_ms: int) -> list[str]:
+        """Wait, update by update, until ``ready(topic)`` holds for every topic or ``timeout_ms`` passes
+        (admin requests waiting for the controller's effect); returns the topics still not ready."""
+        deadline = time.monotonic() + timeout_ms / 1000.0
+        pending = [t for t in topics if not ready(t)]
+        while pending:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or not await self.wait_for_change(remaining):
+                break
+            pending = [t for t in pending if not ready(t)]
+        return pending
 
     # -- queries ----------------------------------------------------------------------------------
 

@@ -10,7 +10,6 @@ partitions are still added). Each topic gets its own result.
 
 from __future__ import annotations
 
-import time
 from collections import Counter
 from typing import TYPE_CHECKING, Any
 
@@ -68,14 +67,7 @@ class CreatePartitionsApi:
         def ready(topic: str) -> bool:
             return (cache.num_partitions(topic) or 0) >= grown[topic] and cache.has_all_leaders(topic)
 
-        deadline = time.monotonic() + timeout_ms / 1000.0
-        pending = [t for t in grown if not ready(t)]
-        while pending:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0 or not await cache.wait_for_change(remaining):
-                break
-            pending = [t for t in pending if not ready(t)]
-        for name in pending:
+        for name in await cache.wait_until(grown, ready, timeout_ms):
             errors[name] = RequestTimedOutError(
                 f"the partitions of {name} were added, but their leaders were not elected within {timeout_ms} ms")
 

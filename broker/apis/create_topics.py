@@ -9,7 +9,6 @@ non-controller answers NOT_CONTROLLER so clients go to the controller (COMPAT G8
 
 from __future__ import annotations
 
-import time
 from typing import TYPE_CHECKING, Any
 
 from ...protocol.api_keys import ApiKey
@@ -82,13 +81,7 @@ class CreateTopicsApi:
 
     async def _wait_for_leaders(self, topics: list[str], results: dict[str, Any], timeout_ms: int) -> None:
         cache = self.services.metadata_cache
-        deadline = time.monotonic() + timeout_ms / 1000.0
-        pending = [t for t in topics if not cache.has_all_leaders(t)]
-        while pending:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0 or not await cache.wait_for_change(remaining):
-                break
-            pending = [t for t in pending if not cache.has_all_leaders(t)]
+        pending = await cache.wait_until(topics, cache.has_all_leaders, timeout_ms)
         for name in topics:
             if name in cache.topic_ids:
                 results[name].topic_id = cache.topic_ids[name]

@@ -7,7 +7,6 @@ As Kafka 2.8: unknown topics get UNKNOWN_TOPIC_OR_PARTITION (UNKNOWN_TOPIC_ID by
 
 from __future__ import annotations
 
-import time
 from typing import TYPE_CHECKING, Any
 
 from ...protocol.api_keys import ApiKey
@@ -67,13 +66,9 @@ class DeleteTopicsApi:
                                        error_message=exc.detail or None))
         timeout_ms = request.body.timeout_ms
         if deleting and timeout_ms > 0:
-            deadline = time.monotonic() + timeout_ms / 1000.0
-            while any(cache.contains_topic(n) for n in deleting):
-                remaining = deadline - time.monotonic()
-                if remaining <= 0 or not await cache.wait_for_change(remaining):
-                    break
+            remaining = set(await cache.wait_until(deleting, lambda n: not cache.contains_topic(n), timeout_ms))
             for result in results:
-                if result.name in deleting and cache.contains_topic(result.name):
+                if result.name in remaining:
                     result.error_code = RequestTimedOutError.code
                     result.error_message = f"the topic {result.name} was not deleted within {timeout_ms} ms"
         return DeleteTopicsResponse(throttle_time_ms=0, responses=results)
