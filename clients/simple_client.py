@@ -22,11 +22,8 @@ such as the local-cluster launcher.
 from __future__ import annotations
 
 import asyncio
-import functools
-import inspect
 import logging
 import random
-import threading
 from typing import Any, Awaitable, Callable, Iterable, Mapping, NamedTuple, Sequence, TypeVar
 
 from ..protocol.api_keys import ApiKey
@@ -40,6 +37,7 @@ from ..protocol.records import (
 )
 from .cluster_metadata import ClusterMetadata
 from .connection import BrokerConnection
+from .event_loop_thread import EventLoopThread
 from .errors import KafkaConnectionError, NoBrokersAvailableError
 
 log = logging.getLogger(__name__)
@@ -562,36 +560,21 @@ class SyncSimpleClient:
     """
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._loop.run_forever, name="odradek-sync-client", daemon=True)
-        self._thread.start()
+        self._thread = EventLoopThread("odradek-sync-client")
         self._client = SimpleClient(*args, **kwargs)
         self._closed = False
 
-    def _run(self, coro: Awaitable[T]) -> T:
-        return asyncio.run_coroutine_threadsafe(coro, self._loop).result()  # type: ignore[arg-type]
-
     def __getattr__(self, name: str) -> Any:
-        attr = getattr(self._client, name)
-        if not inspect.iscoroutinefunction(attr):
-            return attr
-
-        @functools.wraps(attr)
-        def blocking(*args: Any, **kwargs: Any) -> Any:
-            return self._run(attr(*args, **kwargs))
-
-        return blocking
+        return self._thread.blocking(getattr(self._client, name))
 
     def close(self) -> None:
         if self._closed:
             return
         self._closed = True
         try:
-            self._run(self._client.close())
+            self._thread.run(self._client.close())
         finally:
-            self._loop.call_soon_threadsafe(self._loop.stop)
-            self._thread.join()
-            self._loop.close()
+            self._thread.stop()
 
     def __enter__(self) -> "SyncSimpleClient":
         return self
