@@ -20,7 +20,6 @@ like the Java AdminClient, a call about several topics raises the first failure 
 from __future__ import annotations
 
 import base64
-import re
 import uuid
 from dataclasses import dataclass
 from enum import IntEnum
@@ -34,7 +33,6 @@ from .simple_client import SimpleClient, SyncSimpleClient, _creatable_topic, _ra
 
 _DEFAULT_TIMEOUT_MS = 30000
 DEFAULT_CONFIG_SOURCE = 5
-_ERROR_PREFIX = re.compile(r"^\[Error -?\d+ [A-Z_]+\] ")
 
 
 class NewTopic:
@@ -292,8 +290,6 @@ def _results(answers: Mapping[str, Any], raise_errors: bool) -> dict[str, KafkaE
     results: dict[str, KafkaError | None] = {}
     for name, answer in answers.items():
         code, message = int(answer), getattr(answer, "message", None)
-        if message:  # our brokers (create_topics.py) prefix str(KafkaError): keep the message only
-            message = _ERROR_PREFIX.sub("", message)
         results[name] = for_code(code)(message or f"topic '{name}'") if code else None
     failed = [error for error in results.values() if error is not None]
     if raise_errors and failed:
