@@ -136,6 +136,9 @@ def test_unclean_election_lets_the_lagging_replica_lead(odradek_cluster_factory,
     in_sync, leader_only = lose_leader_behind_lagging_followers(cluster, zk, None if broker_default else UNCLEAN)
 
     # Any live replica may lead: broker 2 does, alone in its ISR, without the records only broker 0 had.
+    # Broker 2 may win the controller before broker 0's session ends; the barrier makes sure the controller
+    # has handled broker 0's failure (and so run the election) before the state is read.
+    controller_barrier(cluster, "barrier-unclean")
     with cluster.client() as client:
         client.wait_for_leaders(TOPIC, timeout=WAIT_S)
     state = partition_state(zk)
