@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import struct
 import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
+from ....protocol.consumer_protocol import decode_subscription
 from ....protocol.errors import (  # type: ignore[attr-defined]
     CoordinatorNotAvailableError,
     FencedInstanceIdError,
@@ -29,6 +29,7 @@ from ....protocol.errors import (  # type: ignore[attr-defined]
     KafkaError,
     MemberIdRequiredError,
     NonEmptyGroupError,
+    ProtocolError,
     RebalanceInProgressError,
     UnknownMemberIdError,
 )
@@ -469,7 +470,7 @@ class GroupCoordinator:
         for member in group.members.values():
             try:
                 topics.update(_subscription_topics(member.metadata_for(group.protocol_name)))
-            except (KeyError, struct.error, UnicodeDecodeError):
+            except (KeyError, ProtocolError):
                 continue
         return topics
 
@@ -553,14 +554,5 @@ class GroupCoordinator:
 
 
 def _subscription_topics(data: bytes) -> list[str]:
-    """ConsumerProtocolSubscription: int16 version, then an array of int16-length topic names."""
-    pos = 2
-    (count,) = struct.unpack_from(">i", data, pos)
-    pos += 4
-    topics = []
-    for _ in range(max(count, 0)):
-        (length,) = struct.unpack_from(">h", data, pos)
-        pos += 2
-        topics.append(data[pos:pos + length].decode("utf-8"))
-        pos += length
-    return topics
+    """The topics of a ConsumerProtocolSubscription (any version; newer ones as Kafka reads them)."""
+    return decode_subscription(data).topics
