@@ -221,8 +221,8 @@ class LogManager:
             log = self._logs.get(tp)
             if log is not None:
                 return log
-            if topic_config:
-                self.topic_configs.setdefault(topic, {}).update(topic_config)
+            if topic_config is not None:  # the topic's overrides as read now: a recreated topic drops old ones
+                self.topic_configs[topic] = dict(topic_config)
             d = self._next_log_dir()
             log = Log(os.path.join(d, log_dir_name(topic, partition)), self._config_for(topic),
                       had_clean_shutdown=True, clock=self._clock,
@@ -237,6 +237,13 @@ class LogManager:
             for (t, _), log in self._logs.items():
                 if t == topic:
                     log.config = self._config_for(topic)
+
+    def update_topic_defaults(self, topic_defaults: Mapping[str, Any]) -> None:
+        """Dynamic broker configs changed the defaults: every log takes them under its topic's overrides."""
+        with self._lock:
+            self.topic_defaults = dict(topic_defaults)
+            for (t, _), log in self._logs.items():
+                log.config = self._config_for(t)
 
     def delete_log(self, topic: str, partition: int) -> bool:
         """Rename the partition dir to ``…-delete`` and remove it; False if there was no such log."""
