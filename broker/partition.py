@@ -38,6 +38,7 @@ class ReplicaState:
     last_caught_up_ms: int = 0
     last_fetch_leader_end_offset: int = 0
     last_fetch_ms: int = 0
+    log_start_offset: int = -1  # as the follower's last fetch said (DeleteRecords waits on it)
 
     def update_fetch_state(self, fetch_offset: int, leader_end_offset: int, now_ms: int) -> None:
         """Kafka's Replica.updateFetchState: a fetch from the leader's log end makes the follower
@@ -166,7 +167,7 @@ class Partition:
         return False
 
     def update_follower_position(self, replica_id: int, fetch_offset: int,
-                                 leader_end_offset: int | None = None) -> bool:
+                                 leader_end_offset: int | None = None, log_start_offset: int = -1) -> bool:
         """A follower fetching from ``fetch_offset`` has everything below it; True if the HW moved.
 
         ``leader_end_offset`` is the leader's log end offset when the fetch was read (Kafka's
@@ -176,7 +177,18 @@ class Partition:
             return False
         end = self.log.log_end_offset if leader_end_offset is None else leader_end_offset
         state.update_fetch_state(fetch_offset, end, self.clock())
+        if log_start_offset >= 0:
+            state.log_start_offset = log_start_offset
         return self.maybe_increment_high_watermark()
+
+    def low_watermark(self, is_alive: Callable[[int], bool]) -> int:
+        """Kafka's lowWatermarkIfLeader: the smallest log start offset among this leader and its
+        replicas on live brokers; DeleteRecords completes when it reaches the requested offset."""
+        low = self.log.log_start_offset
+        for replica_id, state in self.replica_states.items():
+            if is_alive(replica_id) and state.log_start_offset < low:
+                low = state.log_start_offset
+        return low
 
     def knows_replica(self, replica_id: int) -> bool:
         return replica_id in self.replica_states
