@@ -88,8 +88,10 @@ class ReplicaManager:
         self.controller_epoch = 0
         self.fetch_purgatory = DelayedOperationPurgatory("Fetch", Timer())
         self.produce_purgatory = DelayedOperationPurgatory("Produce", Timer())
-        self._drivers = [AsyncTimerDriver(self.fetch_purgatory.timer),
-                         AsyncTimerDriver(self.produce_purgatory.timer)]
+        # DeleteRecords waiting for the replicas' log start offsets (apis/delete_records.py)
+        self.delete_records_purgatory = DelayedOperationPurgatory("DeleteRecords", Timer(), purge_interval=1)
+        self._purgatories = (self.fetch_purgatory, self.produce_purgatory, self.delete_records_purgatory)
+        self._drivers = [AsyncTimerDriver(p.timer) for p in self._purgatories]
 
     def start(self) -> None:
         for driver in self._drivers:
@@ -98,8 +100,8 @@ class ReplicaManager:
     def shutdown(self) -> None:
         for driver in self._drivers:
             driver.shutdown()
-        self.fetch_purgatory.shutdown()
-        self.produce_purgatory.shutdown()
+        for purgatory in self._purgatories:
+            purgatory.shutdown()
 
     # -- lookups ----------------------------------------------------------------------------------
 
@@ -170,8 +172,8 @@ class ReplicaManager:
                 log.exception("Cannot create the log of %s-%d", topic, state.partition_index)
                 errors[key] = KafkaStorageError.code
             # A leader change completes what waited on this partition (with NOT_LEADER if it moved away).
-            self.fetch_purgatory.check_and_complete(key)
-            self.produce_purgatory.check_and_complete(key)
+            for purgatory in self._purgatories:
+                purgatory.check_and_complete(key)
         self._update_fetchers(new_leaders, new_followers, leader_endpoints or {})
         if self.on_leadership_change is not None:
             self.on_leadership_change([p.key for p in new_leaders], [p.key for p in new_followers])
@@ -225,7 +227,7 @@ class ReplicaManager:
             self.partitions.pop(key, None)
             if self.fetcher_manager is not None:
                 self.fetcher_manager.remove_partitions([key])
-            for purgatory in (self.fetch_purgatory, self.produce_purgatory):
+            for purgatory in self._purgatories:
                 for op in purgatory.cancel_for_key(key):
                     op.force_complete()  # they see the partition gone and answer NOT_LEADER
             if delete:
@@ -319,7 +321,8 @@ class ReplicaManager:
                 data = partition.read(spec.fetch_offset, max(0, min(spec.max_bytes, limit)),
                                       committed_only=committed_only, min_one_batch=min_one)
                 if not committed_only:
-                    self._update_follower(partition, params.replica_id, spec.fetch_offset, leader_end)
+                    self._update_follower(partition, params.replica_id, spec.fetch_offset, leader_end,
+                                          spec.log_start_offset)
                 hw = partition.high_watermark
                 log_ = partition.log
                 results[key] = FetchPartitionResult(0, hw, hw, log_.log_start_offset, data.records)
@@ -344,12 +347,15 @@ class ReplicaManager:
         hw = partition.high_watermark
         return FetchPartitionResult(0, hw, hw, partition.log.log_start_offset, b"", diverging_epoch=diverging)
 
-    def _update_follower(self, partition: Partition, replica_id: int, fetch_offset: int, leader_end: int) -> None:
-        """Kafka's updateFollowerFetchState: position, caught-up time, HW, and maybe a bigger ISR."""
-        if partition.update_follower_position(replica_id, fetch_offset, leader_end):
+    def _update_follower(self, partition: Partition, replica_id: int, fetch_offset: int, leader_end: int,
+                         log_start_offset: int = -1) -> None:
+        """Kafka's updateFollowerFetchState: position, caught-up time, HW, log start offset (waiting
+        DeleteRecords), and maybe a bigger ISR."""
+        if partition.update_follower_position(replica_id, fetch_offset, leader_end, log_start_offset):
             # The high watermark moved: acks=-1 produces and consumers waiting for it can go on.
             self.produce_purgatory.check_and_complete(partition.key)
             self.fetch_purgatory.check_and_complete(partition.key)
+        self.delete_records_purgatory.check_and_complete(partition.key)
         new_isr = partition.isr_to_expand(replica_id)
         if new_isr is not None:
             log.info("[Partition %s-%d broker=%d] expanding ISR from %s to %s", *partition.key, self.broker_id,
