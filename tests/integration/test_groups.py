@@ -250,14 +250,14 @@ def test_admin_lists_describes_and_deletes_groups_and_their_offsets(odradek_clus
 
 
 def test_commits_survive_a_sigkill_of_the_coordinator_in_a_three_broker_cluster(odradek_cluster_factory):
-    from odradek.broker.coordinator.group.metadata_manager import java_string_hash
+    from odradek.broker.coordinator.group.metadata_manager import kafka_partition_for
 
     cluster = odradek_cluster_factory(3, GROUP_OVERRIDES)
     bootstrap = cluster.bootstrap_servers
     topic, group = f"t-{uuid.uuid4().hex[:8]}", f"g-{uuid.uuid4().hex[:8]}"
     create_topic(bootstrap, topic, 1)
     kp_commit(bootstrap, group, topic, {0: (11, "before-kill")})
-    partition = (java_string_hash(group) & 0x7FFFFFFF) % 3
+    partition = kafka_partition_for(group, 3)
     coordinator = _offsets_leader(cluster, partition)
     cluster.kill_broker(coordinator)
     deadline = time.monotonic() + 90

@@ -45,6 +45,13 @@ def java_string_hash(value: str) -> int:
     return h - (1 << 32) if h >= 1 << 31 else h
 
 
+def kafka_partition_for(key: str, num_partitions: int) -> int:
+    """Kafka's ``Utils.abs(key.hashCode) % partitions`` (groups and transactional ids). Utils.abs maps
+    Integer.MIN_VALUE to 0 and is otherwise Math.abs, which differs from ``& 0x7fffffff`` for negatives."""
+    h = java_string_hash(key)
+    return (0 if h == -(1 << 31) else abs(h)) % num_partitions
+
+
 def wall_ms() -> int:
     return int(time.time() * 1000)
 
@@ -68,7 +75,7 @@ class GroupMetadataManager:
     # -- placement --------------------------------------------------------------------------------
 
     def partition_for(self, group_id: str) -> int:
-        return (java_string_hash(group_id) & 0x7FFFFFFF) % self.num_partitions
+        return kafka_partition_for(group_id, self.num_partitions)
 
     def check_coordinator(self, group_id: str) -> None:
         """NOT_COORDINATOR from the wrong broker, COORDINATOR_LOAD_IN_PROGRESS while loading."""
