@@ -14,6 +14,12 @@ Deleted segments are renamed to ``.deleted`` and removed at once (Kafka waits
 Idempotent producers: ``producer_state`` (see producer_state.py) checks every batch with a producer
 id before a leader append and answers a retried batch with its original offsets; its
 ``<offset>.snapshot`` files are written on roll and close and replayed from on load.
+
+Transactions (Kafka 2.8): an ABORT marker appended (as leader or follower) adds an entry to its
+segment's ``.txnindex``; the last stable offset is min(first unstable offset, high watermark);
+read_committed reads stop at it and ``collect_aborted_transactions`` lists the aborted transactions
+a fetched range overlaps. Recovery empties the transaction index of every segment it scans and the
+producer-state replay (from a snapshot at or below the first such segment) writes it again.
 """
 
 from __future__ import annotations
@@ -39,12 +45,13 @@ from .log_types import (
     FetchDataInfo, LogAppendInfo, UnexpectedAppendOffsetError, log_dir_name, parse_topic_partition,
 )
 from .offset_index import CorruptIndexError
-from .producer_state import DEFAULT_PRODUCER_ID_EXPIRATION_MS, BatchMetadata, ProducerStateManager
+from .producer_state import DEFAULT_PRODUCER_ID_EXPIRATION_MS, BatchMetadata, CompletedTxn, ProducerStateManager
 from .segment import (
     CLEANED_SUFFIX, DELETED_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, SWAP_SUFFIX, TIME_INDEX_SUFFIX,
     LogSegment, now_ms, parse_base_offset, walk_headers,
 )
 from .time_index import NO_TIMESTAMP
+from .txn_index import AbortedTxn
 
 EARLIEST_TIMESTAMP = -2
 LATEST_TIMESTAMP = -1
@@ -70,6 +77,7 @@ class Log:
         self._bases: list[int] = []
         self.recovery_point = recovery_point
         self.recovered_bytes_truncated = 0
+        self._recovered_bases: set[int] = set()  # segments recovered on load: their txn index is rebuilt
         self._load_segments(had_clean_shutdown, log_start_offset)
         leo = self.log_end_offset
         self.recovery_point = min(self.recovery_point, leo)
@@ -82,7 +90,12 @@ class Log:
         self._unflushed_messages = 0
         self._last_flush_ms = clock()
         self.producer_state = ProducerStateManager(directory, max_producer_id_expiration_ms, self.name)
-        self._rebuild_producer_state(reload_from_clean_shutdown=had_clean_shutdown)
+        if self._recovered_bases:
+            # Kafka's recoverSegment rebuilds producer state at the segment's base: snapshots above the
+            # first recovered segment go, so the replay passes over (and re-indexes) every recovered one.
+            self.producer_state.truncate_and_reload(self.log_start_offset, min(self._recovered_bases), clock())
+        self._rebuild_producer_state(reload_from_clean_shutdown=had_clean_shutdown and not self._recovered_bases)
+        self._recovered_bases.clear()
 
     # -- loading and recovery ---------------------------------------------------------------------
 
@@ -121,6 +134,9 @@ class Log:
             return
         if not had_clean_shutdown:
             self._recover_from(self.recovery_point, recovered)
+        # Only segments holding markers need their transaction index (and so producer state) rebuilt.
+        self._recovered_bases = {b for b in recovered if b in self._segments and
+                                 self._segments[b].txn_index_needs_rebuild}
 
     def _recover_from(self, recovery_point: int, already: set[int]) -> None:
         """Scan every segment holding offsets >= recovery point; cut at the first invalid batch."""
@@ -131,6 +147,7 @@ class Log:
             if upper is not None and upper <= recovery_point:
                 continue
             truncated = 0 if base in already else segment.recover()
+            already.add(base)
             self.recovered_bytes_truncated += truncated
             if truncated:
                 for later in bases[i + 1:]:
@@ -210,7 +227,9 @@ class Log:
                 self.leader_epoch_cache.assign(leader_epoch, first)
             info.rolled = self._append(records, info)
             if pending is not None:
-                self.producer_state.apply_leader_append(records, pending, first, now)
+                completed = self.producer_state.apply_leader_append(records, pending, first, now)
+                if completed:
+                    self._index_completed_txns(completed)
             self.producer_state.map_end_offset = offset
             return info
 
@@ -242,9 +261,21 @@ class Log:
             info = LogAppendInfo(first, headers[-1].last_offset, max_ts, offset_of_max_ts, NO_TIMESTAMP,
                                  self.log_start_offset, headers[-1].last_offset - first + 1, len(records))
             info.rolled = self._append(records, info)
-            self.producer_state.replay_records(records, headers)  # no sequence checks: the leader did them
+            # No sequence checks: the leader did them. Markers index aborts as on the leader.
+            completed = self.producer_state.replay_records(records, headers)
+            if completed:
+                self._index_completed_txns(completed)
             self.producer_state.map_end_offset = headers[-1].last_offset + 1
             return info
+
+    def _index_completed_txns(self, completed: list[tuple[CompletedTxn, int]], rebuilding: bool = False) -> None:
+        """Kafka's segment.updateTxnIndex: an aborted transaction goes to its marker's segment."""
+        for txn, last_stable_offset in completed:
+            if txn.is_aborted:
+                segment = self._floor_segment(txn.last_offset)
+                if segment is not None:
+                    segment.update_txn_index(txn.producer_id, txn.first_offset, txn.last_offset,
+                                             last_stable_offset, rebuilding=rebuilding)
 
     def _check_batches(self, records: bytes | bytearray | memoryview) -> list:
         headers = list(walk_headers(records))
@@ -359,12 +390,43 @@ class Log:
                         return found
             return None
 
-    # -- high watermark and log start offset ------------------------------------------------------
+    def collect_aborted_transactions(self, fetch_offset: int, upper_bound: int) -> list[AbortedTxn]:
+        """Aborted transactions overlapping [fetch_offset, upper_bound), from the segment holding
+        ``fetch_offset`` on, until an entry's LSO shows no later one can (Kafka's collectAbortedTransactions)."""
+        with self._lock:
+            found: list[AbortedTxn] = []
+            start = max(bisect_right(self._bases, fetch_offset) - 1, 0)
+            for base in self._bases[start:]:
+                txns, complete = self._segments[base].txn_index.collect_aborted(fetch_offset, upper_bound)
+                found.extend(txns)
+                if complete:
+                    break
+            return found
+
+    def aborted_transactions_in(self, fetch_offset: int, records: bytes | bytearray | memoryview) -> list[AbortedTxn]:
+        """The aborted transactions a read_committed consumer needs to filter ``records`` (read from
+        ``fetch_offset``): those overlapping [fetch_offset, last fetched offset + 1)."""
+        last = None
+        for last in walk_headers(records):
+            pass
+        if last is None:
+            return []
+        return self.collect_aborted_transactions(fetch_offset, last.last_offset + 1)
+
+    # -- high watermark, last stable offset and log start offset ----------------------------------
 
     def update_high_watermark(self, offset: int) -> int:
         with self._lock:
             self.high_watermark = min(max(offset, self.log_start_offset), self.log_end_offset)
+            self.producer_state.on_high_watermark_updated(self.high_watermark)
             return self.high_watermark
+
+    @property
+    def last_stable_offset(self) -> int:
+        """min(first offset of the earliest unstable transaction, high watermark) (Kafka 2.8's Log)."""
+        first_unstable = self.producer_state.first_unstable_offset
+        hw = self.high_watermark
+        return first_unstable if first_unstable is not None and first_unstable < hw else hw
 
     def maybe_increment_log_start_offset(self, new_start: int) -> bool:
         """DeleteRecords: move the log start offset forward (never past the high watermark)."""
@@ -502,9 +564,12 @@ class Log:
                 segment = self._segments[base]
                 header = segment.translate_offset(start)
                 if header is not None:
-                    state.replay_segment(segment.log_path, header.position, segment.size, start)
+                    completed = state.replay_segment(segment.log_path, header.position, segment.size, start)
+                    if completed:  # indexes kept across the replay already hold most of these
+                        self._index_completed_txns(completed, rebuilding=True)
         state.map_end_offset = leo
         state.take_snapshot()
+        state.on_high_watermark_updated(self.high_watermark)
 
     def remove_expired_producers(self, now: int | None = None) -> int:
         """Forget producer ids idle for longer than ``transactional.id.expiration.ms``."""
@@ -536,7 +601,7 @@ class Log:
             for segment in self._segments.values():
                 segment.dir = new_dir
                 segment.log_path = os.path.join(new_dir, os.path.basename(segment.log_path))
-                for index in (segment.offset_index, segment.time_index):
+                for index in (segment.offset_index, segment.time_index, segment.txn_index):
                     index.path = os.path.join(new_dir, os.path.basename(index.path))
             self.producer_state.dir = new_dir
             self.leader_epoch_cache.checkpoint.path = os.path.join(new_dir, LEADER_EPOCH_CHECKPOINT)

@@ -11,8 +11,14 @@ rolls (at the new base offset) and on close (at the log end offset); on load the
 or below the log end offset is read and the batches after it are replayed from the segments
 (``read_producer_batches``). A snapshot keeps only the last batch of each producer, as Kafka's.
 
-Transactions come later; the entry already carries what they need (coordinator epoch, the first
-offset of the ongoing transaction), and control batches (markers) end a transaction here.
+Transactions (KIP-98, as Kafka 2.8): a transactional batch opens a transaction at its first offset
+(``ongoing_txns``); a control batch (COMMIT/ABORT marker) ends it and returns a ``CompletedTxn``, which
+the Log indexes (aborts, ``txn_index.py``) and then hands back to ``complete_txn``. A completed
+transaction stays *unreplicated* until the high watermark passes its marker, so the last stable
+offset (``first_unstable_offset`` bounded by the high watermark) moves only once the marker is
+committed. The leader refuses a non-transactional batch while its producer has a transaction open
+(INVALID_TXN_STATE) and a marker of an older coordinator epoch (TRANSACTION_COORDINATOR_FENCED).
+Snapshots keep each producer's open transaction, so ongoing transactions survive restarts.
 Not thread-safe: the owning Log serialises calls with its lock.
 """
 
@@ -25,10 +31,12 @@ from collections import deque
 from typing import Iterable, Iterator, NamedTuple, Sequence
 
 from odradek.protocol.errors import (  # type: ignore[attr-defined]
-    InvalidProducerEpochError, OutOfOrderSequenceNumberError,
+    InvalidProducerEpochError, InvalidTxnStateError, OutOfOrderSequenceNumberError,
+    TransactionCoordinatorFencedError,
 )
 from odradek.protocol.records import (
-    HEADER_SIZE, LOG_OVERHEAD, MIN_BATCH_LENGTH, RecordBatchError, RecordBatchView, read_control_batch,
+    HEADER_SIZE, LOG_OVERHEAD, MIN_BATCH_LENGTH, ControlRecordType, RecordBatchError, RecordBatchView,
+    read_control_batch,
 )
 from odradek.protocol.records.batch import CONTROL_MASK, HEADER, TRANSACTIONAL_MASK
 
@@ -155,6 +163,14 @@ class ProducerStateEntry:
                 f"coordinator_epoch={self.coordinator_epoch}, txn_first_offset={self.current_txn_first_offset})")
 
 
+class CompletedTxn(NamedTuple):
+    """A transaction ended by a marker at ``last_offset`` (``first_offset`` = the marker's own when empty)."""
+    producer_id: int
+    first_offset: int
+    last_offset: int
+    is_aborted: bool
+
+
 class PendingBatch(NamedTuple):
     """A validated leader batch, recorded once its offsets are known (relative to the request's first).
 
@@ -192,6 +208,10 @@ class ProducerStateManager:
         self.name = name or os.path.basename(directory)
         self.producers: dict[int, ProducerStateEntry] = {}
         self.map_end_offset = 0  # every batch below this offset is reflected in ``producers``
+        # Open transactions, first offset -> producer id; completed ones whose marker is not yet
+        # below the high watermark, first offset -> CompletedTxn (Kafka's ongoingTxns/unreplicatedTxns).
+        self.ongoing_txns: dict[int, int] = {}
+        self.unreplicated_txns: dict[int, CompletedTxn] = {}
         self.last_snapshot_offset = 0
         self._snapshots: list[int] = list_snapshot_offsets(directory)
 
@@ -244,11 +264,12 @@ class ProducerStateManager:
                 # next sequence (it cannot repeat a stored batch then). Anything else: _check_slowly.
                 batches = entry.batches if entry is not None else None
                 if not (batches and pending is None and epoch == entry.epoch and  # type: ignore[union-attr]
-                        first_seq == batches[-1][1] + 1 and not attributes & CONTROL_MASK):
+                        first_seq == batches[-1][1] + 1 and not attributes & CONTROL_MASK and
+                        (attributes & TRANSACTIONAL_MASK or entry.current_txn_first_offset is None)):
                     if pending is not None and seen is None:
                         seen = {p[0]: (p[1], p[3]) for p in pending}
                     duplicate = self._check_slowly(producer_id, entry, seen.get(producer_id) if seen else None,
-                                                   epoch, first_seq, last_seq, attributes)
+                                                   epoch, first_seq, last_seq, attributes, records, h.position)
                     if duplicate is not None:
                         return None, duplicate
                     if seen is not None:
@@ -263,8 +284,10 @@ class ProducerStateManager:
         return pending, None
 
     def _check_slowly(self, producer_id: int, entry: ProducerStateEntry | None, previous: tuple[int, int] | None,
-                      epoch: int, first_seq: int, last_seq: int, attributes: int) -> BatchMetadata | None:
-        """Kafka 2.8's checks of a client batch: a duplicate of a stored batch, else epoch, then sequence."""
+                      epoch: int, first_seq: int, last_seq: int, attributes: int, records=None,
+                      position: int = 0) -> BatchMetadata | None:
+        """Kafka 2.8's checks of a client batch: a duplicate of a stored batch, else epoch, then sequence,
+        then the transaction state; a marker's coordinator epoch after its producer epoch."""
         is_control = attributes & CONTROL_MASK
         if entry is not None and not is_control:
             duplicate = entry.find_duplicate(epoch, first_seq, last_seq)
@@ -278,14 +301,38 @@ class ProducerStateManager:
             raise InvalidProducerEpochError(
                 f"{self.name}: epoch {epoch} of producer {producer_id} is older than the last seen epoch "
                 f"{updated_epoch}")
-        if is_control:
-            return None  # markers carry no sequence
+        if is_control:  # markers carry no sequence; a zombie coordinator's marker is fenced
+            self._check_coordinator_epoch(producer_id, entry, records, position)
+            return None
+        self._check_sequence(producer_id, entry, previous, epoch, first_seq, current_epoch, updated_epoch)
+        if entry is not None and entry.current_txn_first_offset is not None and \
+                not attributes & TRANSACTIONAL_MASK:
+            raise InvalidTxnStateError(
+                f"{self.name}: expected a transactional write from producer {producer_id}, whose transaction "
+                f"began at offset {entry.current_txn_first_offset}")
+        return None
+
+    def _check_coordinator_epoch(self, producer_id: int, entry: ProducerStateEntry | None, records,
+                                 position: int) -> None:
+        if entry is None or records is None:
+            return
+        try:
+            _, coordinator_epoch = read_control_batch(RecordBatchView(records, position))
+        except RecordBatchError:
+            return  # the marker's own validation reports it
+        if coordinator_epoch < entry.coordinator_epoch:
+            raise TransactionCoordinatorFencedError(
+                f"{self.name}: coordinator epoch {coordinator_epoch} of the marker for producer {producer_id} "
+                f"is older than the last seen {entry.coordinator_epoch}")
+
+    def _check_sequence(self, producer_id: int, entry: ProducerStateEntry | None, previous: tuple[int, int] | None,
+                        epoch: int, first_seq: int, current_epoch: int, updated_epoch: int) -> None:
         if epoch != updated_epoch:
             if first_seq != 0 and updated_epoch != NO_PRODUCER_EPOCH:
                 raise OutOfOrderSequenceNumberError(
                     f"{self.name}: producer {producer_id} starts epoch {epoch} at sequence {first_seq}, not 0 "
                     f"(current epoch {updated_epoch})")
-            return None
+            return
         if previous is not None:
             last = previous[1]
         elif entry is not None and epoch == current_epoch:
@@ -298,19 +345,23 @@ class ProducerStateManager:
             raise OutOfOrderSequenceNumberError(
                 f"{self.name}: out of order sequence for producer {producer_id}: {first_seq} "
                 f"(incoming), {last} (last appended)")
-        return None
 
     def apply_leader_append(self, records: bytes | bytearray | memoryview, pending: list,
-                            first_offset: int, log_append_time: int) -> None:
-        """Record batches that ``check_leader_append`` passed, now written from ``first_offset``."""
+                            first_offset: int, log_append_time: int) -> list[tuple[CompletedTxn, int]] | None:
+        """Record batches that ``check_leader_append`` passed, now written from ``first_offset``.
+
+        Returns the transactions the append's markers completed, each with the last stable offset
+        at its completion (for the transaction index), or None."""
         producers = self.producers
+        completed = None
         for producer_id, epoch, first_seq, last_seq, rel_first, rel_last, max_ts, attributes, position in pending:
             entry = producers.get(producer_id)
             if entry is None:
                 entry = producers[producer_id] = ProducerStateEntry(producer_id)
             timestamp = log_append_time if log_append_time >= 0 else max_ts
             if attributes & CONTROL_MASK:
-                self._end_transaction(entry, records, first_offset + rel_first, epoch, timestamp, position)
+                done = self._end_transaction(entry, records, first_offset + rel_first, epoch, timestamp, position)
+                completed = [done] if completed is None else completed + [done]
                 continue
             if epoch != entry.epoch:
                 entry.maybe_update_epoch(epoch)
@@ -319,24 +370,65 @@ class ProducerStateManager:
             entry.last_timestamp = timestamp
             if attributes & TRANSACTIONAL_MASK and entry.current_txn_first_offset is None:
                 entry.current_txn_first_offset = first_offset + rel_first
+                self.ongoing_txns[first_offset + rel_first] = producer_id
+        return completed
 
-    def _end_transaction(self, entry: ProducerStateEntry, records, base_offset: int, epoch: int,
-                         timestamp: int, position: int | None = None) -> None:
-        coordinator_epoch = -1
+    def _end_transaction(self, entry: ProducerStateEntry, records, marker_offset: int, epoch: int,
+                         timestamp: int, position: int | None = None) -> tuple[CompletedTxn, int]:
+        """Kafka's appendEndTxnMarker + lastStableOffset(completedTxn) + completeTxn."""
+        coordinator_epoch, aborted = -1, False
         if position is not None:
             try:
-                _, coordinator_epoch = read_control_batch(RecordBatchView(records, position))
+                marker, coordinator_epoch = read_control_batch(RecordBatchView(records, position))
+                aborted = marker == ControlRecordType.ABORT
             except RecordBatchError as exc:  # keep the epoch; an unreadable marker still ends the txn
-                log.warning("%s: unreadable control batch at offset %d: %s", self.name, base_offset, exc)
+                log.warning("%s: unreadable control batch at offset %d: %s", self.name, marker_offset, exc)
+        first = entry.current_txn_first_offset
+        done = CompletedTxn(entry.producer_id, marker_offset if first is None else first, marker_offset, aborted)
         entry.end_transaction(epoch, coordinator_epoch, timestamp)
+        lso = self.last_stable_offset_after(done)
+        self.complete_txn(done)
+        return done, lso
+
+    # -- transactions -----------------------------------------------------------------------------
+
+    def last_stable_offset_after(self, completed: CompletedTxn) -> int:
+        """The LSO once ``completed`` ends: the first offset of the earliest other open transaction,
+        else the marker's offset + 1 (Kafka's ProducerStateManager.lastStableOffset)."""
+        others = [first for first, pid in self.ongoing_txns.items() if pid != completed.producer_id]
+        return min(others) if others else completed.last_offset + 1
+
+    def complete_txn(self, completed: CompletedTxn) -> None:
+        if self.ongoing_txns.get(completed.first_offset) == completed.producer_id:
+            del self.ongoing_txns[completed.first_offset]
+        self.unreplicated_txns[completed.first_offset] = completed
+
+    def on_high_watermark_updated(self, high_watermark: int) -> None:
+        """Completed transactions whose marker is below the high watermark no longer hold the LSO."""
+        if self.unreplicated_txns:
+            for first in [f for f, t in self.unreplicated_txns.items() if t.last_offset < high_watermark]:
+                del self.unreplicated_txns[first]
+
+    @property
+    def first_unstable_offset(self) -> int | None:
+        """The first offset of the earliest open (or not yet replicated) transaction; None if none."""
+        if not self.ongoing_txns and not self.unreplicated_txns:
+            return None
+        return min(min(self.ongoing_txns, default=1 << 63), min(self.unreplicated_txns, default=1 << 63))
+
+    def _forget_transactions(self) -> None:
+        self.ongoing_txns.clear()
+        self.unreplicated_txns.clear()
 
     # -- followers and replays --------------------------------------------------------------------
 
     def replay_batch(self, producer_id: int, epoch: int, base_sequence: int, first_offset: int, last_offset: int,
-                     timestamp: int, attributes: int, records=None, position: int | None = None) -> None:
+                     timestamp: int, attributes: int, records=None, position: int | None = None
+                     ) -> tuple[CompletedTxn, int] | None:
         """Record a batch without sequence checks (replication, or rebuilding from the log).
 
-        For a control batch, ``records``/``position`` locate its bytes to read the coordinator epoch.
+        For a control batch, ``records``/``position`` locate its bytes to read the marker; it returns
+        the completed transaction and the LSO at its completion.
         """
         entry = self.producers.get(producer_id)
         if entry is None:
@@ -345,23 +437,35 @@ class ProducerStateManager:
             log.warning("%s: producer %d epoch %d at offset %d is older than the last seen epoch %d",
                         self.name, producer_id, epoch, first_offset, entry.epoch)
         if attributes & CONTROL_MASK:
-            self._end_transaction(entry, records, first_offset, epoch, timestamp, position)
-            return
+            return self._end_transaction(entry, records, first_offset, epoch, timestamp, position)
         last_seq = increment_sequence(base_sequence, last_offset - first_offset)
+        had_txn = entry.current_txn_first_offset is not None
         entry.add_batch(epoch, BatchMetadata(base_sequence, last_seq, first_offset, last_offset, timestamp),
                         bool(attributes & TRANSACTIONAL_MASK))
+        if not had_txn and entry.current_txn_first_offset is not None:
+            self.ongoing_txns[entry.current_txn_first_offset] = producer_id
+        return None
 
-    def replay_records(self, records: bytes | bytearray | memoryview, headers: Sequence) -> None:
-        """Follower append: record every batch with a producer id (offsets as stored)."""
+    def replay_records(self, records: bytes | bytearray | memoryview, headers: Sequence
+                       ) -> list[tuple[CompletedTxn, int]]:
+        """Follower append: record every batch with a producer id (offsets as stored); returns the
+        transactions completed, with the LSO at completion."""
         unpack = _PRODUCER_FIELDS.unpack_from
+        completed = []
         for h in headers:
             attributes, producer_id, epoch, base_sequence = unpack(records, h.position + _PRODUCER_FIELDS_AT)
             if producer_id >= 0:
-                self.replay_batch(producer_id, epoch, base_sequence, h.base_offset, h.last_offset, h.max_timestamp,
-                                  attributes, records, h.position)
+                done = self.replay_batch(producer_id, epoch, base_sequence, h.base_offset, h.last_offset,
+                                         h.max_timestamp, attributes, records, h.position)
+                if done is not None:
+                    completed.append(done)
+        return completed
 
-    def replay_segment(self, log_path: str, start_position: int, end_position: int, start_offset: int) -> None:
-        """Rebuilding: replay the stored batches of one segment file whose last offset is >= ``start_offset``."""
+    def replay_segment(self, log_path: str, start_position: int, end_position: int, start_offset: int
+                       ) -> list[tuple[CompletedTxn, int]]:
+        """Rebuilding: replay the stored batches of one segment file whose last offset is >= ``start_offset``;
+        returns the transactions its markers completed, with the LSO at completion."""
+        completed = []
         for b in read_producer_batches(log_path, start_position, end_position):
             if b.producer_id < 0 or b.last_offset < start_offset:
                 continue
@@ -369,11 +473,14 @@ class ProducerStateManager:
                 with open(log_path, "rb") as f:
                     f.seek(b.position)
                     data = f.read(b.size)
-                self.replay_batch(b.producer_id, b.epoch, b.base_sequence, b.base_offset, b.last_offset,
-                                  b.max_timestamp, b.attributes, data, 0)
+                done = self.replay_batch(b.producer_id, b.epoch, b.base_sequence, b.base_offset, b.last_offset,
+                                         b.max_timestamp, b.attributes, data, 0)
+                if done is not None:
+                    completed.append(done)
             else:
                 self.replay_batch(b.producer_id, b.epoch, b.base_sequence, b.base_offset, b.last_offset,
                                   b.max_timestamp, b.attributes)
+        return completed
 
     # -- expiration -------------------------------------------------------------------------------
 
@@ -432,6 +539,8 @@ class ProducerStateManager:
                 entry = ProducerStateEntry.from_snapshot_entry(e)
                 if not self._is_expired(entry, now):
                     self.producers[entry.producer_id] = entry
+                    if entry.current_txn_first_offset is not None:
+                        self.ongoing_txns[entry.current_txn_first_offset] = entry.producer_id
             self.last_snapshot_offset = self.map_end_offset = offset
             return
         self.last_snapshot_offset = self.map_end_offset = log_start_offset
@@ -444,12 +553,14 @@ class ProducerStateManager:
         self.delete_snapshots_before(log_start_offset)
         if log_end_offset != self.map_end_offset:
             self.producers.clear()
+            self._forget_transactions()
             self._load_from_snapshot(log_start_offset, now)
         else:
             self.on_log_start_offset_incremented(log_start_offset)
 
     def truncate_fully_and_start_at(self, offset: int) -> None:
         self.producers.clear()
+        self._forget_transactions()
         for o in list(self._snapshots):
             self._delete_snapshot(o)
         self.last_snapshot_offset = 0
@@ -460,6 +571,7 @@ class ProducerStateManager:
         (Kafka 2.8 keeps their state so that they do not hit UNKNOWN_PRODUCER_ID)."""
         if self.map_end_offset < log_start_offset:
             self.map_end_offset = log_start_offset
+        self.on_high_watermark_updated(log_start_offset)  # Kafka's removeUnreplicatedTransactions
         self.delete_snapshots_before(log_start_offset)
         latest = self.latest_snapshot_offset
         self.last_snapshot_offset = latest if latest is not None else log_start_offset

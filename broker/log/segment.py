@@ -21,11 +21,12 @@ from odradek.protocol.records import (
 
 from .offset_index import DEFAULT_MAX_INDEX_SIZE, CorruptIndexError, OffsetIndex
 from .time_index import NO_TIMESTAMP, TimeIndex
+from .txn_index import AbortedTxn, TransactionIndex
 
 LOG_SUFFIX = ".log"
 INDEX_SUFFIX = ".index"
 TIME_INDEX_SUFFIX = ".timeindex"
-TXN_INDEX_SUFFIX = ".txnindex"  # reserved: the transaction index is not written yet
+TXN_INDEX_SUFFIX = ".txnindex"  # aborted transactions (txn_index.py), only when the segment has any
 DELETED_SUFFIX = ".deleted"
 CLEANED_SUFFIX = ".cleaned"  # reserved for the log cleaner
 SWAP_SUFFIX = ".swap"  # reserved for the log cleaner
@@ -108,6 +109,8 @@ class LogSegment:
         self.indexes_were_missing = not (os.path.exists(index_path) and os.path.exists(time_index_path))
         self.offset_index = OffsetIndex(index_path, base_offset, max_index_size)
         self.time_index = TimeIndex(time_index_path, base_offset, max_index_size)
+        self.txn_index = TransactionIndex(segment_path(directory, base_offset, TXN_INDEX_SUFFIX + file_suffix),
+                                          base_offset)
         self.created_ms = clock()
         self._rolling_based_timestamp: int | None = None
         self._bytes_since_last_index_entry = 0
@@ -117,6 +120,7 @@ class LogSegment:
         # The last batches appended, newest last: a consumer tailing the log asks for these, and
         # finding them here saves the index lookup and the scan from the indexed position.
         self._recent: deque[BatchHeader] = deque(maxlen=_RECENT_BATCHES)
+        self.txn_index_needs_rebuild = False  # set by recover() when markers or index entries were seen
         if self._size:
             self._load_tail()
 
@@ -209,6 +213,15 @@ class LogSegment:
         self._next_offset = header.next_offset
         self._recent.append(header._replace(position=file_position))
 
+    def update_txn_index(self, producer_id: int, first_offset: int, last_offset: int, last_stable_offset: int,
+                         rebuilding: bool = False) -> None:
+        """An ABORT marker at ``last_offset`` was appended to this segment (Kafka's updateTxnIndex)."""
+        txn = AbortedTxn(producer_id, first_offset, last_offset, last_stable_offset)
+        if rebuilding:
+            self.txn_index.append_if_new(txn)
+        else:
+            self.txn_index.append(txn)
+
     # -- reading ----------------------------------------------------------------------------------
 
     def iter_headers(self, start_position: int, end_position: int | None = None) -> Iterator[BatchHeader]:
@@ -300,6 +313,7 @@ class LogSegment:
     def sanity_check(self) -> None:
         self.offset_index.sanity_check()
         self.time_index.sanity_check()
+        self.txn_index.sanity_check()
         if self.offset_index.entries and self.offset_index.last_entry.position > self._size:
             raise CorruptIndexError(f"{self.offset_index.path}: points past the end of {self.log_path}")
         if self.time_index.entries and self.time_index.last_entry.offset >= max(self._next_offset, self.base_offset + 1):
@@ -308,10 +322,13 @@ class LogSegment:
     def recover(self, max_batch_size: int | None = None) -> int:
         """Rebuild both indexes from the log, verifying every batch; truncate at the first bad one.
 
-        Returns the number of bytes truncated.
+        Returns the number of bytes truncated. The transaction index is emptied here and rebuilt by
+        the Log's producer-state replay, which knows where each aborted transaction began.
         """
         self.offset_index.reset()
         self.time_index.reset()
+        self.txn_index_needs_rebuild = bool(self.txn_index.entries)
+        self.txn_index.reset()
         self._recent.clear()
         self._bytes_since_last_index_entry = 0
         self._max_timestamp = NO_TIMESTAMP
@@ -345,6 +362,8 @@ class LogSegment:
                     break
                 if self._rolling_based_timestamp is None:
                     self._rolling_based_timestamp = batch.max_timestamp
+                if batch.is_control:
+                    self.txn_index_needs_rebuild = True
                 self._track(BatchHeader(valid + pos, batch.base_offset, batch_size, batch.last_offset,
                                         batch.max_timestamp), valid + pos)
                 expected = batch.next_offset
@@ -390,6 +409,7 @@ class LogSegment:
             return 0
         self.offset_index.truncate_to(offset)
         self.time_index.truncate_to(offset)
+        self.txn_index.truncate_to(offset)
         removed = self._size - header.position
         self._recent.clear()
         os.ftruncate(self._fd, header.position)
@@ -412,6 +432,7 @@ class LogSegment:
         os.fsync(self._fd)
         self.offset_index.flush()
         self.time_index.flush()
+        self.txn_index.flush()
 
     def close(self) -> None:
         if self._fd >= 0:
@@ -420,6 +441,7 @@ class LogSegment:
             self._fd = -1
         self.offset_index.close()
         self.time_index.close()
+        self.txn_index.close()
 
     def close_handlers(self) -> None:
         """Close the files without writing anything (for a directory being deleted)."""
@@ -428,6 +450,7 @@ class LogSegment:
             self._fd = -1
         self.offset_index.close()
         self.time_index.close()
+        self.txn_index.close()
 
     def change_file_suffixes(self, old: str, new: str) -> None:
         """Rename the segment's files, e.g. ("", ".deleted") before removing them."""
@@ -439,11 +462,12 @@ class LogSegment:
         for index in (self.offset_index, self.time_index):
             if os.path.exists(index.path):
                 index.rename(renamed(index.path))
+        self.txn_index.rename(renamed(self.txn_index.path))
 
     def delete(self) -> None:
         """Close and remove the segment's files."""
         self.close_handlers()
-        for path in (self.log_path, self.offset_index.path, self.time_index.path):
+        for path in (self.log_path, self.offset_index.path, self.time_index.path, self.txn_index.path):
             try:
                 os.unlink(path)
             except FileNotFoundError:
