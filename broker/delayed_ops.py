@@ -58,7 +58,14 @@ class DelayedFetch(DelayedOperation):
             partition = self.replica_manager.online_partition(spec.topic, spec.partition)
             if partition is None or not partition.is_leader:
                 return self.force_complete()
-            end = partition.high_watermark if self.params.committed_only else partition.log_end_offset
+            # read_committed consumers count only what is below the last stable offset, so a marker
+            # (or HW move) that moves the LSO is what wakes them (Kafka's FetchTxnCommitted).
+            if self.params.read_committed:
+                end = partition.last_stable_offset
+            elif self.params.committed_only:
+                end = partition.high_watermark
+            else:
+                end = partition.log_end_offset
             if end < spec.fetch_offset:
                 return self.force_complete()
             if end > spec.fetch_offset:
@@ -66,7 +73,8 @@ class DelayedFetch(DelayedOperation):
                     return self.force_complete()
                 try:
                     data = partition.read(spec.fetch_offset, spec.max_bytes,
-                                          committed_only=self.params.committed_only, min_one_batch=False)
+                                          committed_only=self.params.committed_only, min_one_batch=False,
+                                          read_committed=self.params.read_committed)
                 except KafkaError:
                     return self.force_complete()
                 accumulated += len(data.records)

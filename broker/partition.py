@@ -87,6 +87,11 @@ class Partition:
         return self.log.log_end_offset
 
     @property
+    def last_stable_offset(self) -> int:
+        """Where read_committed consumers stop: the first open transaction's offset, at most the HW."""
+        return self.log.last_stable_offset
+
+    @property
     def min_insync_replicas(self) -> int:
         return self.log.config.min_insync_replicas
 
@@ -243,10 +248,14 @@ class Partition:
     # -- reads ------------------------------------------------------------------------------------
 
     def read(self, fetch_offset: int, max_bytes: int, *, committed_only: bool, min_one_batch: bool,
-             current_leader_epoch: int = NO_EPOCH) -> FetchDataInfo:
-        """Whole batches from the leader's log; consumers see only what is below the high watermark."""
+             current_leader_epoch: int = NO_EPOCH, read_committed: bool = False) -> FetchDataInfo:
+        """Whole batches from the leader's log; consumers see only what is below the high watermark,
+        read_committed ones only what is below the last stable offset."""
         self.ensure_leader(current_leader_epoch)
-        max_offset = self.log.high_watermark if committed_only else None
+        if read_committed:
+            max_offset: int | None = self.log.last_stable_offset
+        else:
+            max_offset = self.log.high_watermark if committed_only else None
         return self.log.read(fetch_offset, max_bytes, max_offset=max_offset, min_one_batch=min_one_batch)
 
     def diverging_epoch(self, fetch_offset: int, last_fetched_epoch: int) -> tuple[int, int] | None:

@@ -61,6 +61,12 @@ class FetchParams:
         """Consumers read below the high watermark; followers (replica_id >= 0) read to the log end."""
         return self.replica_id < 0
 
+    @property
+    def read_committed(self) -> bool:
+        """isolation_level 1: below the last stable offset, with the aborted transactions. Followers
+        always read uncommitted data (Kafka ignores their isolation level)."""
+        return self.isolation_level == 1 and self.replica_id < 0
+
 
 @dataclass
 class FetchPartitionResult:
@@ -70,6 +76,7 @@ class FetchPartitionResult:
     log_start_offset: int = -1
     records: bytes = b""
     diverging_epoch: tuple[int, int] | None = None  # (epoch, end offset) for a follower that diverged
+    aborted_transactions: list | None = None  # read_committed: AbortedTxn entries overlapping the records
 
 
 class ReplicaManager:
@@ -308,6 +315,7 @@ class ReplicaManager:
         limit = params.max_bytes
         min_one = not params.hard_max_bytes_limit
         committed_only = params.committed_only
+        read_committed = params.read_committed
         for spec in specs:
             key = (spec.topic, spec.partition)
             try:
@@ -319,13 +327,17 @@ class ReplicaManager:
                         continue
                 leader_end = partition.log_end_offset
                 data = partition.read(spec.fetch_offset, max(0, min(spec.max_bytes, limit)),
-                                      committed_only=committed_only, min_one_batch=min_one)
+                                      committed_only=committed_only, min_one_batch=min_one,
+                                      read_committed=read_committed)
                 if not committed_only:
                     self._update_follower(partition, params.replica_id, spec.fetch_offset, leader_end,
                                           spec.log_start_offset)
-                hw = partition.high_watermark
                 log_ = partition.log
-                results[key] = FetchPartitionResult(0, hw, hw, log_.log_start_offset, data.records)
+                results[key] = FetchPartitionResult(0, log_.high_watermark, log_.last_stable_offset,
+                                                    log_.log_start_offset, data.records)
+                if read_committed:
+                    results[key].aborted_transactions = \
+                        log_.aborted_transactions_in(spec.fetch_offset, data.records) if data.records else []
                 if data.records:
                     min_one = False
                     limit = max(0, limit - len(data.records))
@@ -344,8 +356,9 @@ class ReplicaManager:
         diverging = partition.diverging_epoch(spec.fetch_offset, spec.last_fetched_epoch)
         if diverging is None:
             return None
-        hw = partition.high_watermark
-        return FetchPartitionResult(0, hw, hw, partition.log.log_start_offset, b"", diverging_epoch=diverging)
+        log_ = partition.log
+        return FetchPartitionResult(0, log_.high_watermark, log_.last_stable_offset, log_.log_start_offset, b"",
+                                    diverging_epoch=diverging)
 
     def _update_follower(self, partition: Partition, replica_id: int, fetch_offset: int, leader_end: int,
                          log_start_offset: int = -1) -> None:

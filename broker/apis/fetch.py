@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 _TopicResponse = FetchResponse.FetchableTopicResponse
 _PartitionData = _TopicResponse.PartitionData
 _DivergingEpoch = _PartitionData.EpochEndOffset
+_AbortedTransaction = _PartitionData.AbortedTransaction
 
 
 class FetchApi:
@@ -68,12 +69,16 @@ async def _respond_when_done(body: Any, context: FetchContext, pending: Any) -> 
 
 def _response(body: Any, context: FetchContext, results: dict) -> Any:
     answer: FetchAnswer = context.answer(results)
-    aborted = [] if body.isolation_level == 1 else None
+    read_committed = body.isolation_level == 1
     topics: list[Any] = []
     for (topic, partition), r in answer.partitions:
         # Consecutive partitions of one topic share an entry, as Kafka's batchByTopic.
         if not topics or topics[-1].topic != topic:
             topics.append(_TopicResponse(topic=topic, partitions=[]))
+        aborted = None  # read_uncommitted: null, as Kafka
+        if read_committed:
+            aborted = [_AbortedTransaction(producer_id=t.producer_id, first_offset=t.first_offset)
+                       for t in r.aborted_transactions or ()]
         data = _PartitionData(
             partition_index=partition, error_code=r.error_code, high_watermark=r.high_watermark,
             last_stable_offset=r.last_stable_offset, log_start_offset=r.log_start_offset,
