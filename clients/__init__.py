@@ -17,6 +17,10 @@ _EXPORTS = {
     "TopicPartition": "types", "OffsetAndMetadata": "types", "OffsetAndTimestamp": "types",
     "ConsumerRecord": "types", "KafkaConfigurationError": "types",
     "SimpleClient": "simple_client", "SyncSimpleClient": "simple_client",
+    "TransactionContext": "producer", "TransactionManager": "transaction_manager",
+    "TransactionState": "transaction_manager", "TransactionStateError": "transaction_manager",
+    "TransactionAbortedError": "transaction_manager", "CommitFailedError": "transaction_manager",
+    "ProducerFencedError": "transaction_manager",
 }
 
 __all__ = sorted(_EXPORTS)

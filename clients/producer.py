@@ -17,6 +17,12 @@ InitProducerId. A retried batch keeps its sequence, so the broker drops a copy i
 is resent only once the partition has nothing else in flight, so up to 5 in flight keep their order.
 When a sequenced batch fails for good, the producer takes a new producer id (Kafka's epoch bump)
 before sending more, since the broker's expected sequence no longer matches ours.
+
+A ``transactional_id`` makes the producer transactional (and idempotent), as kafka-python's and
+aiokafka's: ``init_transactions``, ``begin_transaction``, ``send_offsets_to_transaction``,
+``commit_transaction``, ``abort_transaction`` and ``async with producer.transaction():``. The protocol
+and state machine are in ``transaction_manager.py``; here batches wait until their partition is in the
+transaction, carry the transactional bit, and are dropped when the transaction aborts.
 """
 
 from __future__ import annotations
@@ -37,6 +43,7 @@ from ..protocol.records import Compression, RecordBatchBuilder
 from .partitioner import DefaultPartitioner
 from .simple_client import SimpleClient
 from .errors import KafkaConnectionError
+from .transaction_manager import TransactionManager, TransactionState, TransactionStateError
 from .types import KafkaConfigurationError, TopicPartition, check_configs
 
 log = logging.getLogger(__name__)
@@ -86,6 +93,8 @@ _DEFAULTS: dict[str, Any] = {
     "enable_idempotence": None,  # None: on unless the other settings rule it out
     "metadata_max_age_ms": 300000,
     "connections_max_idle_ms": 540000,  # accepted for kafka-python compatibility; connections stay open
+    "transactional_id": None,
+    "transaction_timeout_ms": 60000,
 }
 
 
@@ -111,6 +120,10 @@ def producer_config(configs: dict[str, Any]) -> dict[str, Any]:
     config = check_configs(configs, _DEFAULTS)
     acks = _parse_acks(config["acks"])
     idempotent = config["enable_idempotence"]
+    if config["transactional_id"] is not None:  # a transactional producer is idempotent (Kafka's rule)
+        if idempotent is False:
+            raise KafkaConfigurationError("transactional_id needs enable_idempotence (leave it unset or True)")
+        idempotent = True
     compatible = (acks in (None, -1) and config["retries"] > 0
                   and config["max_in_flight_requests_per_connection"] <= 5)
     if idempotent and not compatible:
@@ -162,11 +175,12 @@ class _Batch:
         self.full = self.size >= batch_size
         return True
 
-    def seal(self, producer_id: int, epoch: int, sequence: int | None) -> None:
+    def seal(self, producer_id: int, epoch: int, sequence: int | None, transactional: bool = False) -> None:
         """Build the bytes; a sealed batch is sent as is, every time."""
         if sequence is not None:
             self.builder.producer_id, self.builder.producer_epoch = producer_id, epoch
             self.builder.base_sequence = sequence
+            self.builder.is_transactional = transactional
             self.producer = (producer_id, epoch)
         self.sequence = sequence
         self.data = self.builder.build()
@@ -217,6 +231,11 @@ class AIOProducer:
                                     retry_backoff=c["retry_backoff_ms"] / 1000)
         self._partitioner = c["partitioner"] or DefaultPartitioner()
         self._idempotent: bool = c["enable_idempotence"]
+        self._txn: TransactionManager | None = None
+        if c["transactional_id"] is not None:
+            self._txn = TransactionManager(self._client, c["transactional_id"],
+                                           transaction_timeout_ms=c["transaction_timeout_ms"],
+                                           retry_backoff_ms=c["retry_backoff_ms"], max_block_ms=c["max_block_ms"])
         self._queues: dict[TopicPartition, deque[_Batch]] = {}
         self._in_flight: dict[TopicPartition, list[_Batch]] = {}
         self._next_sequence: dict[TopicPartition, int] = {}
@@ -247,7 +266,7 @@ class AIOProducer:
             if self._closing:
                 raise KafkaConnectionError("the producer is closed")
             await self._client.metadata(topics=[])
-            if self._idempotent:
+            if self._idempotent and self._txn is None:  # transactional: init_transactions() takes the id
                 self._producer_id, self._producer_epoch = await self._client.init_producer_id()
             self._wakeup, self._space = asyncio.Event(), asyncio.Event()
             self._sender = asyncio.create_task(self._run_sender(), name="odradek-producer-sender")
@@ -299,6 +318,94 @@ class AIOProducer:
             self._unfinished.clear()
             await self._client.close()
 
+    # -- transactions (the protocol and states are in transaction_manager.py) ----------------------
+    def _transactions(self) -> TransactionManager:
+        if self._txn is None:
+            raise TransactionStateError("transactional methods need a producer with a transactional_id")
+        return self._txn
+
+    @property
+    def transaction_state(self) -> TransactionState | None:
+        return None if self._txn is None else self._txn.state
+
+    async def init_transactions(self) -> None:
+        """Take the producer id of our transactional_id, fencing older producers of it and ending
+        (aborting) any transaction they left open. Needed once before the first transaction."""
+        txn = self._transactions()
+        if not self._started:
+            await self.start()
+        await txn.init_transactions()
+        self._use_producer_id(txn.producer_id, txn.producer_epoch)
+
+    def _use_producer_id(self, producer_id: int, epoch: int) -> None:
+        if (producer_id, epoch) != (self._producer_id, self._producer_epoch):
+            self._producer_id, self._producer_epoch = producer_id, epoch
+            self._next_sequence.clear()  # a new epoch starts every partition's sequence at 0
+        self._producer_id_stale = False
+
+    def begin_transaction(self) -> None:
+        self._transactions().begin_transaction()
+
+    async def send_offsets_to_transaction(self, offsets: dict[TopicPartition, Any], group_id: Any) -> None:
+        """Commit a consumer group's offsets (``{TopicPartition: offset or OffsetAndMetadata}``, the
+        next offsets to read) as part of the transaction: visible only if it commits."""
+        await self._transactions().send_offsets_to_transaction(offsets, group_id)
+
+    async def commit_transaction(self) -> None:
+        """Send every record of the transaction, then commit it (EndTxn). Raises the transaction's
+        error if a record failed (then abort), ProducerFencedError if a newer producer took over."""
+        txn = self._transactions()
+        txn.begin_commit()
+        await self.flush()
+        await txn.end_transaction(commit=True)
+
+    async def abort_transaction(self) -> None:
+        """Fail the records not sent yet (TransactionAbortedError), wait for those in flight, then abort
+        (EndTxn); read_committed consumers never see the transaction's records."""
+        txn = self._transactions()
+        txn.begin_abort()
+        self._wake()  # the sender fails the queued batches
+        await self.flush()
+        # A batch dropped or failed after it had a sequence leaves the broker expecting another one:
+        # take a new epoch, as Kafka's producer does after such an abort (KIP-360).
+        await txn.end_transaction(commit=False, bump_epoch=self._producer_id_stale)
+        self._use_producer_id(txn.producer_id, txn.producer_epoch)
+
+    def transaction(self) -> "TransactionContext":
+        """``async with producer.transaction(): ...`` begins a transaction (calling init_transactions
+        first if needed), commits it on success and aborts it on an exception (aiokafka's shape)."""
+        return TransactionContext(self)
+
+    async def _end_transaction(self, failed: bool) -> None:
+        """The end of a transaction() block: commit, else (or if the commit failed abortably) abort."""
+        txn = self._transactions()
+        if failed:
+            if not txn.is_fatal:
+                await self.abort_transaction()
+            return
+        try:
+            await self.commit_transaction()
+        except KafkaError:
+            if txn.state is TransactionState.ABORTABLE_ERROR:
+                await self.abort_transaction()
+            raise
+
+    def _transaction_step(self) -> None:
+        """The sender's transactional work before draining: fail what may no longer be sent (aborting,
+        abortable or fatal error, as Java's abortUndrainedBatches), else add new partitions."""
+        txn = self._txn
+        assert txn is not None
+        if not txn.drops_unsent:
+            txn.maybe_add_partitions(self._wake)
+            return
+        error = txn.unsent_error()
+        for queue in self._queues.values():
+            while queue:
+                batch = queue.popleft()
+                if batch.sequence is not None:
+                    self._producer_id_stale = True  # its sequence was taken (maybe even written)
+                batch.fail(error)
+
     # -- sending ----------------------------------------------------------------------------------
     def serialize(self, topic: str, value: Any = None, key: Any = None, headers: Iterable | None = None) -> _Record:
         """Serialize and size a record (raises at once on bad input; used by the blocking Producer)."""
@@ -328,6 +435,8 @@ class AIOProducer:
             raise KafkaConnectionError("the producer is closed")
         if not self._started:
             await self.start()
+        if self._txn is not None:
+            self._txn.check_send()
         future = asyncio.get_running_loop().create_future()
         if record.size + _BATCH_OVERHEAD > self.config["max_request_size"]:
             future.set_exception(MessageTooLargeError(
@@ -341,7 +450,10 @@ class AIOProducer:
             raise ValueError(f"{topic!r} has no partition {partition} (it has {len(partitions)})")
         await self._wait_for_space()
         timestamp = _now_ms() if timestamp_ms is None else timestamp_ms
-        self._append(TopicPartition(topic, partition), record, timestamp, future)
+        tp = TopicPartition(topic, partition)
+        if self._txn is not None:
+            self._txn.maybe_add_partition(tp)  # raises if the transaction ended while we waited
+        self._append(tp, record, timestamp, future)
         return future
 
     async def partitions_for(self, topic: str) -> set[int]:
@@ -437,8 +549,10 @@ class AIOProducer:
         assert self._wakeup is not None
         while True:
             self._wakeup.clear()
-            if self._producer_id_stale and not any(self._in_flight.values()):
+            if self._producer_id_stale and self._txn is None and not any(self._in_flight.values()):
                 await self._new_producer_id()
+            if self._txn is not None:
+                self._transaction_step()
             by_node, wake_at = self._drain(self._time())
             for node, batches in by_node.items():
                 task = asyncio.create_task(self._send_batches(node, batches))
@@ -485,6 +599,8 @@ class AIOProducer:
             in_flight = self._in_flight.setdefault(tp, [])
             if self._producer_id_stale and self._idempotent:
                 continue
+            if self._txn is not None and not self._txn.is_send_allowed(tp):
+                continue  # its AddPartitionsToTxn is still to be answered
             if batch.retry_at > now:
                 wake_at = min(wake_at or batch.retry_at, batch.retry_at)
                 continue
@@ -515,7 +631,7 @@ class AIOProducer:
             batch.seal(-1, -1, None)
             return
         sequence = self._next_sequence.get(batch.tp, 0)
-        batch.seal(self._producer_id, self._producer_epoch, sequence)
+        batch.seal(self._producer_id, self._producer_epoch, sequence, transactional=self._txn is not None)
         # Sequences wrap from Integer.MAX_VALUE to 0 (DefaultRecordBatch.incrementSequence).
         self._next_sequence[batch.tp] = (sequence + batch.builder.record_count) % (_INT32_MAX + 1)
 
@@ -523,10 +639,13 @@ class AIOProducer:
         """delivery_timeout_ms passed for a queued batch: fail it (Kafka's TimeoutException)."""
         if now - batch.created < self.config["delivery_timeout_ms"] / 1000:
             return False
-        batch.fail(RequestTimedOutError(f"{batch.tp.topic}-{batch.tp.partition}: not delivered within "
-                                        f"delivery_timeout_ms={self.config['delivery_timeout_ms']}"))
+        error = RequestTimedOutError(f"{batch.tp.topic}-{batch.tp.partition}: not delivered within "
+                                     f"delivery_timeout_ms={self.config['delivery_timeout_ms']}")
+        batch.fail(error)
         if batch.sequence is not None and batch.attempts:
             self._producer_id_stale = True  # it may have been written: our sequences are uncertain
+        if self._txn is not None:
+            self._txn.on_batch_error(error)
         return True
 
     def _refresh_metadata(self) -> None:
@@ -550,7 +669,7 @@ class AIOProducer:
         for batch in batches:
             by_topic.setdefault(batch.tp.topic, []).append(
                 ProduceRequest.TopicProduceData.PartitionProduceData(index=batch.tp.partition, records=batch.data))
-        request = ProduceRequest(transactional_id=None, acks=c["acks"], timeout_ms=c["request_timeout_ms"],
+        request = ProduceRequest(transactional_id=c["transactional_id"], acks=c["acks"], timeout_ms=c["request_timeout_ms"],
                                  topic_data=[ProduceRequest.TopicProduceData(name=name, partition_data=data)
                                              for name, data in by_topic.items()])
         try:
@@ -623,6 +742,8 @@ class AIOProducer:
         batch.fail(error)
         if batch.sequence is not None:
             self._producer_id_stale = True
+        if self._txn is not None:
+            self._txn.on_batch_error(error)
 
     def _requeue(self, batch: _Batch) -> None:
         """Put a batch back at its place (queues stay in creation order, so retries keep order)."""
@@ -631,3 +752,20 @@ class AIOProducer:
         while index < len(queue) and queue[index].order < batch.order:
             index += 1
         queue.insert(index, batch)
+
+
+class TransactionContext:
+    """What ``AIOProducer.transaction()`` returns: an async context manager around one transaction."""
+
+    def __init__(self, producer: AIOProducer) -> None:
+        self._producer = producer
+
+    async def __aenter__(self) -> "TransactionContext":
+        producer = self._producer
+        if producer._transactions().state in (TransactionState.UNINITIALIZED, TransactionState.INITIALIZING):
+            await producer.init_transactions()
+        producer.begin_transaction()
+        return self
+
+    async def __aexit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        await self._producer._end_transaction(failed=exc_type is not None)

@@ -10,19 +10,30 @@ The AIOProducer runs on a private event loop in a daemon thread (an EventLoopThr
 serializes in the caller's thread, so bad input raises at once as with kafka-python; the rest of the
 record's life is on the loop, and its outcome reaches a ``FutureRecordMetadata``. Callbacks run in
 the producer's thread, as kafka-python's run in its sender thread: keep them short.
+
+With a ``transactional_id`` it has kafka-python's transactional methods, and ``with
+producer.transaction(): ...`` (commit on success, abort on an exception):
+
+    producer.init_transactions()
+    producer.begin_transaction()
+    producer.send("out", b"value")
+    producer.send_offsets_to_transaction({TopicPartition("in", 0): 42}, "my-group")
+    producer.commit_transaction()
 """
 
 from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import threading
 from collections import deque
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Iterator
 
 from ..protocol.errors import RequestTimedOutError
 from .event_loop_thread import EventLoopThread
 from .producer import AIOProducer, RecordMetadata
+from .transaction_manager import TransactionState
 
 
 class FutureRecordMetadata(concurrent.futures.Future):
@@ -95,6 +106,8 @@ class Producer:
         metadata or for buffer_memory happens on the loop; running out of max_block_ms fails the future."""
         if self._closed:
             raise RuntimeError("send after the producer was closed")
+        if self._aio._txn is not None:
+            self._aio._txn.check_send()  # outside a transaction: raise here, as kafka-python does
         record = self._aio.serialize(topic, value, key, headers)
         result = FutureRecordMetadata()
         with self._handoff_lock:
@@ -141,6 +154,44 @@ class Producer:
     def flush(self, timeout: float | None = None) -> None:
         """Send everything queued and wait for the answers (RequestTimedOutError after ``timeout`` s)."""
         self._thread.run(self._flush(timeout))
+
+    # -- transactions ---------------------------------------------------------------------------------
+    @property
+    def transaction_state(self) -> TransactionState | None:
+        return self._aio.transaction_state
+
+    def init_transactions(self) -> None:
+        self._thread.run(self._aio.init_transactions())
+
+    def begin_transaction(self) -> None:
+        self._thread.call(self._aio.begin_transaction)
+
+    def send_offsets_to_transaction(self, offsets: dict[Any, Any], group_id: Any) -> None:
+        self._thread.run(self._aio.send_offsets_to_transaction(offsets, group_id))
+
+    async def _after_handoff(self, step: Callable[[], Any]) -> None:
+        await self._handed_over()  # records sent before the call belong to the transaction
+        await step()
+
+    def commit_transaction(self) -> None:
+        self._thread.run(self._after_handoff(self._aio.commit_transaction))
+
+    def abort_transaction(self) -> None:
+        self._thread.run(self._after_handoff(self._aio.abort_transaction))
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator["Producer"]:
+        """Begin a transaction (init_transactions first if needed); commit it when the block ends,
+        abort it if the block raises."""
+        if self.transaction_state in (TransactionState.UNINITIALIZED, TransactionState.INITIALIZING):
+            self.init_transactions()
+        self.begin_transaction()
+        try:
+            yield self
+        except BaseException:
+            self._thread.run(self._after_handoff(lambda: self._aio._end_transaction(failed=True)))
+            raise
+        self._thread.run(self._after_handoff(lambda: self._aio._end_transaction(failed=False)))
 
     def partitions_for(self, topic: str) -> set[int]:
         return self._thread.run(self._aio.partitions_for(topic))
