@@ -1,9 +1,9 @@
 """ListOffsets (2): earliest, latest, or the first offset at or after a timestamp (time index).
 
 As Kafka 2.8: consumers (replica_id -1) see offsets below the high watermark only, so "latest" is
-the high watermark (the last stable offset under read_committed, the same until transactions
-arrive); a follower or debug client (replica_id >= 0 or -2) sees the log end. v0 answers with the
-legacy list of offsets.
+the high watermark, or the last stable offset under read_committed (isolation_level 1, v2+); a
+follower or debug client (replica_id >= 0 or -2) sees the log end. v0 answers with the legacy list
+of offsets.
 """
 
 from __future__ import annotations
@@ -42,8 +42,8 @@ class ListOffsetsApi:
                 try:
                     partition = self.replica_manager.leader_partition(t.name, p.partition_index,
                                                                       p.current_leader_epoch)
-                    timestamp, offset, epoch = _lookup(partition, p.timestamp,
-                                                       consumer=body.replica_id == CONSUMER_REPLICA_ID)
+                    timestamp, offset, epoch = _lookup(partition, p.timestamp, _last_fetchable(
+                        partition, body.replica_id, getattr(body, "isolation_level", 0)))
                     parts.append(_answer(version, p.partition_index, 0, timestamp, offset, epoch))
                 except KafkaError as exc:
                     parts.append(_answer(version, p.partition_index, exc.code, -1, -1, -1))
@@ -57,19 +57,25 @@ class ListOffsetsApi:
             for t in request.body.topics])
 
 
-def _lookup(partition: "Partition", timestamp: int, consumer: bool) -> tuple[int, int, int]:
+def _last_fetchable(partition: "Partition", replica_id: int, isolation_level: int) -> int:
+    """Kafka's lastFetchableOffset: the LSO (read_committed) or HW for consumers, else the log end."""
+    if replica_id != CONSUMER_REPLICA_ID:
+        return partition.log.log_end_offset
+    return partition.last_stable_offset if isolation_level == 1 else partition.high_watermark
+
+
+def _lookup(partition: "Partition", timestamp: int, last_fetchable: int) -> tuple[int, int, int]:
     """(timestamp, offset, leader epoch) for a target timestamp; offset -1 when none qualifies."""
     log = partition.log
     cache = log.leader_epoch_cache
     if timestamp == LATEST_TIMESTAMP:
-        offset = partition.high_watermark if consumer else log.log_end_offset
-        return -1, offset, log.latest_epoch
+        return -1, last_fetchable, log.latest_epoch
     if timestamp == EARLIEST_TIMESTAMP:
         offset = log.log_start_offset
         epoch = cache.epoch_for_offset(offset)
         return -1, offset, -1 if epoch is None else epoch
     found = log.fetch_offset_by_timestamp(timestamp)
-    if found is None or (consumer and found[1] >= partition.high_watermark):
+    if found is None or found[1] >= last_fetchable:
         return -1, -1, -1
     epoch = cache.epoch_for_offset(found[1])
     return found[0], found[1], -1 if epoch is None else epoch
