@@ -28,6 +28,7 @@ from ..protocol import messages
 from .apis import create_partitions, create_topics, delete_topics, fetch, inter_broker, list_offsets, metadata
 from .apis import controlled_shutdown as controlled_shutdown_api
 from .apis import describe_configs, group_apis, offset_apis, offset_for_leader_epoch, produce, producers
+from .apis import write_txn_markers
 from .apis.services import BrokerServices
 from .controlled_shutdown import controlled_shutdown
 from .coordinator.group.coordinator import GroupCoordinator
@@ -47,7 +48,7 @@ log = logging.getLogger("odradek.server")
 _API_MODULES = (produce, fetch, list_offsets, metadata, create_topics, delete_topics, inter_broker,
                 controlled_shutdown_api,
                 offset_for_leader_epoch, producers, group_apis, offset_apis, create_partitions,
-                describe_configs)
+                describe_configs, write_txn_markers)
 _NEVER_MS = 2 ** 62  # Kafka's Long.MaxValue defaults: "never"
 
 
