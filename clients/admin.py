@@ -7,10 +7,16 @@ Named after kafka-python's ``KafkaAdminClient`` (CONVENTIONS.md §5):
         admin.create_partitions({"events": NewPartitions(total_count=8)})
         print(admin.describe_topics(["events"]))
         print(admin.describe_configs([ConfigResource(ConfigResourceType.TOPIC, "events")]))
+        admin.incremental_alter_configs({ConfigResource(ConfigResourceType.TOPIC, "events"):
+                                         [AlterConfigOp("retention.ms", "3600000")]})
+        admin.delete_records({TopicPartition("events", 0): 100})
+        print(admin.list_consumer_groups(), admin.describe_consumer_groups(["billing"]))
         admin.delete_topics(["events"])
 
 Topic administration goes to the controller (NOT_CONTROLLER makes the client look the controller
-up again and retry), a broker's configuration to that broker, descriptions to any broker, through a ``SimpleClient`` that owns the
+up again and retry), a broker's configuration to that broker, descriptions to any broker, records to
+partition leaders, group operations to the group's coordinator (``admin_groups.py``), through a
+``SimpleClient`` that owns the
 connections, the metadata picture and the retry policy. Errors are raised as the
 ``odradek.protocol.errors`` class of their Kafka code, carrying the broker's message when it sent one;
 like the Java AdminClient, a call about several topics raises the first failure after all were tried
@@ -19,20 +25,29 @@ like the Java AdminClient, a call about several topics raises the first failure 
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import uuid
 from dataclasses import dataclass
 from enum import IntEnum
 from typing import Any, Callable, Iterable, Mapping, NamedTuple, Sequence
 
-from ..protocol.errors import KafkaError, UnknownTopicOrPartitionError, for_code  # type: ignore[attr-defined]
-from ..protocol.messages import CreatePartitionsRequest, CreateTopicsRequest, DescribeConfigsRequest
+from ..protocol.errors import (  # type: ignore[attr-defined]
+    KafkaError, NotLeaderOrFollowerError, UnknownTopicOrPartitionError, for_code,
+)
+from ..protocol.messages import (
+    AlterConfigsRequest, CreatePartitionsRequest, CreateTopicsRequest, DeleteRecordsRequest, DescribeConfigsRequest,
+    IncrementalAlterConfigsRequest,
+)
 from ..protocol.types import ZERO_UUID
+from .admin_groups import ConsumerGroupDescription, Coordinator, GroupAdmin, GroupListing, MemberDescription
 from .connection import BrokerConnection
 from .simple_client import SimpleClient, SyncSimpleClient, _creatable_topic, _raise_code, _Retry
+from .types import TopicPartition
 
 _DEFAULT_TIMEOUT_MS = 30000
 DEFAULT_CONFIG_SOURCE = 5
+LATEST, EARLIEST = -1, -2  # list_offsets specs besides timestamps (Kafka's OffsetSpec.latest()/earliest())
 
 
 class NewTopic:
@@ -134,7 +149,22 @@ class ConfigEntry(NamedTuple):
     synonyms: list[tuple[str, str | None, int]]  # (name, value, source), highest precedence first
 
 
-class AIOAdmin:
+class AlterConfigOpType(IntEnum):
+    """IncrementalAlterConfigs operations (Kafka's AlterConfigOp.OpType ids)."""
+    SET = 0
+    DELETE = 1
+    APPEND = 2  # list-valued keys: add to the list
+    SUBTRACT = 3  # list-valued keys: remove from the list
+
+
+class AlterConfigOp(NamedTuple):
+    """One change of ``incremental_alter_configs`` (Kafka's AlterConfigOp); DELETE needs no value."""
+    name: str
+    value: str | None = None
+    op_type: AlterConfigOpType = AlterConfigOpType.SET
+
+
+class AIOAdmin(GroupAdmin):
     """``AIOAdmin(bootstrap_servers="host:9092", client_id=..., request_timeout_ms=30000, retries=5,
     retry_backoff_ms=100)``; ``async with`` or ``await close()``."""
 
@@ -269,6 +299,109 @@ class AIOAdmin:
                 for e in result.configs}
         return results
 
+    async def alter_configs(self, configs: Mapping[ConfigResource, Mapping[str, str | None]],
+                            validate_only: bool = False, *, raise_errors: bool = True
+                            ) -> dict[ConfigResource, KafkaError | None]:
+        """Replace each resource's whole set of dynamic configs (AlterConfigs, the legacy API: keys left
+        out are removed). Prefer ``incremental_alter_configs``."""
+        cls = AlterConfigsRequest.AlterConfigsResource
+        requests = {resource: AlterConfigsRequest(validate_only=validate_only, resources=[cls(
+            resource_type=int(resource.resource_type), resource_name=resource.name,
+            configs=[cls.AlterableConfig(name=k, value=None if v is None else str(v)) for k, v in entries.items()])])
+            for resource, entries in configs.items()}
+        return await self._alter(requests, raise_errors)
+
+    async def incremental_alter_configs(self, changes: Mapping[ConfigResource, Sequence[AlterConfigOp]],
+                                        validate_only: bool = False, *, raise_errors: bool = True
+                                        ) -> dict[ConfigResource, KafkaError | None]:
+        """Apply SET/DELETE/APPEND/SUBTRACT operations to each resource's configs (IncrementalAlterConfigs);
+        resource -> None or its error (INVALID_CONFIG, UNKNOWN_TOPIC_OR_PARTITION, ...)."""
+        cls = IncrementalAlterConfigsRequest.AlterConfigsResource
+        requests = {resource: IncrementalAlterConfigsRequest(validate_only=validate_only, resources=[cls(
+            resource_type=int(resource.resource_type), resource_name=resource.name,
+            configs=[cls.AlterableConfig(name=op.name, config_operation=int(op.op_type),
+                                         value=None if op.value is None else str(op.value)) for op in ops])])
+            for resource, ops in changes.items()}
+        return await self._alter(requests, raise_errors)
+
+    async def _alter(self, requests: Mapping[ConfigResource, Any], raise_errors: bool
+                     ) -> dict[ConfigResource, KafkaError | None]:
+        """One request per resource: a broker's to that broker (as the Java Admin does), others to any."""
+        async def alter(resource: ConfigResource, request: Any) -> KafkaError | None:
+            node = int(resource.name) if resource.resource_type == ConfigResourceType.BROKER and resource.name else None
+
+            async def attempt() -> KafkaError | None:
+                [result] = (await self._client.send(node, request)).responses
+                if result.error_code:
+                    return for_code(result.error_code)(result.error_message or f"{resource.name}")
+                return None
+            return await self._retrying(attempt)
+
+        results = {resource: await alter(resource, request) for resource, request in requests.items()}
+        failed = [error for error in results.values() if error is not None]
+        if raise_errors and failed:
+            raise failed[0]
+        return results
+
+    # -- records ----------------------------------------------------------------------------------
+    async def list_offsets(self, specs: Mapping[TopicPartition, int], *, raise_errors: bool = True
+                           ) -> dict[TopicPartition, Any]:
+        """Each partition's offset for LATEST (-1: the log end), EARLIEST (-2: the log start) or a
+        timestamp in ms (the first offset at or after it; -1 when no record is that new), from the
+        leaders. With ``raise_errors=False`` a failed partition maps to its KafkaError instead."""
+        async def one(tp: TopicPartition, spec: int) -> Any:
+            try:
+                return (await self._client.list_offsets(tp.topic, tp.partition, spec))[0]
+            except KafkaError as exc:
+                if raise_errors:
+                    raise
+                return exc
+
+        found = await asyncio.gather(*(one(tp, spec) for tp, spec in specs.items()))
+        return dict(zip(specs, found))
+
+    async def delete_records(self, records_to_delete: Mapping[TopicPartition, int], timeout_ms: int | None = None
+                             ) -> dict[TopicPartition, int]:
+        """Delete every record before the given offset of each partition (-1: the high watermark),
+        at each partition's leader (DeleteRecords); returns the new low watermarks. A moved leader is
+        looked up again; other errors (OFFSET_OUT_OF_RANGE, ...) raise."""
+        timeout_ms = self._timeout(timeout_ms)
+        pending = dict(records_to_delete)
+        low_watermarks: dict[TopicPartition, int] = {}
+        topic_cls = DeleteRecordsRequest.DeleteRecordsTopic
+
+        async def at_leader(leader: int, partitions: list[TopicPartition]) -> None:
+            by_topic: dict[str, list[Any]] = {}
+            for tp in partitions:
+                by_topic.setdefault(tp.topic, []).append(
+                    topic_cls.DeleteRecordsPartition(partition_index=tp.partition, offset=pending[tp]))
+            request = DeleteRecordsRequest(timeout_ms=timeout_ms, topics=[
+                topic_cls(name=t, partitions=ps) for t, ps in by_topic.items()])
+            response = await self._client.send(leader, request, timeout=self._client._timeout_for(timeout_ms))
+            for topic in response.topics:
+                for p in topic.partitions:
+                    tp = TopicPartition(topic.name, p.partition_index)
+                    if p.error_code == 0:
+                        low_watermarks[tp] = p.low_watermark
+                        pending.pop(tp, None)
+                    elif not for_code(p.error_code).retriable:
+                        raise for_code(p.error_code)(f"DeleteRecords of {tp.topic}-{tp.partition}")
+
+        async def attempt() -> dict[TopicPartition, int]:
+            metadata = await self._client.metadata(sorted({tp.topic for tp in pending}))
+            by_leader: dict[int, list[TopicPartition]] = {}
+            for tp in pending:
+                leader = metadata.leader_for(tp.topic, tp.partition)
+                if leader is None or leader < 0:
+                    raise UnknownTopicOrPartitionError(f"no leader for {tp.topic}-{tp.partition}")
+                by_leader.setdefault(leader, []).append(tp)
+            await asyncio.gather(*(at_leader(leader, tps) for leader, tps in by_leader.items()))
+            if pending:  # answered with a retriable error (the leader moved): look it up again
+                raise NotLeaderOrFollowerError(f"DeleteRecords of {sorted(pending)}")
+            return dict(sorted(low_watermarks.items()))
+
+        return await self._retrying(attempt, timeout_ms)
+
     def _timeout(self, timeout_ms: int | None) -> int:
         return self.request_timeout_ms if timeout_ms is None else timeout_ms
 
@@ -309,5 +442,7 @@ class Admin(SyncSimpleClient):
         return self
 
 
-__all__ = ["AIOAdmin", "Admin", "NewTopic", "NewPartitions", "ConfigResource", "ConfigResourceType", "ConfigEntry",
-           "BrokerMetadata", "ClusterDescription", "TopicDescription", "PartitionDescription", "format_topic_id"]
+__all__ = ["AIOAdmin", "Admin", "LATEST", "EARLIEST", "NewTopic", "NewPartitions", "ConfigResource", "ConfigResourceType", "ConfigEntry",
+           "AlterConfigOp", "AlterConfigOpType", "BrokerMetadata", "ClusterDescription", "TopicDescription",
+           "PartitionDescription", "format_topic_id", "GroupListing", "ConsumerGroupDescription", "MemberDescription",
+           "Coordinator"]

@@ -20,6 +20,9 @@ from typing import Any, Sequence
 
 from ...protocol.errors import KafkaError, TopicAlreadyExistsError  # type: ignore[attr-defined]
 from ..admin import AIOAdmin, ConfigResource, ConfigResourceType, NewPartitions, NewTopic, TopicDescription
+from .common import Parser, UsageError, client_id, error_message, parse_known
+
+__all__ = ["main", "parse_args", "UsageError", "error_message", "topic_line", "partition_line"]
 
 _ACTIONS = ("list", "describe", "create", "alter", "delete")
 _REPORT_FILTERS = ("under_replicated_partitions", "unavailable_partitions", "under_min_isr_partitions",
@@ -28,17 +31,8 @@ _COLLISION_WARNING = ("WARNING: Due to limitations in metric names, topics with 
                       "could collide. To avoid issues it is best to use either, but not both.")
 
 
-class UsageError(Exception):
-    """A bad command line: printed as one line on stderr, exit code 1 (CommandLineUtils.printUsageAndDie)."""
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # type: ignore[override]
-        raise UsageError(message)
-
-
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="odradek-topics", allow_abbrev=False,
+    parser = Parser(prog="odradek-topics", allow_abbrev=False,
                      description="This tool helps to create, delete, describe, or change a topic.")
     add = parser.add_argument
     add("--bootstrap-server", metavar="<String: server to connect to>",
@@ -83,12 +77,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:
-    parser = build_parser()
-    opts, extra = parser.parse_known_args(argv)
-    if extra:
-        unknown = next((a for a in extra if a.startswith("-")), extra[0])
-        raise UsageError(f"{unknown.lstrip('-')} is not a recognized option" if unknown.startswith("-")
-                         else f"Found non-option argument {unknown!r}; options start with --")
+    opts = parse_known(build_parser(), argv)
     _check(opts)
     return opts
 
@@ -129,7 +118,7 @@ def _check(opts: argparse.Namespace) -> None:
             raise UsageError(f"Invalid topic config: all configs to be added must be in the format \"key=val\", "
                              f"got {item!r}")
     opts.assignment = _parse_assignment(opts.replica_assignment) if opts.replica_assignment else None
-    opts.client_id = _client_id(opts.command_config)
+    opts.client_id = client_id(opts.command_config, "odradek-topics")
 
 
 def _parse_assignment(text: str) -> list[list[int]]:
@@ -145,18 +134,6 @@ def _parse_assignment(text: str) -> list[list[int]]:
                              f"has {entry}")
         assignment.append(brokers)
     return assignment
-
-
-def _client_id(path: str | None) -> str:
-    if path is None:
-        return "odradek-topics"
-    try:
-        with open(path, encoding="utf-8") as f:
-            lines = f.read().splitlines()
-    except OSError as exc:
-        raise UsageError(f"cannot read --command-config {path}: {exc.strerror}") from None
-    props = dict(line.split("=", 1) for line in lines if "=" in line and not line.lstrip().startswith("#"))
-    return props.get("client.id", "odradek-topics").strip()
 
 
 def topic_matcher(pattern: str | None) -> Any:
@@ -287,14 +264,6 @@ def partition_line(partition: Any) -> str:
 async def _run(opts: argparse.Namespace) -> None:
     async with AIOAdmin(opts.bootstrap_server, client_id=opts.client_id) as admin:
         await TopicCommand(opts, admin).run()
-
-
-def error_message(exc: BaseException) -> str:
-    """The exception's own message, without our "[Error N NAME]" prefix (Kafka prints getMessage)."""
-    if isinstance(exc, KafkaError):
-        detail = exc.args[0] if exc.args and exc.args[0] else type(exc).message
-        return str(detail)
-    return str(exc) or type(exc).__name__
 
 
 def main(argv: Sequence[str] | None = None) -> int:
