@@ -1,0 +1,159 @@
+"""What the console and perf tools share: Kafka-style flag parsing and Kafka property names.
+
+* ``ToolParser``: argparse that turns every usage mistake into ``UsageError`` (one line on stderr,
+  exit code 1, as Kafka's ``CommandLineUtils.printUsageAndDie`` minus the usage dump).
+* ``key_values`` / ``load_properties``: ``--property k=v`` lists and Java ``.properties`` files.
+* ``producer_kwargs`` / ``consumer_kwargs``: Kafka client property names (``linger.ms``,
+  ``compression.type``, ``group.id``...) mapped onto our clients' keyword arguments (``linger_ms``...).
+  A name our client does not know is reported as Kafka's ``AbstractConfig.logUnused`` does (a WARN
+  line) and dropped, so a config file written for the Java client still works.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from typing import Any, Iterable, Sequence, TextIO
+
+from ..consumer import DEFAULT_CONFIG as CONSUMER_DEFAULTS
+from ..producer import _DEFAULTS as PRODUCER_DEFAULTS  # the producer's accepted kwargs and their defaults
+
+
+class UsageError(Exception):
+    """A bad command line: printed as one line on stderr, exit code 1."""
+
+
+class ToolParser(argparse.ArgumentParser):
+    """argparse without abbreviations whose errors name the flag in one line (no usage dump)."""
+
+    def __init__(self, prog: str, description: str) -> None:
+        super().__init__(prog=prog, description=description, allow_abbrev=False)
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise UsageError(message)
+
+    def parse_strict(self, argv: Sequence[str]) -> argparse.Namespace:
+        opts, extra = self.parse_known_args(list(argv))
+        if extra:
+            unknown = next((a for a in extra if a.startswith("-")), extra[0])
+            raise UsageError(f"{unknown.split('=', 1)[0].lstrip('-')} is not a recognized option"
+                             if unknown.startswith("-")
+                             else f"Found non-option argument {unknown!r}; options start with --")
+        return opts
+
+
+def require(opts: argparse.Namespace, *names: str) -> None:
+    """jopt-simple's wording for a missing required option."""
+    for name in names:
+        if getattr(opts, name.replace("-", "_").replace(".", "_")) is None:
+            raise UsageError(f'Missing required argument "[{name}]"')
+
+
+def bootstrap_servers(opts: argparse.Namespace) -> str:
+    """--bootstrap-server, else the deprecated --broker-list (ignored when both are given, as Kafka 2.8)."""
+    servers = opts.bootstrap_server or opts.broker_list
+    if not servers:
+        raise UsageError('Missing required argument "[bootstrap-server]"')
+    for address in servers.split(","):
+        host, sep, port = address.strip().rpartition(":")
+        if not sep or not port.isdigit():  # ToolsUtils.validatePortOrDie
+            raise UsageError(f"Please provide valid host:port like host1:9091,host2:9092 (got {address.strip()!r})")
+    return servers
+
+
+def key_values(items: Iterable[str], flag: str) -> dict[str, str]:
+    """``["a=1", "b=x=y"]`` -> ``{"a": "1", "b": "x=y"}`` (CommandLineUtils.parseKeyValueArgs)."""
+    result = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise UsageError(f"Invalid {flag} {item!r}: expected key=value")
+        result[key.strip()] = value
+    return result
+
+
+def _unescape(text: str) -> str:
+    return (text.replace("\\t", "\t").replace("\\n", "\n").replace("\\r", "\r")
+            .replace("\\=", "=").replace("\\:", ":").replace("\\\\", "\\"))
+
+
+def load_properties(path: str, flag: str) -> dict[str, str]:
+    """A Java properties file: ``#``/``!`` comments, ``k=v``, ``k: v`` or ``k v``; backslash continues a line."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+    except OSError as exc:
+        raise UsageError(f"cannot read {flag} {path}: {exc.strerror}") from None
+    props: dict[str, str] = {}
+    logical = ""
+    for raw in text.splitlines():
+        line = logical + raw.lstrip() if logical else raw.strip()
+        if not logical and (not line or line[0] in "#!"):
+            continue
+        if line.endswith("\\") and not line.endswith("\\\\"):
+            logical = line[:-1]
+            continue
+        logical = ""
+        cut = min((i for i in (line.find("="), line.find(":"), line.find(" ")) if i >= 0), default=len(line))
+        key, value = line[:cut].strip(), line[cut + 1:].strip() if cut < len(line) else ""
+        props[_unescape(key)] = _unescape(value)
+    return props
+
+
+# Settings of the Java clients that have no meaning here (bytes in, bytes out; socket sizes left to the OS).
+_IGNORED = frozenset({
+    "key.serializer", "value.serializer", "key.deserializer", "value.deserializer", "send.buffer.bytes",
+    "receive.buffer.bytes", "check.crcs", "security.protocol", "interceptor.classes", "metric.reporters",
+})
+# Settings whose values stay strings even when they look like numbers.
+_STRINGS = frozenset({"bootstrap.servers", "client.id", "group.id", "group.instance.id", "transactional.id",
+                      "acks", "compression.type", "auto.offset.reset", "isolation.level",
+                      "partition.assignment.strategy", "client.rack"})
+
+
+def _convert(name: str, value: str) -> Any:
+    value = value.strip()
+    if name in _STRINGS:
+        return value
+    if value.lower() in ("true", "false"):
+        return value.lower() == "true"
+    try:
+        return int(value)
+    except ValueError:
+        return value
+
+
+def _kwargs(props: dict[str, str], known: dict[str, Any], warn: TextIO | None, config_class: str) -> dict[str, Any]:
+    kwargs: dict[str, Any] = {}
+    for name, value in props.items():
+        kwarg = name.replace(".", "_")
+        if kwarg in known:
+            kwargs[kwarg] = _convert(name, value)
+        elif name not in _IGNORED and warn is not None:
+            print(f"[{time.strftime('%Y-%m-%d %H:%M:%S')},000] WARN The configuration '{name}' was supplied but "
+                  f"isn't a known config. ({config_class})", file=warn)
+    return kwargs
+
+
+def producer_kwargs(props: dict[str, str], warn: TextIO | None = sys.stderr) -> dict[str, Any]:
+    """Kafka producer properties -> AIOProducer/Producer kwargs (``compression.type=none`` kept as is)."""
+    return _kwargs(props, PRODUCER_DEFAULTS, warn, "org.apache.kafka.clients.producer.ProducerConfig")
+
+
+def consumer_kwargs(props: dict[str, str], warn: TextIO | None = sys.stderr) -> dict[str, Any]:
+    """Kafka consumer properties -> AIOConsumer/Consumer kwargs."""
+    return _kwargs(props, CONSUMER_DEFAULTS, warn, "org.apache.kafka.clients.consumer.ConsumerConfig")
+
+
+def run_tool(parse: Any, run: Any, argv: Sequence[str] | None) -> int:
+    """Parse (usage mistakes: one line on stderr, exit 1), then run; Ctrl-C exits 130."""
+    try:
+        opts = parse(sys.argv[1:] if argv is None else list(argv))
+    except UsageError as exc:
+        print(exc, file=sys.stderr)
+        return 1
+    try:
+        return run(opts) or 0
+    except KeyboardInterrupt:
+        return 130
