@@ -29,9 +29,11 @@ from .apis import create_partitions, create_topics, delete_topics, fetch, inter_
 from .apis import controlled_shutdown as controlled_shutdown_api
 from .apis import describe_configs, group_apis, offset_apis, offset_for_leader_epoch, produce, producers
 from .apis import write_txn_markers
+from .apis import alter_configs, delete_records
 from .apis.services import BrokerServices
 from .controlled_shutdown import controlled_shutdown
 from .coordinator.group.coordinator import GroupCoordinator
+from .dynamic_config import DynamicConfigManager
 from .config import ConfigError, KafkaConfig, load_config
 from .kafka_apis import KafkaApis
 from .log import LogManager
@@ -48,7 +50,7 @@ log = logging.getLogger("odradek.server")
 _API_MODULES = (produce, fetch, list_offsets, metadata, create_topics, delete_topics, inter_broker,
                 controlled_shutdown_api,
                 offset_for_leader_epoch, producers, group_apis, offset_apis, create_partitions,
-                describe_configs, write_txn_markers)
+                describe_configs, alter_configs, delete_records, write_txn_markers)
 _NEVER_MS = 2 ** 62  # Kafka's Long.MaxValue defaults: "never"
 
 
@@ -65,6 +67,7 @@ class KafkaServer:
         self.isr_manager: IsrManager | None = None
         self.controller: KafkaController | None = None
         self.group_coordinator: GroupCoordinator | None = None
+        self.dynamic_config: DynamicConfigManager | None = None
         self._tasks: list[asyncio.Task] = []
         self._session_expired = False
         self._stopped = asyncio.Event()
@@ -86,8 +89,12 @@ class KafkaServer:
         if self.broker_id < 0:
             self.broker_id = await self._blocking(zk.generate_broker_id, cfg.get("reserved.broker.max.id"))
         topic_configs = await self._blocking(self._all_topic_configs)
+        # Dynamic broker configs (/config/brokers) first: the logs open with them as their defaults.
+        dynamic = self.dynamic_config = DynamicConfigManager(zk, self.broker_id, cfg, None)
+        await self._blocking(dynamic.load_broker_configs)
         self.log_manager = await self._blocking(lambda: LogManager(
-            cfg.log_dirs, cfg.topic_defaults(), broker_id=self.broker_id, cluster_id=cluster_id,
+            cfg.log_dirs, dynamic.effective_config.topic_defaults(), broker_id=self.broker_id,
+            cluster_id=cluster_id,
             topic_configs=topic_configs,
             max_producer_id_expiration_ms=cfg.get("transactional.id.expiration.ms")))
         cache = MetadataCache(self.broker_id)
@@ -102,6 +109,9 @@ class KafkaServer:
         self.group_coordinator.startup()
         self.replica_manager.on_leadership_change = self.group_coordinator.on_leadership_change
         services.group_coordinator = self.group_coordinator
+        dynamic.log_manager = self.log_manager
+        services.dynamic_config = dynamic
+        await dynamic.startup()  # watches /config/changes
         apis = KafkaApis()
         for module in _API_MODULES:
             module.register(apis, services)
@@ -238,6 +248,8 @@ class KafkaServer:
         await asyncio.gather(*self._tasks, return_exceptions=True)
         if self.controller is not None:
             await _quietly(self.controller.shutdown())
+        if self.dynamic_config is not None:
+            await _quietly(self.dynamic_config.shutdown())
         if self.socket_server is not None:
             await _quietly(self.socket_server.stop())
         if self.fetcher_manager is not None:

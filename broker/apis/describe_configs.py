@@ -2,11 +2,14 @@
 
 As Kafka 2.8's ZkAdminManager.describeConfigs, per resource:
 - TOPIC (2): every topic-level key, the topic's override from /config/topics/<t> (source
-  DYNAMIC_TOPIC_CONFIG) or else the broker's value for the key's synonym (STATIC_BROKER_CONFIG when
-  set in the broker's properties, else DEFAULT_CONFIG); an unknown topic is UNKNOWN_TOPIC_OR_PARTITION.
-- BROKER (4): this broker's keys when the name is its id; "" (the cluster-wide dynamic defaults)
-  has none, as there are no dynamic broker configs yet; another id is INVALID_REQUEST (clients send
-  a broker's resource to that broker). Every key is read-only: nothing can be altered at run time yet.
+  DYNAMIC_TOPIC_CONFIG) or else the broker's value for the key's synonym: its dynamic per-broker
+  config (DYNAMIC_BROKER_CONFIG), the cluster-wide dynamic default (DYNAMIC_DEFAULT_BROKER_CONFIG),
+  its properties (STATIC_BROKER_CONFIG), else DEFAULT_CONFIG; an unknown topic is
+  UNKNOWN_TOPIC_OR_PARTITION.
+- BROKER (4): this broker's keys when the name is its id, with the dynamic values in force; "" lists
+  the cluster-wide dynamic defaults that are set; another id is INVALID_REQUEST (clients send a
+  broker's resource to that broker). Keys that cannot change at run time are read-only
+  (dynamic_config.DYNAMIC_BROKER_KEYS are the ones that can).
 - Others: INVALID_REQUEST "Unsupported resource type".
 ``configuration_keys`` null or empty means every key. Synonyms (v1+, when asked) list the sources in
 precedence order: topic override, then the broker's static settings of each synonym key, then defaults.
@@ -25,6 +28,7 @@ from ...protocol.errors import (  # type: ignore[attr-defined]
 from ...protocol.messages import DescribeConfigsResponse
 from ..config import _format
 from ..config_keys import BROKER_KEYS, TOPIC_KEYS, TOPIC_SYNONYMS, Key, Type
+from ..dynamic_config import DYNAMIC_BROKER_KEYS
 
 if TYPE_CHECKING:
     from ..kafka_apis import KafkaApis
@@ -37,7 +41,8 @@ _Synonym = _Entry.DescribeConfigsSynonym
 
 TOPIC, BROKER = 2, 4
 # ConfigSource ids (DescribeConfigsResponse.json)
-DYNAMIC_TOPIC_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 1, 4, 5
+DYNAMIC_TOPIC_CONFIG, DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG = 1, 2, 3
+STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 4, 5
 _CONFIG_TYPES = {Type.BOOLEAN: 1, Type.STRING: 2, Type.INT: 3, Type.SHORT: 4, Type.LONG: 5, Type.DOUBLE: 6,
                  Type.LIST: 7}
 # KafkaConfig's broker synonyms (DynamicBrokerConfig.brokerConfigSynonyms): the finer unit wins.
@@ -83,7 +88,7 @@ class DescribeConfigsApi:
         if not services.metadata_cache.contains_topic(topic):
             raise UnknownTopicOrPartitionError(f"The topic '{topic}' does not exist.")
         overrides = await services.in_executor(services.zk.get_entity_config, "topics", topic)
-        defaults = services.config.topic_defaults()
+        defaults = self._effective_config().topic_defaults()
         entries = []
         for name, key in TOPIC_KEYS.items():
             synonyms = []
@@ -96,22 +101,46 @@ class DescribeConfigsApi:
             entries.append(_entry(version, name, value, key, False, synonyms, include_synonyms, include_docs))
         return entries
 
+    def _effective_config(self) -> Any:
+        dynamic = self.services.dynamic_config
+        return dynamic.effective_config if dynamic is not None else self.services.config
+
+    def _dynamic_layers(self) -> tuple[dict[str, str], dict[str, str]]:
+        """(per-broker, cluster default) dynamic broker configs in force."""
+        dynamic = self.services.dynamic_config
+        if dynamic is None:
+            return {}, {}
+        return ({k: v for k, v in dynamic.dynamic_broker.items() if k in DYNAMIC_BROKER_KEYS},
+                {k: v for k, v in dynamic.dynamic_default.items() if k in DYNAMIC_BROKER_KEYS})
+
     def _broker(self, version: int, name: str, include_synonyms: bool, include_docs: bool) -> list[Any]:
-        broker_id = self.services.config.broker_id
+        broker_id = self.services.broker_id
         if name == "":
-            return []  # the cluster-wide dynamic defaults: none can be set yet
+            # Kafka: the cluster-wide dynamic defaults that are set, without the per-broker layer.
+            _, defaults = self._dynamic_layers()
+            return [_entry(version, key, value, BROKER_KEYS[key], False,
+                           self._broker_synonyms(key, per_broker=False), include_synonyms, include_docs)
+                    for key, value in sorted(defaults.items()) if key in BROKER_KEYS]
         if name != str(broker_id):
             raise InvalidRequestError(f"Unexpected broker id, expected {broker_id} or empty string, but received {name}")
-        values = self.services.config.values()
-        return [_entry(version, key, _format(values.get(key)), spec, True, self._broker_synonyms(key),
-                       include_synonyms, include_docs)
+        values = self._effective_config().values()
+        return [_entry(version, key, _format(values.get(key)), spec, key not in DYNAMIC_BROKER_KEYS,
+                       self._broker_synonyms(key), include_synonyms, include_docs)
                 for key, spec in sorted(BROKER_KEYS.items())]
 
-    def _broker_synonyms(self, broker_key: str) -> list[Any]:
+    def _broker_synonyms(self, broker_key: str, per_broker: bool = True) -> list[Any]:
+        """Kafka's configSynonyms: each layer in precedence order, the synonym keys in order within it."""
         config = self.services.config
         keys = _BROKER_SYNONYMS.get(broker_key, [broker_key])
-        synonyms = [_Synonym(name=k, value=config.originals[k], source=STATIC_BROKER_CONFIG)
-                    for k in keys if k in config.originals]
+        dynamic_broker, dynamic_default = self._dynamic_layers()
+        synonyms = []
+        if per_broker:
+            synonyms += [_Synonym(name=k, value=dynamic_broker[k], source=DYNAMIC_BROKER_CONFIG)
+                         for k in keys if k in dynamic_broker]
+        synonyms += [_Synonym(name=k, value=dynamic_default[k], source=DYNAMIC_DEFAULT_BROKER_CONFIG)
+                     for k in keys if k in dynamic_default]
+        synonyms += [_Synonym(name=k, value=config.originals[k], source=STATIC_BROKER_CONFIG)
+                     for k in keys if k in config.originals]
         for k in keys:
             spec = BROKER_KEYS.get(k)
             if spec is not None and spec.default is not None and not spec.required:
