@@ -267,9 +267,9 @@ class TransactionManager:
                                                       "AddPartitionsToTxn",
                                                       retry_codes={UnknownTopicOrPartitionError.code}),
                             abortable=True)
-            if self.state in (S.IN_TRANSACTION, S.COMMITTING_TRANSACTION):
-                self.partitions_in_transaction |= partitions
-                self._transaction_started = True
+            # Even if an abort began meanwhile: the coordinator has them now, so EndTxn must be sent.
+            self.partitions_in_transaction |= partitions
+            self._transaction_started = True
         except Exception as exc:  # the transaction's error now (fatal ones are recorded by _run)
             if isinstance(exc, KafkaError) and self.state is not S.FATAL_ERROR:
                 self.set_abortable(exc)  # e.g. timed out: the batches waiting for it fail through it

@@ -414,3 +414,20 @@ def test_invalid_txn_state_is_fatal_and_transitions_follow_java():
         return manager
 
     assert run(main()).state is S.FATAL_ERROR
+
+
+def test_an_abort_while_partitions_are_being_added_still_ends_the_transaction():
+    fake = FakeCoordinator()
+
+    async def main():
+        manager = await ready(fake)
+        manager.begin_transaction()
+        manager.maybe_add_partition(TopicPartition("t", 0))
+        manager.maybe_add_partitions(lambda: None)  # AddPartitionsToTxn on its way
+        manager.begin_abort()
+        await manager.end_transaction(commit=False)  # waits for it: the coordinator has the partition
+        return manager
+
+    assert run(main()).state is S.READY
+    assert len(fake.sent("AddPartitionsToTxnRequest")) == 1
+    assert [r.committed for r in fake.sent("EndTxnRequest")] == [False]
