@@ -5,9 +5,11 @@
         batches = await consumer.getmany(timeout_ms=1000)   # {TopicPartition: [ConsumerRecord]}
         async for record in consumer: ...
 
-Partitions are assigned by hand (``assign``) or, without a group, ``subscribe(topics)`` takes every
-partition of the topics as kafka-python does when group_id is None. Group membership (JoinGroup)
-is not implemented yet: ``subscribe`` with a group_id raises.
+Partitions are assigned by hand (``assign``) or by ``subscribe(topics=..., pattern=..., listener=...)``:
+with a group_id the consumer joins the group and takes the partitions the group's leader gives it
+(``clients/group/``: JoinGroup/SyncGroup/heartbeats, assignors, auto-commit, rebalance listener);
+without one it takes every partition of the topics, as kafka-python does when group_id is None.
+Auto-commit applies to group members (subscribe), not to assign() consumers with a group_id.
 
 Fetching follows Kafka's Java Fetcher: one Fetch in flight per leader broker carrying every assigned
 partition it leads that is not paused, has a position and has no fetched records still buffered;
@@ -23,13 +25,17 @@ from __future__ import annotations
 import asyncio
 import bisect
 import logging
+import re
 from collections import deque
 from typing import Any, AsyncIterator, Callable, Iterable
 
 from ..protocol.errors import KafkaError, for_code
-from ..protocol.messages import FetchRequest, FindCoordinatorRequest, OffsetCommitRequest, OffsetFetchRequest
+from ..protocol.messages import FetchRequest
 from ..protocol.records import iter_batches
-from .simple_client import SimpleClient, _Retry, _raise_code, parse_bootstrap_servers, records_from_fetch
+from .group.assignors import DEFAULT_STRATEGY, resolve_assignors
+from .group.coordinator import ConsumerCoordinator
+from .group.offsets import CoordinatorLink, commit_offsets, fetch_committed
+from .simple_client import SimpleClient, parse_bootstrap_servers, records_from_fetch
 from .types import (
     ConsumerRecord, KafkaConfigurationError, OffsetAndMetadata, OffsetAndTimestamp, TopicPartition, check_configs,
 )
@@ -40,16 +46,23 @@ OFFSET_OUT_OF_RANGE = 1
 EARLIEST, LATEST = -2, -1
 # Fetch errors after which the partition's leader must be looked up again (Kafka's Fetcher).
 _METADATA_ERRORS = frozenset({3, 5, 6, 9, 56, 74, 75})  # ..., KAFKA_STORAGE_ERROR, FENCED/UNKNOWN_LEADER_EPOCH
-_COORDINATOR_ERRORS = frozenset({14, 15, 16})  # load in progress, not available, not coordinator
 
 DEFAULT_CONFIG: dict[str, Any] = {
     "bootstrap_servers": "localhost",
     "client_id": "odradek-consumer",
     "group_id": None,
+    "group_instance_id": None,  # static membership (KIP-345)
+    "session_timeout_ms": 10000,
+    "heartbeat_interval_ms": 3000,
+    "max_poll_interval_ms": 300000,  # also the rebalance timeout of JoinGroup, as in Java
+    "partition_assignment_strategy": DEFAULT_STRATEGY,  # names or assignor classes, in preference order
+    "auto_commit_interval_ms": 5000,
+    "metadata_max_age_ms": 300000,  # pattern and partition-count changes are looked for this often
+    "exclude_internal_topics": True,
     "key_deserializer": None,
     "value_deserializer": None,
     "auto_offset_reset": "latest",
-    "enable_auto_commit": False,  # needs group membership to be useful; off until JoinGroup lands
+    "enable_auto_commit": True,  # kafka-python's default; only group members (subscribe) auto-commit
     "fetch_min_bytes": 1,
     "fetch_max_wait_ms": 500,
     "fetch_max_bytes": 52428800,
@@ -104,6 +117,12 @@ class AIOConsumer:
         if self.config["isolation_level"] not in ("read_uncommitted", "read_committed"):
             raise KafkaConfigurationError(f"invalid isolation_level {self.config['isolation_level']!r}")
         parse_bootstrap_servers(self.config["bootstrap_servers"])  # fail early on a malformed list
+        try:
+            resolve_assignors(self.config["partition_assignment_strategy"])
+        except ValueError as exc:
+            raise KafkaConfigurationError(str(exc)) from None
+        if not 0 < self.config["heartbeat_interval_ms"] < self.config["session_timeout_ms"]:
+            raise KafkaConfigurationError("heartbeat_interval_ms must be positive and below session_timeout_ms")
         self._isolation = 1 if self.config["isolation_level"] == "read_committed" else 0
         self._client = SimpleClient(self.config["bootstrap_servers"], client_id=self.config["client_id"],
                                     request_timeout=self.config["request_timeout_ms"] / 1000.0,
@@ -115,7 +134,11 @@ class AIOConsumer:
         self._data = asyncio.Event()  # records (or an error) are buffered for the application
         self._metadata_stale = False
         self._fetch_loop: asyncio.Task | None = None
-        self._coordinator: int | None = None
+        self._link = (CoordinatorLink(self._client, self.config["group_id"])
+                      if self.config["group_id"] is not None else None)
+        self._group: ConsumerCoordinator | None = None  # set while subscribed as a group member
+        self._group_error: BaseException | None = None
+        self._leaving: asyncio.Task | None = None
         self._closed = False
         self._initial_topics = list(topics)
 
@@ -132,9 +155,14 @@ class AIOConsumer:
     async def stop(self) -> None:
         await self.close()
 
-    async def close(self) -> None:
+    async def close(self, autocommit: bool = True) -> None:
+        """Leave the group (after the auto-commit when ``autocommit``), stop fetching, close connections."""
         if self._closed:
             return
+        if self._group is not None:
+            await self._group.close(autocommit)
+        if self._leaving is not None:
+            await asyncio.gather(self._leaving, return_exceptions=True)
         self._closed = True
         tasks = [t for t in [self._fetch_loop, *self._in_flight.values()] if t is not None]
         for task in tasks:
@@ -152,6 +180,12 @@ class AIOConsumer:
     # -- assignment -------------------------------------------------------------------------------
     def assign(self, partitions: Iterable[TopicPartition]) -> None:
         """Take exactly ``partitions`` (kafka-python: manual assignment, no group rebalancing)."""
+        if self._group is not None:
+            raise IllegalStateError("Subscription to topics, partitions and pattern are mutually exclusive")
+        self._assign_partitions(partitions)
+
+    def _assign_partitions(self, partitions: Iterable[TopicPartition]) -> None:
+        """Replace the assignment; partitions no longer assigned lose their buffered records at once."""
         wanted = {TopicPartition(*tp) for tp in partitions}
         self._states = {tp: self._states.get(tp) or _PartitionState() for tp in sorted(wanted)}
         self._wake.set()
@@ -159,20 +193,46 @@ class AIOConsumer:
     def assignment(self) -> set[TopicPartition]:
         return set(self._states)
 
-    async def subscribe(self, topics: Iterable[str]) -> None:
-        """Without a group_id: every partition of ``topics`` (kafka-python's behaviour with group_id=None)."""
-        if self.config["group_id"] is not None:
-            raise NotImplementedError("group subscription (JoinGroup) is not implemented yet; use assign()")
-        self._subscription = list(topics)
-        metadata = await self._client.metadata(self._subscription)
-        self.assign(TopicPartition(topic, p) for topic in self._subscription for p in metadata.partitions_for(topic))
+    async def subscribe(self, topics: Iterable[str] = (), pattern: str | re.Pattern[str] | None = None,
+                        listener: Any = None) -> None:
+        """With a group_id: join the group with ``topics`` (or every topic matching ``pattern``, a regex
+        over whole names) and take the partitions the group assigns; ``listener`` gets
+        ``on_partitions_revoked``/``on_partitions_assigned`` (sync or async; aiokafka's
+        ConsumerRebalanceListener). Without a group_id: every partition of the topics."""
+        topics = [topics] if isinstance(topics, str) else list(topics)
+        if bool(topics) == (pattern is not None):
+            raise ValueError("subscribe needs either topics or a pattern (not both)")
+        if pattern is not None and isinstance(pattern, str):
+            pattern = re.compile(pattern)
+        if self._link is None:
+            if listener is not None:
+                raise ValueError("a rebalance listener needs a group_id")
+            if pattern is not None:
+                metadata = await self._client.metadata(None)
+                topics = sorted(t for t, info in metadata.topics.items()
+                                if pattern.fullmatch(t) and not (info.is_internal and
+                                                                 self.config["exclude_internal_topics"]))
+            self._subscription = topics
+            metadata = await self._client.metadata(self._subscription)
+            self._assign_partitions(TopicPartition(t, p) for t in self._subscription for p in metadata.partitions_for(t))
+            return
+        if self._group is None:
+            if self._states:
+                raise IllegalStateError("Subscription to topics, partitions and pattern are mutually exclusive")
+            self._group = ConsumerCoordinator(self._client, self.config, self)
+        self._subscription = topics
+        self._group.start(topics, pattern, listener)
 
     def subscription(self) -> set[str]:
-        return set(self._subscription)
+        return set(self._group.topics) if self._group is not None else set(self._subscription)
 
     def unsubscribe(self) -> None:
+        """Stop consuming; a group member leaves its group (in the background; close() waits for it)."""
         self._subscription = []
-        self.assign([])
+        if self._group is not None:
+            group, self._group = self._group, None
+            self._leaving = asyncio.get_running_loop().create_task(group.close())
+        self._assign_partitions([])
 
     def _state(self, tp: TopicPartition) -> _PartitionState:
         state = self._states.get(TopicPartition(*tp))
@@ -301,10 +361,22 @@ class AIOConsumer:
         """Records buffered for the (given or all) assigned partitions, waiting up to ``timeout_ms``
         for some; positions advance past what is returned. A fetch error for a partition raises."""
         self._check_open()
+        group = self._group
+        if group is None:
+            return await self._getmany(partitions, timeout_ms, max_records)
+        group.poll_started()  # a rebalance may revoke partitions now (Java rebalances inside poll)
+        try:
+            return await self._getmany(partitions, timeout_ms, max_records)
+        finally:
+            group.poll_finished()
+
+    async def _getmany(self, partitions: tuple[TopicPartition, ...], timeout_ms: int,
+                       max_records: int | None) -> dict[TopicPartition, list[ConsumerRecord]]:
         limit = max_records or self.config["max_poll_records"] or 2**31
         loop = asyncio.get_running_loop()
         deadline = loop.time() + max(timeout_ms, 0) / 1000.0
         while True:
+            self._raise_group_error()
             self._data.clear()
             if any(state.position is None for state in self._states.values()):
                 await self._update_positions()
@@ -367,6 +439,19 @@ class AIOConsumer:
             for tp in result:
                 self._states[tp] = self._states.pop(tp)
         return result
+
+    def _raise_group_error(self) -> None:
+        if self._group_error is not None:
+            raise self._group_error
+
+    def _group_failed(self, error: BaseException) -> None:
+        """A fatal group error (e.g. FENCED_INSTANCE_ID): the application gets it from getmany."""
+        self._group_error = error
+        self._data.set()
+
+    def _consumed_positions(self) -> dict[TopicPartition, OffsetAndMetadata]:
+        """What auto-commit commits: the position after the last record handed to the application."""
+        return {tp: OffsetAndMetadata(s.position) for tp, s in self._states.items() if s.position is not None}
 
     def _check_open(self) -> None:
         if self._closed:
@@ -504,83 +589,27 @@ class AIOConsumer:
                 value_deserializer(value) if value_deserializer is not None and value is not None else value,
                 r.headers, -1 if key is None else len(key), -1 if value is None else len(value))
 
-    # -- committed offsets (simple consumer: generation -1, no member id) -------------------------
-    def _group(self) -> str:
-        group_id = self.config["group_id"]
-        if group_id is None:
+    # -- committed offsets ------------------------------------------------------------------------
+    def _coordinator_link(self) -> CoordinatorLink:
+        if self._link is None:
             raise KafkaConfigurationError("committing and fetching committed offsets need a group_id")
-        return group_id
-
-    async def _coordinator_send(self, request: Any, check: Callable[[Any], None]) -> Any:
-        """Send ``request`` to the group's coordinator (FindCoordinator first), retrying coordinator moves."""
-        group_id = self._group()
-
-        async def attempt() -> Any:
-            if self._coordinator is None:
-                conn = await self._client._any_connection()
-                found = await conn.send(FindCoordinatorRequest(key=group_id, key_type=0),
-                                        timeout=self._client.request_timeout)
-                if found.error_code:
-                    raise _Retry(found.error_code, True, retriable=for_code(found.error_code).retriable)
-                self._coordinator = found.node_id
-            try:
-                response = await self._client.send(self._coordinator, request)
-                check(response)
-            except (_Retry, OSError):
-                self._coordinator = None
-                raise
-            return response
-
-        return await self._client._with_retries(attempt, _raise_code, topics=[])
-
-    @staticmethod
-    def _raise_partition_errors(codes: Iterable[int], what: str) -> None:
-        for code in codes:
-            if code in _COORDINATOR_ERRORS:
-                raise _Retry(code, False)
-            if code:
-                raise for_code(code)(what)
+        return self._link
 
     async def commit(self, offsets: dict[TopicPartition, OffsetAndMetadata | int] | None = None) -> None:
-        """Commit ``offsets`` (default: the current positions) with generation -1, as a consumer
-        without group membership does (Kafka's simple consumer commits)."""
+        """Commit ``offsets`` (default: the consumed positions). A group member commits with its
+        generation (a stale one raises ``CommitFailedError`` and the member rejoins); otherwise with
+        generation -1, as Kafka's simple consumer does."""
+        link = self._coordinator_link()
         if offsets is None:
-            offsets = {tp: OffsetAndMetadata(s.position) for tp, s in self._states.items() if s.position is not None}
-        by_topic: dict[str, list[Any]] = {}
-        for tp, meta in offsets.items():
-            meta = OffsetAndMetadata(meta) if isinstance(meta, int) else meta
-            by_topic.setdefault(tp[0], []).append(OffsetCommitRequest.OffsetCommitRequestTopic.OffsetCommitRequestPartition(
-                partition_index=tp[1], committed_offset=meta.offset, committed_leader_epoch=meta.leader_epoch,
-                committed_metadata=meta.metadata, commit_timestamp=-1))
-        if not by_topic:
-            return
-        request = OffsetCommitRequest(group_id=self._group(), generation_id_or_member_epoch=-1, member_id="",
-                                      group_instance_id=None, retention_time_ms=-1,
-                                      topics=[OffsetCommitRequest.OffsetCommitRequestTopic(name=t, partitions=ps)
-                                              for t, ps in by_topic.items()])
-        await self._coordinator_send(request, lambda response: self._raise_partition_errors(
-            (p.error_code for t in response.topics for p in t.partitions), "OffsetCommit"))
+            offsets = dict(self._consumed_positions())
+        if self._group is not None:
+            await self._group.commit(offsets)
+        else:
+            await commit_offsets(link, offsets)
 
     async def committed(self, partition: TopicPartition) -> OffsetAndMetadata | None:
         """The group's committed offset for ``partition``, None when there is none."""
         return (await self._fetch_committed([TopicPartition(*partition)]))[TopicPartition(*partition)]
 
     async def _fetch_committed(self, partitions: list[TopicPartition]) -> dict[TopicPartition, OffsetAndMetadata | None]:
-        by_topic: dict[str, list[int]] = {}
-        for tp in partitions:
-            by_topic.setdefault(tp.topic, []).append(tp.partition)
-        request = OffsetFetchRequest(group_id=self._group(), require_stable=False, topics=[
-            OffsetFetchRequest.OffsetFetchRequestTopic(name=t, partition_indexes=ps) for t, ps in by_topic.items()])
-
-        def check(response: Any) -> None:
-            self._raise_partition_errors([response.error_code], "OffsetFetch")
-            self._raise_partition_errors((p.error_code for t in response.topics for p in t.partitions), "OffsetFetch")
-
-        response = await self._coordinator_send(request, check)
-        result: dict[TopicPartition, OffsetAndMetadata | None] = {tp: None for tp in partitions}
-        for topic in response.topics:
-            for p in topic.partitions:
-                if p.committed_offset >= 0:
-                    result[TopicPartition(topic.name, p.partition_index)] = OffsetAndMetadata(
-                        p.committed_offset, p.metadata or "", p.committed_leader_epoch)
-        return result
+        return await fetch_committed(self._coordinator_link(), partitions)

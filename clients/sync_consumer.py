@@ -8,10 +8,16 @@ It drives an ``AIOConsumer`` on a private event loop in a daemon thread, so the 
 prefetching between the application's calls. Every AIOConsumer method is available here, blocking;
 ``poll(timeout_ms=0, max_records=None)`` and iteration follow kafka-python (iteration ends after
 ``consumer_timeout_ms`` without a record, never when it is None).
+
+A rebalance listener's plain (non-async) methods run in a worker thread, not on the private loop, so
+they may call this Consumer (``commit()`` in ``on_partitions_revoked`` is the usual case) without
+deadlocking it.
 """
 
 from __future__ import annotations
 
+import asyncio
+import inspect
 from typing import Any, Iterator
 
 from .consumer import AIOConsumer
@@ -46,6 +52,10 @@ class Consumer:
     def resume(self, *partitions: Any) -> None:
         self._thread.call(self._consumer.resume, *partitions)
 
+    def subscribe(self, topics: Any = (), pattern: Any = None, listener: Any = None) -> None:
+        wrapped = _ThreadedListener(listener) if listener is not None else None
+        self._thread.run(self._consumer.subscribe(topics, pattern=pattern, listener=wrapped))
+
     def unsubscribe(self) -> None:
         self._thread.call(self._consumer.unsubscribe)
 
@@ -65,12 +75,12 @@ class Consumer:
             if timeout is not None:
                 raise StopIteration
 
-    def close(self) -> None:
+    def close(self, autocommit: bool = True) -> None:
         if self._closed:
             return
         self._closed = True
         try:
-            self._thread.run(self._consumer.close())
+            self._thread.run(self._consumer.close(autocommit))
         finally:
             self._thread.stop()
 
@@ -79,3 +89,25 @@ class Consumer:
 
     def __exit__(self, *exc_info: Any) -> None:
         self.close()
+
+
+class _ThreadedListener:
+    """Runs a listener's plain methods in the loop's default executor (async ones on the loop)."""
+
+    def __init__(self, listener: Any) -> None:
+        self.listener = listener
+
+    async def _call(self, name: str, partitions: Any) -> None:
+        method = getattr(self.listener, name, None)
+        if method is None:
+            return
+        if inspect.iscoroutinefunction(method):
+            await method(partitions)
+        else:
+            await asyncio.get_running_loop().run_in_executor(None, method, partitions)
+
+    async def on_partitions_revoked(self, revoked: Any) -> None:
+        await self._call("on_partitions_revoked", revoked)
+
+    async def on_partitions_assigned(self, assigned: Any) -> None:
+        await self._call("on_partitions_assigned", assigned)

@@ -1,0 +1,292 @@
+"""Our Consumer as a group member (clients/group/): sharing partitions with range and roundrobin, rebalancing
+when a member leaves or dies, listeners, static membership, auto-commit, and a mixed group with kafka-python
+and confluent-kafka that consumes every record exactly once across rebalances."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import threading
+import time
+import uuid
+
+import pytest
+
+kafka = pytest.importorskip("kafka")
+confluent_kafka = pytest.importorskip("confluent_kafka")
+
+from kafka import KafkaAdminClient, KafkaProducer  # noqa: E402
+from kafka.admin import NewTopic  # noqa: E402
+
+from odradek.clients.group.listener import ConsumerRebalanceListener  # noqa: E402
+from odradek.clients.group.offsets import CommitFailedError  # noqa: E402
+from odradek.clients.sync_consumer import Consumer  # noqa: E402
+from odradek.clients.types import OffsetAndMetadata, TopicPartition  # noqa: E402
+
+GROUP_OVERRIDES = {"offsets.topic.num.partitions": "3", "group.initial.rebalance.delay.ms": "0"}
+FAST = {"session_timeout_ms": 6000, "heartbeat_interval_ms": 500}  # 6 s: the broker's minimum session timeout
+
+
+def names() -> tuple[str, str]:
+    return f"t-{uuid.uuid4().hex[:8]}", f"g-{uuid.uuid4().hex[:8]}"
+
+
+def create_topic(bootstrap: str, topic: str, partitions: int) -> None:
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+    try:
+        admin.create_topics([NewTopic(topic, partitions, 1)])
+    finally:
+        admin.close()
+
+
+def produce(bootstrap: str, topic: str, partitions: int, values: list[bytes]) -> None:
+    producer = KafkaProducer(bootstrap_servers=bootstrap)
+    for i, value in enumerate(values):
+        producer.send(topic, value=value, partition=i % partitions)
+    producer.flush()
+    producer.close()
+
+
+def wait_until(condition, timeout: float = 90.0, what: str = "condition"):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+class Recorder(ConsumerRebalanceListener):
+    def __init__(self) -> None:
+        self.events: list[tuple[str, frozenset[int]]] = []
+
+    def on_partitions_revoked(self, revoked):
+        self.events.append(("revoked", frozenset(tp.partition for tp in revoked)))
+
+    def on_partitions_assigned(self, assigned):
+        self.events.append(("assigned", frozenset(tp.partition for tp in assigned)))
+
+
+class Member(threading.Thread):
+    """Polls in its own thread; ``handle(record)`` processes each record; remembers the assignment."""
+
+    def __init__(self, poll, assignment, close, handle=None) -> None:
+        super().__init__(daemon=True)
+        self._poll, self._assignment, self._close, self._handle = poll, assignment, close, handle
+        self.stop = threading.Event()
+        self.assigned: frozenset[int] = frozenset()
+        self.error: BaseException | None = None
+
+    def run(self) -> None:
+        try:
+            while not self.stop.is_set():
+                for record in self._poll():
+                    if self._handle is not None:
+                        self._handle(record)
+                self.assigned = frozenset(self._assignment())
+        except BaseException as exc:  # reported by the test
+            self.error = exc
+        finally:
+            self._close()
+
+
+def our_member(consumer: Consumer, handle=None) -> Member:
+    def poll():
+        return [r for records in consumer.poll(200, max_records=1 if handle else None).values() for r in records]
+    return Member(poll, lambda: {tp.partition for tp in consumer.assignment()}, consumer.close, handle)
+
+
+def our_consumer(bootstrap: str, topic: str, group: str, listener=None, **configs) -> Consumer:
+    consumer = Consumer(bootstrap_servers=bootstrap, group_id=group, auto_offset_reset="earliest",
+                        **{**FAST, **configs})
+    consumer.subscribe([topic], listener=listener)
+    return consumer
+
+
+def wait_for_shares(members: dict[str, Member], expected: set[frozenset[int]] | None = None,
+                    partitions: int = 6, timeout: float = 90.0) -> dict[str, frozenset[int]]:
+    """Until the members' shares are disjoint, cover every partition and (``expected``) split as given."""
+    def settled():
+        shares = {k: m.assigned for k, m in members.items()}
+        flat = sorted(p for s in shares.values() for p in s)
+        if flat == list(range(partitions)) and all(shares.values()) and \
+                (expected is None or set(shares.values()) == expected):
+            return shares
+        return None
+    try:
+        return wait_until(settled, timeout, "the group to settle")
+    except AssertionError:
+        raise AssertionError(f"no stable assignment: {[(k, sorted(m.assigned)) for k, m in members.items()]}, "
+                             f"errors {[m.error for m in members.values()]}") from None
+
+
+def stop_all(members) -> None:
+    for member in members:
+        member.stop.set()
+    for member in members:
+        member.join(60)
+
+
+SPLITS = {
+    "range": ({frozenset({0, 1, 2}), frozenset({3, 4, 5})},
+              {frozenset({0, 1}), frozenset({2, 3}), frozenset({4, 5})}),
+    "roundrobin": ({frozenset({0, 2, 4}), frozenset({1, 3, 5})},
+                   {frozenset({0, 3}), frozenset({1, 4}), frozenset({2, 5})}),
+}
+
+
+@pytest.mark.parametrize("strategy", ["range", "roundrobin"])
+def test_our_consumers_share_a_topic_and_rebalance_when_one_joins_and_leaves(odradek_cluster_factory, strategy):
+    cluster = odradek_cluster_factory(1, GROUP_OVERRIDES)
+    bootstrap = cluster.bootstrap_servers
+    topic, group = names()
+    create_topic(bootstrap, topic, 6)
+    two, three = SPLITS[strategy]
+    listeners = {name: Recorder() for name in ("a", "b", "c")}
+    members = {name: our_member(our_consumer(bootstrap, topic, group, listeners[name],
+                                             partition_assignment_strategy=[strategy]))
+               for name in ("a", "b")}
+    for member in members.values():
+        member.start()
+    try:
+        wait_for_shares(members, two)
+        members["c"] = our_member(our_consumer(bootstrap, topic, group, listeners["c"],
+                                               partition_assignment_strategy=[strategy]))
+        members["c"].start()
+        wait_for_shares(members, three)
+        leaving = members.pop("c")
+        leaving.stop.set()
+        leaving.join(60)  # close(): LeaveGroup, so the others rebalance without waiting for a session timeout
+        wait_for_shares(members, two)
+    finally:
+        stop_all(members.values())
+    assert all(m.error is None for m in [*members.values(), leaving]), [m.error for m in members.values()]
+    # c was assigned two partitions and revoked them when it closed; a and b went through three generations
+    assert listeners["c"].events[0][0] == "assigned" and listeners["c"].events[-1] == ("revoked", leaving.assigned)
+    kinds = [kind for kind, _ in listeners["a"].events]
+    assert kinds.count("assigned") >= 3 and kinds.count("revoked") >= 3
+    assert all(kinds[i] != kinds[i + 1] for i in range(len(kinds) - 1)), kinds  # eager: revoke, assign, ...
+
+
+_OUR_DYING_MEMBER = """
+import sys, time
+from odradek.clients.sync_consumer import Consumer
+bootstrap, group, topic = sys.argv[1:4]
+consumer = Consumer(bootstrap_servers=bootstrap, group_id=group, session_timeout_ms=6000, heartbeat_interval_ms=500,
+                    partition_assignment_strategy=["roundrobin"])
+consumer.subscribe([topic])
+announced = False
+while True:
+    consumer.poll(200)
+    if consumer.assignment() and not announced:
+        print("assigned", flush=True)
+        announced = True
+"""
+
+
+def test_a_member_killed_without_leaving_is_expired_and_the_others_take_over(odradek_cluster_factory):
+    cluster = odradek_cluster_factory(1, GROUP_OVERRIDES)
+    bootstrap = cluster.bootstrap_servers
+    topic, group = names()
+    create_topic(bootstrap, topic, 6)
+    members = {name: our_member(our_consumer(bootstrap, topic, group, partition_assignment_strategy=["roundrobin"]))
+               for name in ("a", "b")}
+    for member in members.values():
+        member.start()
+    dying = subprocess.Popen([sys.executable, "-c", _OUR_DYING_MEMBER, bootstrap, group, topic],
+                             stdout=subprocess.PIPE)
+    try:
+        assert dying.stdout.readline().strip() == b"assigned"
+        wait_until(lambda: all(len(m.assigned) == 2 for m in members.values()), what="three members")
+        dying.send_signal(signal.SIGKILL)  # no LeaveGroup: only the session timeout removes it
+        shares = wait_for_shares(members, SPLITS["roundrobin"][0])
+    finally:
+        dying.kill()
+        dying.wait()
+        stop_all(members.values())
+    assert sorted(p for s in shares.values() for p in s) == list(range(6))
+    assert all(m.error is None for m in members.values())
+
+
+def test_a_static_member_restarting_within_its_session_keeps_its_partitions_without_a_rebalance(
+        odradek_cluster_factory):
+    cluster = odradek_cluster_factory(1, GROUP_OVERRIDES)
+    bootstrap = cluster.bootstrap_servers
+    topic, group = names()
+    create_topic(bootstrap, topic, 4)
+    other_listener = Recorder()
+    static = {"group_instance_id": "instance-1", "session_timeout_ms": 30000, "heartbeat_interval_ms": 500}
+    members = {"dynamic": our_member(our_consumer(bootstrap, topic, group, other_listener)),
+               "static": our_member(our_consumer(bootstrap, topic, group, **static))}
+    for member in members.values():
+        member.start()
+    try:
+        before = wait_for_shares(members, partitions=4)
+        events_before = list(other_listener.events)
+        restarting = members.pop("static")
+        restarting.stop.set()
+        restarting.join(60)  # a static member sends no LeaveGroup on close
+        restarted_listener = Recorder()
+        members["static"] = our_member(our_consumer(bootstrap, topic, group, restarted_listener, **static))
+        members["static"].start()
+        wait_until(lambda: restarted_listener.events, what="the restarted static member's assignment")
+        after = wait_for_shares(members, partitions=4)
+        time.sleep(2)  # heartbeats of both members go on: a rebalance would show in the listener now
+        events_after = list(other_listener.events)
+    finally:
+        stop_all(members.values())
+    assert after == before
+    assert restarted_listener.events[0] == ("assigned", before["static"])
+    assert events_after == events_before  # the dynamic member saw no rebalance
+
+
+def test_auto_commit_commits_consumed_positions_and_committed_reflects_them_after_close(odradek_cluster_factory):
+    cluster = odradek_cluster_factory(1, GROUP_OVERRIDES)
+    bootstrap = cluster.bootstrap_servers
+    topic, group = names()
+    create_topic(bootstrap, topic, 2)
+    produce(bootstrap, topic, 2, [b"v%d" % i for i in range(10)])
+    consumer = our_consumer(bootstrap, topic, group, auto_commit_interval_ms=300)
+    checker = Consumer(bootstrap_servers=bootstrap, group_id=group)  # no subscription: just reads offsets
+    tps = [TopicPartition(topic, 0), TopicPartition(topic, 1)]
+    try:
+        seen = []
+        wait_until(lambda: seen.extend(r for rs in consumer.poll(200).values() for r in rs) or len(seen) == 10,
+                   what="ten records")
+        # the interval commit, while the consumer is still open
+        wait_until(lambda: [checker.committed(tp) for tp in tps] == [OffsetAndMetadata(5, "")] * 2,
+                   what="the auto-commit")
+        produce(bootstrap, topic, 2, [b"w%d" % i for i in range(4)])
+        wait_until(lambda: seen.extend(r for rs in consumer.poll(200).values() for r in rs) or len(seen) == 14,
+                   what="four more records")
+        consumer.close()  # commits the last positions before leaving
+        assert [checker.committed(tp) for tp in tps] == [OffsetAndMetadata(7, "")] * 2
+    finally:
+        consumer.close()
+        checker.close()
+    assert sorted(r.value for r in seen) == sorted([b"v%d" % i for i in range(10)] + [b"w%d" % i for i in range(4)])
+
+
+def test_a_commit_with_a_stale_generation_fails_and_the_member_rejoins(odradek_cluster_factory):
+    cluster = odradek_cluster_factory(1, GROUP_OVERRIDES)
+    bootstrap = cluster.bootstrap_servers
+    topic, group = names()
+    create_topic(bootstrap, topic, 2)
+    consumer = our_consumer(bootstrap, topic, group, enable_auto_commit=False)
+    try:
+        wait_until(lambda: consumer.poll(100) is not None and consumer.assignment(), what="an assignment")
+        coordinator = consumer._consumer._group
+        good = coordinator.generation
+        consumer.commit({TopicPartition(topic, 0): OffsetAndMetadata(0, "")})
+        from odradek.clients.group.offsets import Generation
+        coordinator.generation = Generation(good.generation_id + 5, good.member_id, good.protocol)
+        with pytest.raises(CommitFailedError):
+            consumer.commit({TopicPartition(topic, 0): OffsetAndMetadata(1, "")})
+        wait_until(lambda: consumer.poll(100) is not None and coordinator.generation.generation_id > good.generation_id
+                   and coordinator.generation.generation_id != good.generation_id + 5 and consumer.assignment(),
+                   what="the member to rejoin")
+        assert consumer.committed(TopicPartition(topic, 0)) == OffsetAndMetadata(0, "")
+    finally:
+        consumer.close()
