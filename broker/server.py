@@ -29,10 +29,12 @@ from .apis import create_partitions, create_topics, delete_topics, fetch, inter_
 from .apis import controlled_shutdown as controlled_shutdown_api
 from .apis import describe_configs, group_apis, offset_apis, offset_for_leader_epoch, produce, producers
 from .apis import write_txn_markers
+from .apis import txn_apis
 from .apis import alter_configs, delete_records
 from .apis.services import BrokerServices
 from .controlled_shutdown import controlled_shutdown
 from .coordinator.group.coordinator import GroupCoordinator
+from .coordinator.transaction.coordinator import TransactionCoordinator
 from .dynamic_config import DynamicConfigManager
 from .config import ConfigError, KafkaConfig, load_config
 from .kafka_apis import KafkaApis
@@ -50,7 +52,8 @@ log = logging.getLogger("odradek.server")
 _API_MODULES = (produce, fetch, list_offsets, metadata, create_topics, delete_topics, inter_broker,
                 controlled_shutdown_api,
                 offset_for_leader_epoch, producers, group_apis, offset_apis, create_partitions,
-                describe_configs, alter_configs, delete_records, write_txn_markers)
+                describe_configs, alter_configs, delete_records, write_txn_markers,
+                txn_apis)
 _NEVER_MS = 2 ** 62  # Kafka's Long.MaxValue defaults: "never"
 
 
@@ -67,6 +70,7 @@ class KafkaServer:
         self.isr_manager: IsrManager | None = None
         self.controller: KafkaController | None = None
         self.group_coordinator: GroupCoordinator | None = None
+        self.transaction_coordinator: TransactionCoordinator | None = None
         self.dynamic_config: DynamicConfigManager | None = None
         self._tasks: list[asyncio.Task] = []
         self._session_expired = False
@@ -107,8 +111,14 @@ class KafkaServer:
                                   producer_ids=ProducerIdManager(self.broker_id, zk))
         self.group_coordinator = GroupCoordinator(self.broker_id, cfg, self.replica_manager)
         self.group_coordinator.startup()
-        self.replica_manager.on_leadership_change = self.group_coordinator.on_leadership_change
+        txn = self.transaction_coordinator = TransactionCoordinator(
+            self.broker_id, cfg, self.replica_manager, cache, services.producer_ids.generate_producer_id,
+            cfg.inter_broker_listener_name)
+        groups = self.group_coordinator
+        self.replica_manager.on_leadership_change = lambda led, not_led: (
+            groups.on_leadership_change(led, not_led), txn.on_leadership_change(led, not_led))
         services.group_coordinator = self.group_coordinator
+        services.transaction_coordinator = txn
         dynamic.log_manager = self.log_manager
         services.dynamic_config = dynamic
         await dynamic.startup()  # watches /config/changes
@@ -216,6 +226,14 @@ class KafkaServer:
         self._tasks.append(loop.create_task(self._every_on_loop(
             "group-metadata-cleanup", cfg.get("offsets.retention.check.interval.ms"), groups.cleanup_group_metadata),
             name="group-metadata-cleanup"))
+        txn = self.transaction_coordinator
+        assert txn is not None
+        for name, key, job in (
+                ("transaction-abort", "transaction.abort.timed.out.transaction.cleanup.interval.ms",
+                 txn.abort_timed_out_transactions),
+                ("transactionalId-expiration", "transaction.remove.expired.transaction.cleanup.interval.ms",
+                 txn.remove_expired_transactional_ids)):
+            self._tasks.append(loop.create_task(self._every_on_loop(name, cfg.get(key), job), name=name))
 
     async def _every_on_loop(self, name: str, period_ms: int, fn: Callable[[], Any]) -> None:
         while True:
@@ -258,6 +276,8 @@ class KafkaServer:
             await _quietly(self.isr_manager.shutdown())
         if self.group_coordinator is not None:
             self.group_coordinator.shutdown()
+        if self.transaction_coordinator is not None:
+            await _quietly(self.transaction_coordinator.shutdown())
         if self.replica_manager is not None:
             self.replica_manager.shutdown()
         if self.log_manager is not None:

@@ -4,7 +4,7 @@ DescribeGroups (15), ListGroups (16), DeleteGroups (42), answered by the group c
 FindCoordinator creates ``__consumer_offsets`` on first use, as Kafka 2.8's KafkaApis does: while the
 topic is missing, being created or leaderless the answer is COORDINATOR_NOT_AVAILABLE (retriable), and
 so it is while fewer brokers are alive than offsets.topic.replication.factor. Transaction coordinators
-(key type 1) do not exist yet and get the same answer.
+(key type 1) are found the same way in ``__transaction_state`` (transaction.state.log.* settings).
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from ...protocol.messages import (
 )
 from ..coordinator.group.group_metadata import DEAD, STABLE
 from ..coordinator.group.metadata_manager import GROUP_METADATA_TOPIC
+from ..coordinator.transaction.state_manager import TRANSACTION_STATE_TOPIC
 from ..kafka_apis import generic_error_response
 
 if TYPE_CHECKING:
@@ -54,51 +55,59 @@ class GroupApis:
     def __init__(self, services: "BrokerServices", coordinator: "GroupCoordinator") -> None:
         self.services = services
         self.coordinator = coordinator
-        self._creating = False
+        self._creating: set[str] = set()
 
     # -- FindCoordinator --------------------------------------------------------------------------
 
     async def find_coordinator(self, request: "Request") -> Any:
         body = request.body
         if body.key_type == TRANSACTION_KEY_TYPE:
-            raise CoordinatorNotAvailableError("transaction coordinators are not available on this broker yet")
-        if body.key_type != GROUP_KEY_TYPE:
+            topic, index = TRANSACTION_STATE_TOPIC, self.services.transaction_coordinator.partition_for(body.key)
+        elif body.key_type == GROUP_KEY_TYPE:
+            topic, index = GROUP_METADATA_TOPIC, self.coordinator.manager.partition_for(body.key)
+        else:
             raise InvalidRequestError(f"Unknown coordinator type {body.key_type} in FindCoordinator request")
         cache = self.services.metadata_cache
-        if not cache.contains_topic(GROUP_METADATA_TOPIC):
-            await self._create_offsets_topic()
-            raise CoordinatorNotAvailableError(f"{GROUP_METADATA_TOPIC} is being created")
-        partition = cache.partition(GROUP_METADATA_TOPIC, self.coordinator.manager.partition_for(body.key))
+        if not cache.contains_topic(topic):
+            await self._create_internal_topic(topic)
+            raise CoordinatorNotAvailableError(f"{topic} is being created")
+        partition = cache.partition(topic, index)
         endpoint = cache.endpoint(partition.leader, request.listener) if partition is not None else None
         if endpoint is None:
-            raise CoordinatorNotAvailableError(f"the coordinator of group {body.key} has no live leader")
+            raise CoordinatorNotAvailableError(f"the coordinator of {body.key} has no live leader")
         return FindCoordinatorResponse(throttle_time_ms=0, error_code=0, error_message=None,
                                        node_id=partition.leader, host=endpoint.host, port=endpoint.port)
 
-    async def _create_offsets_topic(self) -> None:
+    async def _create_internal_topic(self, topic: str) -> None:
         services = self.services
         config = services.config
-        factor = int(config.get("offsets.topic.replication.factor"))
-        alive = len(services.metadata_cache.alive_broker_ids())
-        if alive < factor:
-            # Kafka 2.8 refuses rather than creating an under-replicated offsets topic.
-            raise CoordinatorNotAvailableError(
-                f"Number of alive brokers '{alive}' does not meet the required replication factor '{factor}' "
-                f"for the offsets topic (configured via 'offsets.topic.replication.factor')")
-        if self._creating:
-            return
-        self._creating = True
-        try:
+        if topic == GROUP_METADATA_TOPIC:
+            factor_key, what = "offsets.topic.replication.factor", "the offsets topic"
+            partitions = config.get("offsets.topic.num.partitions")
             overrides = {"cleanup.policy": "compact", "compression.type": "producer",
                          "segment.bytes": str(config.get("offsets.topic.segment.bytes"))}
-            await services.in_executor(services.admin.create_topic, GROUP_METADATA_TOPIC,
-                                       config.get("offsets.topic.num.partitions"), factor, overrides)
+        else:
+            factor_key, what = "transaction.state.log.replication.factor", "the transactions state topic"
+            partitions = config.get("transaction.state.log.num.partitions")
+            overrides = services.transaction_coordinator.topic_configs()
+        factor = int(config.get(factor_key))
+        alive = len(services.metadata_cache.alive_broker_ids())
+        if alive < factor:
+            # Kafka 2.8 refuses rather than creating an under-replicated internal topic.
+            raise CoordinatorNotAvailableError(
+                f"Number of alive brokers '{alive}' does not meet the required replication factor '{factor}' "
+                f"for {what} (configured via '{factor_key}')")
+        if topic in self._creating:
+            return
+        self._creating.add(topic)
+        try:
+            await services.in_executor(services.admin.create_topic, topic, partitions, factor, overrides)
         except TopicAlreadyExistsError:
             pass
         except KafkaError as exc:  # Kafka answers any creation failure with COORDINATOR_NOT_AVAILABLE
-            raise CoordinatorNotAvailableError(f"cannot create {GROUP_METADATA_TOPIC}: {exc}") from None
+            raise CoordinatorNotAvailableError(f"cannot create {topic}: {exc}") from None
         finally:
-            self._creating = False
+            self._creating.discard(topic)
 
     def find_coordinator_error(self, request: "Request", error_code: int) -> Any:
         return FindCoordinatorResponse(throttle_time_ms=0, error_code=error_code, error_message=None,

@@ -22,6 +22,7 @@ class BrokerServices:
     producer_ids: Any = None                 # broker.producer_id_manager.ProducerIdManager
     controller: Any = None                   # controller.kafka_controller.KafkaController
     group_coordinator: Any = None            # coordinator.group.coordinator.GroupCoordinator
+    transaction_coordinator: Any = None      # coordinator.transaction.coordinator.TransactionCoordinator
     dynamic_config: Any = None               # broker.dynamic_config.DynamicConfigManager
 
     async def in_executor(self, fn: Callable[..., Any], *args: Any) -> Any:

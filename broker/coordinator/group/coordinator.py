@@ -434,6 +434,37 @@ class GroupCoordinator:
             return {tp: exc.code for tp in offsets}
         return await self.manager.store_offsets(group, offsets)
 
+    async def commit_transactional_offsets(self, group_id: str, producer_id: int, producer_epoch: int,
+                                           member_id: str, instance_id: str | None, generation_id: int,
+                                           offsets: dict[tuple[str, int], OffsetAndMetadata]
+                                           ) -> dict[tuple[str, int], int]:
+        """TxnOffsetCommit (Kafka 2.8's handleTxnCommitOffsets): member and generation are checked only
+        when given; the offsets stay pending until the producer's transaction ends."""
+        try:
+            self._validate_group(group_id)
+            group = self.manager.get_or_create_group(group_id)
+            if group.is_in(DEAD):
+                raise CoordinatorNotAvailableError(f"group {group_id} is being unloaded")
+            if instance_id is not None and group.static_members.get(instance_id) not in (None, member_id):
+                raise FencedInstanceIdError(f"instance {instance_id} has a newer member id")
+            if member_id and not group.has(member_id):
+                raise UnknownMemberIdError(f"member {member_id} is not in group {group_id}")
+            if generation_id >= 0 and generation_id != group.generation_id:
+                raise IllegalGenerationError(f"generation {generation_id} is not {group.generation_id}")
+        except KafkaError as exc:
+            return {tp: exc.code for tp in offsets}
+        return await self.manager.store_transactional_offsets(group, producer_id, producer_epoch, offsets)
+
+    def complete_transactional_offsets(self, producer_id: int, committed: bool, partition_index: int) -> int:
+        """A COMMIT/ABORT marker of ``producer_id`` was appended to __consumer_offsets-``partition_index``
+        (called by the leader's WriteTxnMarkers handler): its pending offsets in that partition's groups
+        become visible or are dropped (Kafka's handleTxnCompletion). Returns how many became visible."""
+        applied = 0
+        for group in self.manager.local_groups():
+            if producer_id in group.pending_txn_offsets and self.manager.partition_for(group.group_id) == partition_index:
+                applied += group.complete_pending_txn_offsets(producer_id, committed)
+        return applied
+
     def fetch_offsets(self, group_id: str, partitions: list[tuple[str, int]] | None
                       ) -> dict[tuple[str, int], OffsetAndMetadata | None]:
         """Committed offsets (None where nothing is committed); all of the group's when ``partitions`` is None."""

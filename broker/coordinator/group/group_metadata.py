@@ -76,6 +76,34 @@ class GroupMetadata:
     offsets: dict[tuple[str, int], OffsetAndMetadata] = field(default_factory=dict)
     new_member_added: bool = False
     current_state_timestamp: int = -1
+    # Transactional offsets (TxnOffsetCommit) waiting for their marker: producer id -> partition ->
+    # (offset, base offset of its batch in __consumer_offsets). Invisible to OffsetFetch until committed.
+    pending_txn_offsets: dict[int, dict[tuple[str, int], tuple[OffsetAndMetadata, int]]] = field(default_factory=dict)
+    # Where each committed offset was appended: a transaction's offsets only replace older ones (Kafka's olderThan).
+    offset_positions: dict[tuple[str, int], int] = field(default_factory=dict)
+
+    # -- transactional offsets --------------------------------------------------------------------
+
+    def has_offsets(self) -> bool:
+        """Kafka's hasOffsets: committed or waiting for a transaction."""
+        return bool(self.offsets) or bool(self.pending_txn_offsets)
+
+    def has_pending_txn_offsets(self, tp: tuple[str, int]) -> bool:
+        return any(tp in pending for pending in self.pending_txn_offsets.values())
+
+    def complete_pending_txn_offsets(self, producer_id: int, committed: bool) -> int:
+        """The producer's transaction ended (Kafka's completePendingTxnOffsetCommit); returns how many
+        offsets became visible."""
+        pending = self.pending_txn_offsets.pop(producer_id, None)
+        if not pending or not committed:
+            return 0
+        applied = 0
+        for tp, (offset, position) in pending.items():
+            if self.offset_positions.get(tp, -1) < position:
+                self.offsets[tp] = offset
+                self.offset_positions[tp] = position
+                applied += 1
+        return applied
 
     # -- state ------------------------------------------------------------------------------------
 

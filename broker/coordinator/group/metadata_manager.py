@@ -22,6 +22,8 @@ from ....protocol.errors import (  # type: ignore[attr-defined]
     NotCoordinatorError,
 )
 from ....protocol.records import RecordBatchBuilder, iter_batches
+from ....protocol.records.control import ControlRecordType, read_control_batch
+from ....protocol.records.errors import RecordBatchError
 from . import records as fmt
 from .group_metadata import DEAD, EMPTY, GroupMetadata
 from .records import OffsetAndMetadata
@@ -121,7 +123,7 @@ class GroupMetadataManager:
         """Rebuild the groups of one partition from its log (Kafka's doLoadGroupsAndOffsets)."""
         started = time.monotonic()
         try:
-            offsets, groups, removed = await self._read_partition(log_, partition)
+            loaded = await self._read_partition(log_, partition)
         except Exception:
             log.exception("Error loading offsets from __consumer_offsets-%d", partition)
             self.loading.discard(partition)
@@ -129,6 +131,7 @@ class GroupMetadataManager:
         if partition not in self.loading:
             return  # unloaded meanwhile: a newer leader owns it now
         self.loading.discard(partition)
+        offsets, groups, removed = loaded.offsets, loaded.groups, loaded.removed
         for group_id, record in groups.items():
             group = GroupMetadata.from_record(group_id, record)
             group.offsets = offsets.pop(group_id, {})
@@ -137,14 +140,22 @@ class GroupMetadataManager:
             if group_id not in removed or group_offsets:
                 group = self.groups.setdefault(group_id, GroupMetadata(group_id))
                 group.offsets.update(group_offsets)
+        for (group_id, tp), position in loaded.positions.items():
+            group = self.groups.get(group_id)
+            if group is not None and tp in group.offsets:
+                group.offset_positions[tp] = position
+        for producer_id, pending in loaded.pending.items():
+            for (group_id, tp), entry in pending.items():
+                group = self.groups.setdefault(group_id, GroupMetadata(group_id))
+                group.pending_txn_offsets.setdefault(producer_id, {})[tp] = entry
         self.owned.add(partition)
         log.info("Finished loading offsets and group metadata from __consumer_offsets-%d in %d ms (%d groups)",
                  partition, (time.monotonic() - started) * 1000, len(groups))
 
-    async def _read_partition(self, log_: Any, partition: int) -> tuple[dict, dict, set]:
-        offsets: dict[str, dict[tuple[str, int], OffsetAndMetadata]] = {}
-        groups: dict[str, fmt.GroupRecord] = {}
-        removed: set[str] = set()
+    async def _read_partition(self, log_: Any, partition: int) -> "_LoadedPartition":
+        """Kafka's doLoadGroupsAndOffsets: transactional offsets wait in ``pending`` per producer until the
+        producer's COMMIT marker (applied if newer than what is committed) or ABORT marker (dropped)."""
+        loaded = _LoadedPartition()
         position, end = log_.log_start_offset, log_.log_end_offset
         while position < end and partition in self.loading:
             data = log_.read(position, self.load_buffer_size, min_one_batch=True).records
@@ -153,14 +164,36 @@ class GroupMetadataManager:
             for batch in iter_batches(data):
                 position = batch.next_offset
                 if batch.is_control:
+                    loaded.apply_marker(batch)
                     continue
+                txn = loaded.pending.setdefault(batch.producer_id, {}) if batch.is_transactional else None
                 for record in batch.records():
-                    self._apply_record(record, offsets, groups, removed)
+                    if txn is not None:
+                        self._apply_txn_record(record, batch.base_offset, txn)
+                    else:
+                        self._apply_record(record, loaded.offsets, loaded.groups, loaded.removed,
+                                           loaded.positions, batch.base_offset)
             await asyncio.sleep(0)  # a big partition loads in chunks, between other requests
-        return offsets, groups, removed
+        return loaded
 
     @staticmethod
-    def _apply_record(record: Any, offsets: dict, groups: dict, removed: set) -> None:
+    def _apply_txn_record(record: Any, base_offset: int, pending: dict) -> None:
+        if record.key is None:
+            return
+        try:
+            kind, group_id, tp = fmt.parse_key(record.key)
+            if kind != "offset":
+                return
+            if record.value is None:
+                pending.pop((group_id, tp), None)
+            else:
+                pending[(group_id, tp)] = (fmt.parse_offset_value(record.value), base_offset)
+        except fmt.BadRecord as exc:
+            log.warning("Skipping a record of __consumer_offsets at offset %d: %s", record.offset, exc)
+
+    @staticmethod
+    def _apply_record(record: Any, offsets: dict, groups: dict, removed: set, positions: dict | None = None,
+                      base_offset: int = -1) -> None:
         if record.key is None:
             return
         try:
@@ -171,6 +204,8 @@ class GroupMetadataManager:
                     group_offsets.pop(tp, None)
                 else:
                     group_offsets[tp] = fmt.parse_offset_value(record.value)
+                    if positions is not None:
+                        positions[(group_id, tp)] = base_offset
             elif record.value is None:
                 groups.pop(group_id, None)
                 removed.add(group_id)
@@ -204,14 +239,52 @@ class GroupMetadataManager:
         if not valid:
             return errors
         entries = [(fmt.offset_key(group.group_id, t, p), fmt.offset_value(o)) for (t, p), o in valid.items()]
-        code = await self._append(group.group_id, entries)
+        code, base_offset = await self._append_batch(group.group_id, entries)
         if code in _TOO_LARGE:
             code = InvalidCommitOffsetSizeError.code
         if code == 0 and self.groups.get(group.group_id) is group:
             group.offsets.update(valid)
+            for tp in valid:
+                group.offset_positions[tp] = base_offset
         for tp in valid:
             errors[tp] = code
         return errors
+
+    async def store_transactional_offsets(self, group: GroupMetadata, producer_id: int, producer_epoch: int,
+                                          offsets: dict[tuple[str, int], OffsetAndMetadata]) -> dict[tuple[str, int], int]:
+        """TxnOffsetCommit: append the offsets as a transactional batch of the producer; they stay pending
+        (invisible) until the producer's marker lands on this partition (complete_pending_txn_offsets)."""
+        errors: dict[tuple[str, int], int] = {}
+        valid = {}
+        for tp, o in offsets.items():
+            if o.metadata is not None and len(o.metadata) > self.max_metadata_size:
+                errors[tp] = 12  # OFFSET_METADATA_TOO_LARGE
+            else:
+                valid[tp] = o
+        if not valid:
+            return errors
+        entries = [(fmt.offset_key(group.group_id, t, p), fmt.offset_value(o)) for (t, p), o in valid.items()]
+        code, base_offset = await self._append_batch(group.group_id, entries, producer=(producer_id, producer_epoch))
+        if code in _TOO_LARGE:
+            code = InvalidCommitOffsetSizeError.code
+        if code == 0 and self.groups.get(group.group_id) is group:
+            pending = group.pending_txn_offsets.setdefault(producer_id, {})
+            for tp, o in valid.items():
+                pending[tp] = (o, base_offset)
+        for tp in valid:
+            errors[tp] = code
+        return errors
+
+    def _next_sequence(self, tp: tuple[str, int], producer_id: int, producer_epoch: int) -> int:
+        """The sequence the leader's producer state expects next from this producer (Kafka skips the
+        check for the coordinator's own appends; our log checks every producer batch, so we continue it)."""
+        online = getattr(self.replica_manager, "online_partition", None)
+        partition = online(*tp) if online is not None else None
+        state = getattr(getattr(partition, "log", None), "producer_state", None)
+        entry = state.last_entry(producer_id) if state is not None else None
+        if entry is None or entry.epoch != producer_epoch or entry.last_seq < 0:
+            return 0
+        return (entry.last_seq + 1) & 0x7FFFFFFF
 
     async def store_group(self, group: GroupMetadata) -> int:
         code = await self._append(group.group_id, [(fmt.group_key(group.group_id), fmt.group_value(group.to_record()))])
@@ -233,21 +306,30 @@ class GroupMetadataManager:
         return code
 
     async def _append(self, group_id: str, entries: list[tuple[bytes, bytes | None]]) -> int:
-        builder = RecordBatchBuilder()
+        return (await self._append_batch(group_id, entries))[0]
+
+    async def _append_batch(self, group_id: str, entries: list[tuple[bytes, bytes | None]],
+                            producer: tuple[int, int] | None = None) -> tuple[int, int]:
+        """Append one batch (transactional for ``producer`` = (id, epoch)); (error code, base offset)."""
+        tp = (GROUP_METADATA_TOPIC, self.partition_for(group_id))
+        if producer is None:
+            builder = RecordBatchBuilder()
+        else:
+            builder = RecordBatchBuilder(producer_id=producer[0], producer_epoch=producer[1], is_transactional=True,
+                                         base_sequence=self._next_sequence(tp, *producer))
         now = wall_ms()
         for key, value in entries:
             builder.append(now, key, value)
-        tp = (GROUP_METADATA_TOPIC, self.partition_for(group_id))
         result = self.replica_manager.append_records(self.required_acks, self.commit_timeout_ms,
                                                      {tp: bytearray(builder.build())})
         if isinstance(result, asyncio.Future):
             result = await result
         code = result[tp].error_code
         if code in _NOT_AVAILABLE:
-            return CoordinatorNotAvailableError.code
+            return CoordinatorNotAvailableError.code, -1
         if code in _NOT_COORDINATOR:
-            return NotCoordinatorError.code
-        return code
+            return NotCoordinatorError.code, -1
+        return code, result[tp].base_offset
 
     # -- expiration -------------------------------------------------------------------------------
 
@@ -260,7 +342,7 @@ class GroupMetadataManager:
             expired = self._expired_offsets(group, now_ms)
             if expired and await self.remove_offsets(group, expired) == 0:
                 expired_total += len(expired)
-            if group.is_in(EMPTY) and not group.offsets and self.groups.get(group.group_id) is group:
+            if group.is_in(EMPTY) and not group.has_offsets() and self.groups.get(group.group_id) is group:
                 # An empty group without offsets is gone (Kafka: transitions to Dead, tombstone written).
                 if await self._append(group.group_id, [(fmt.group_key(group.group_id), None)]) == 0 \
                         and self.groups.get(group.group_id) is group:
@@ -286,3 +368,29 @@ class GroupMetadataManager:
                 if (o.expire_timestamp is not None and now_ms >= o.expire_timestamp)
                 or (o.expire_timestamp is None and now_ms - base(o) >= self.retention_ms)]
 
+
+class _LoadedPartition:
+    """What a load found: committed offsets and their batch offsets, groups, removed groups, and the
+    transactional offsets still waiting for a marker (producer id -> (group, partition) -> (offset, batch))."""
+
+    def __init__(self) -> None:
+        self.offsets: dict[str, dict[tuple[str, int], OffsetAndMetadata]] = {}
+        self.positions: dict[tuple[str, tuple[str, int]], int] = {}
+        self.groups: dict[str, fmt.GroupRecord] = {}
+        self.removed: set[str] = set()
+        self.pending: dict[int, dict[tuple[str, tuple[str, int]], tuple[OffsetAndMetadata, int]]] = {}
+
+    def apply_marker(self, batch: Any) -> None:
+        pending = self.pending.pop(batch.producer_id, None)
+        if not pending:
+            return
+        try:
+            committed = read_control_batch(batch)[0] == ControlRecordType.COMMIT
+        except RecordBatchError:
+            return
+        if not committed:
+            return
+        for (group_id, tp), (offset, position) in pending.items():
+            if self.positions.get((group_id, tp), -1) < position:
+                self.offsets.setdefault(group_id, {})[tp] = offset
+                self.positions[(group_id, tp)] = position
