@@ -12,13 +12,15 @@ given in several places must agree. Records are printed by DefaultMessageFormatt
 ``MessageFormatter``). --timeout-ms ends the run when a poll of that long returns nothing, logged as
 Kafka logs its TimeoutException; the tool always ends with "Processed a total of N messages" on stderr.
 
-While our consumer cannot join groups (AIOConsumer.subscribe raises NotImplementedError with a
-group_id), a topic-wide run falls back to taking every partition of the topics without a group.
+--topic and --whitelist subscribe in the group (a pattern subscription for --whitelist, so topics
+created later are picked up); a consumer without group membership (AIOConsumer.subscribe raising
+NotImplementedError) falls back to every partition of the matching topics, without a group.
 """
 
 from __future__ import annotations
 
 import argparse
+import inspect
 import random
 import re
 import signal
@@ -235,6 +237,7 @@ class _Stop(Exception):
 
 def _open_consumer(opts: argparse.Namespace) -> Any:
     """A started Consumer, assigned (--partition) or subscribed (--topic / --whitelist)."""
+    from ..consumer import AIOConsumer
     from ..sync_consumer import Consumer
 
     kwargs = consumer_kwargs(opts.consumer)
@@ -254,11 +257,14 @@ def _open_consumer(opts: argparse.Namespace) -> Any:
             else:
                 consumer.seek(tp, opts.start)
             return consumer
+        if opts.whitelist is not None and "pattern" in inspect.signature(AIOConsumer.subscribe).parameters:
+            consumer.subscribe(pattern=opts.pattern)  # the group follows topics created later, as Kafka's
+            return consumer
         topics = [opts.topic] if opts.topic is not None else sorted(
             t for t in consumer.topics() if t not in INTERNAL_TOPICS and opts.pattern.fullmatch(t))
         try:
             consumer.subscribe(topics)
-        except NotImplementedError:  # no group membership in our consumer yet: every partition, no group
+        except NotImplementedError:  # a consumer without group membership: every partition, no group
             consumer.close()
             kwargs.pop("group_id", None)
             kwargs.pop("enable_auto_commit", None)
