@@ -116,23 +116,44 @@ def encode_sticky_user_data(partitions: dict[str, list[int]], generation: int) -
     return b"".join(out)
 
 
-def decode_sticky_user_data(data: bytes) -> tuple[dict[str, list[int]], int]:
-    """(previous assignment, generation); generation -1 when absent (v0); raises struct.error/ValueError."""
-    pos = 0
+def _parse_sticky_user_data(data: bytes, pos: int) -> tuple[dict[str, list[int]], int]:
     (topics,) = struct.unpack_from(">i", data, pos)
     pos += 4
+    if not 0 <= topics <= len(data):
+        raise ValueError("bad topic count")
     found: dict[str, list[int]] = {}
     for _ in range(topics):
         (length,) = struct.unpack_from(">h", data, pos)
         pos += 2
+        if length < 0 or pos + length > len(data):
+            raise ValueError("bad topic name")
         topic = bytes(data[pos:pos + length]).decode("utf-8")
         pos += length
         (count,) = struct.unpack_from(">i", data, pos)
         pos += 4
+        if not 0 <= count <= len(data):
+            raise ValueError("bad partition count")
         found[topic] = list(struct.unpack_from(f">{count}i", data, pos))
         pos += 4 * count
-    generation = struct.unpack_from(">i", data, pos)[0] if pos + 4 <= len(data) else -1
-    return found, generation
+    if pos == len(data):
+        return found, -1  # v0: no generation
+    if pos + 4 != len(data):
+        raise ValueError("trailing bytes")
+    return found, struct.unpack_from(">i", data, pos)[0]
+
+
+def decode_sticky_user_data(data: bytes) -> tuple[dict[str, list[int]], int]:
+    """(previous assignment, generation -1 when absent). Java writes the struct bare; kafka-python 3
+    prefixes an int16 version, so that layout is tried when the bare one does not fit exactly.
+    Raises ValueError when neither does."""
+    try:
+        return _parse_sticky_user_data(data, 0)
+    except (struct.error, ValueError):
+        pass
+    try:
+        return _parse_sticky_user_data(data, 2)
+    except struct.error as exc:
+        raise ValueError(f"unreadable sticky assignor user data: {exc}") from None
 
 
 class StickyAssignor(PartitionAssignor):
@@ -166,7 +187,7 @@ class StickyAssignor(PartitionAssignor):
             try:
                 partitions, generation = decode_sticky_user_data(sub.user_data)
                 return [(t, p) for t in sorted(partitions) for p in partitions[t]], generation
-            except (struct.error, ValueError):
+            except ValueError:
                 pass
         return [(t, p) for t in sorted(sub.owned_partitions) for p in sub.owned_partitions[t]], -1
 
