@@ -67,6 +67,8 @@ class DelayedFetch(DelayedOperation):
             else:
                 end = partition.log_end_offset
             if end < spec.fetch_offset:
+                if self.params.read_committed:
+                    continue  # ahead of the LSO: wait for it to get there (no busy answer loop)
                 return self.force_complete()
             if end > spec.fetch_offset:
                 if min_bytes <= 1:
