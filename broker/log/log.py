@@ -446,8 +446,7 @@ class Log:
     def delete_old_segments(self) -> int:
         """One retention pass: log-start-offset breach, then retention.ms and retention.bytes."""
         with self._lock:
-            deleted = self._delete_segments_while(lambda seg, nxt: nxt is not None and
-                                                  nxt.base_offset <= self.log_start_offset)
+            deleted = self.delete_segments_below_log_start()
             if not self.config.delete_enabled:
                 return deleted
             if self.config.retention_ms >= 0:
@@ -464,6 +463,12 @@ class Log:
                     return False
                 deleted += self._delete_segments_while(over_size)
             return deleted
+
+    def delete_segments_below_log_start(self) -> int:
+        """Remove the segments wholly below the log start offset (after DeleteRecords moved it)."""
+        with self._lock:
+            return self._delete_segments_while(lambda seg, nxt: nxt is not None and
+                                               nxt.base_offset <= self.log_start_offset)
 
     def _delete_segments_while(self, predicate: Callable[[LogSegment, LogSegment | None], bool]) -> int:
         doomed: list[LogSegment] = []
