@@ -160,7 +160,7 @@ class DeleteRecordsApi:
         """Executor: drop the segments now below the log start offsets and checkpoint the offsets."""
         for log_ in logs:
             try:
-                log_.delete_old_segments()  # its first step removes the segments below the log start offset
+                log_.delete_segments_below_log_start()
             except OSError:
                 log.exception("Cannot delete old segments of %s", log_)
         self.services.replica_manager.log_manager.checkpoint_log_start_offsets()
