@@ -563,6 +563,11 @@ class AIOConsumer:
         try:
             records = records_from_fetch(answer.records, offset, aborted)
             if not records:
+                # Only control batches or aborted transactions: step over them, as Java's Fetcher does
+                # (its next fetch offset is the last batch's next offset); else this offset is fetched forever.
+                after = max((batch.next_offset for batch in iter_batches(answer.records or b"")), default=offset)
+                if after > offset:
+                    state.position = after
                 return False
             state.buffer.extend(self._consumer_records(tp, answer.records, records))
         except Exception as exc:  # corrupt data or a failing deserializer: the application sees it
