@@ -134,7 +134,7 @@ def test_our_console_producer_read_by_kafka_python(cluster, boot):
                              consumer_timeout_ms=10000)
     try:
         consumer.assign([KafkaTopicPartition(topic, 0)])
-        records = [(r.key, r.value) for r, _ in zip(consumer, range(3))]
+        records = [(r.key, r.value) for _, r in zip(range(3), consumer)]
     finally:
         consumer.close()
     assert records == [(b"alpha", b"one"), (b"beta", b"two"), (b"gamma", b"")]
