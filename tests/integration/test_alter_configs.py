@@ -215,6 +215,13 @@ def test_kafka_python_alter_configs(cluster, client, confluent_admin):
         admin.close()
 
 
+def test_api_versions_advertise_kafka_2_8_ranges(client):
+    from odradek.protocol.messages import ApiVersionsRequest
+    answer = client.send(1, ApiVersionsRequest(), version=0)
+    ranges = {k.api_key: (k.min_version, k.max_version) for k in answer.api_keys}
+    assert (ranges[21], ranges[33], ranges[44]) == ((0, 2), (0, 2), (0, 1))
+
+
 def test_raw_requests_errors_per_resource(client):
     """Null values, duplicate keys, an unknown operation and other resource types, per resource."""
     Resource = IncrementalAlterConfigsRequest.AlterConfigsResource
