@@ -98,18 +98,18 @@ class DynamicConfigManager:
     def process_notifications(self) -> int:
         """Apply every notification after the last one processed; returns how many were applied."""
         notifications = self.zk.get_config_change_notifications()  # name -> (type, name), oldest first
-        applied = 0
-        for name, (entity_type, entity_name) in notifications.items():
-            if self._last_processed is not None and name <= self._last_processed:
-                continue
+        new = [(name, entity) for name, entity in notifications.items()
+               if self._last_processed is None or name > self._last_processed]
+        # Each entity once: its overrides are re-read whole, so only the latest state matters.
+        for entity in dict.fromkeys(entity for _, entity in new):
             try:
-                self.apply_change(entity_type, entity_name)
+                self.apply_change(*entity)
             except Exception:
-                log.exception("Cannot apply the config change %s of %s/%s", name, entity_type, entity_name)
-            self._last_processed = name
-            applied += 1
-        self.applied_changes += applied
-        return applied
+                log.exception("Cannot apply the config change of %s/%s", *entity)
+        if new:
+            self._last_processed = new[-1][0]
+        self.applied_changes += len(new)
+        return len(new)
 
     def apply_change(self, entity_type: str, entity_name: str) -> None:
         if entity_type == "topics":
