@@ -173,49 +173,90 @@ def test_a_second_producer_with_the_same_transactional_id_fences_the_first(odrad
     assert read_committed(bootstrap, topic, 1, 1) == [b"successor"]
 
 
-def _leader_of(cluster, topic: str, partition: int) -> int:
-    admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap_servers)
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            for t in admin.describe_topics([topic]):
-                for p in t["partitions"]:
-                    if p["partition"] == partition and p["leader"] >= 0:
-                        return p["leader"]
-            assert time.monotonic() < deadline, f"{topic}-{partition} has no leader"
-            time.sleep(0.5)
-    finally:
-        admin.close()
+def _partition_info(cluster, topic: str, partition: int):
+    deadline = time.monotonic() + 60
+    while True:
+        with cluster.client() as client:
+            info = client.metadata(topics=[topic]).topics[topic].partitions.get(partition)
+        if info is not None and info.leader >= 0:
+            return info
+        assert time.monotonic() < deadline, f"{topic}-{partition} has no leader"
+        time.sleep(0.5)
 
 
 def test_a_new_coordinator_finishes_a_commit_prepared_by_a_killed_one(odradek_cluster_factory):
-    """The topic's leader is SIGSTOPped so the markers cannot be written; the coordinator writes
-    PrepareCommit, answers the commit, and is SIGKILLed; the next coordinator resends the markers."""
-    cluster = odradek_cluster_factory(3, TRIPLE)
+    """The data partition lives only on the one broker outside the transaction's __transaction_state
+    partition; it is SIGSTOPped so no marker can be written, the commit is answered once PrepareCommit is
+    durable, the coordinator is SIGKILLed, and its successor (the other replica) sends the markers."""
+    cluster = odradek_cluster_factory(3, {**TRIPLE, "transaction.state.log.replication.factor": "2",
+                                          "transaction.state.log.min.isr": "1"})
     bootstrap = cluster.bootstrap_servers
     tid = f"tx-{uuid.uuid4().hex[:8]}"
-    txn_partition = kafka_partition_for(tid, 3)
-    producer = txn_producer(bootstrap, tid, **{"transaction.timeout.ms": 120000})
-    coordinator = _leader_of(cluster, "__transaction_state", txn_partition)
-    # A topic led by another broker than the coordinator: its markers can be held back.
-    topic = None
-    for attempt in range(10):
-        candidate = f"t-{uuid.uuid4().hex[:8]}"
-        create_topic(bootstrap, candidate, 1, 3)
-        if _leader_of(cluster, candidate, 0) != coordinator:
-            topic = candidate
-            break
-    assert topic is not None
-    data_leader = _leader_of(cluster, topic, 0)
+    producer = txn_producer(bootstrap, tid, **{"transaction.timeout.ms": 300000})
+    state = _partition_info(cluster, "__transaction_state", kafka_partition_for(tid, 3))
+    coordinator = state.leader
+    (data_broker,) = {0, 1, 2} - set(state.replicas)
+    topic = f"t-{uuid.uuid4().hex[:8]}"
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+    try:
+        admin.create_topics([NewTopic(topic, replica_assignments={0: [data_broker]})])
+    finally:
+        admin.close()
+    _partition_info(cluster, topic, 0)
     producer.begin_transaction()
     for i in range(5):
         producer.produce(topic, value=b"survives-%d" % i)
     producer.flush(30)
-    cluster.kill_broker(data_leader, signal.SIGSTOP)
+    cluster.kill_broker(data_broker, signal.SIGSTOP)
     try:
-        producer.commit_transaction(60)  # PrepareCommit is durable; the markers wait for the stopped leader
+        producer.commit_transaction(60)  # PrepareCommit is durable; the markers wait for the stopped broker
         cluster.kill_broker(coordinator, signal.SIGKILL)
     finally:
-        cluster.kill_broker(data_leader, signal.SIGCONT)
+        cluster.kill_broker(data_broker, signal.SIGCONT)
+    new_state = _partition_info(cluster, "__transaction_state", kafka_partition_for(tid, 3))
+    deadline = time.monotonic() + 60
+    while new_state.leader in (coordinator, -1):
+        assert time.monotonic() < deadline, "no new transaction coordinator"
+        time.sleep(0.5)
+        new_state = _partition_info(cluster, "__transaction_state", kafka_partition_for(tid, 3))
     seen = read_committed(bootstrap, topic, 1, 5, timeout=120)
     assert sorted(seen) == sorted(b"survives-%d" % i for i in range(5))
+
+
+ZOMBIE = """
+import sys
+from confluent_kafka import Producer
+producer = Producer({"bootstrap.servers": sys.argv[1], "transactional.id": sys.argv[2],
+                     "transaction.timeout.ms": 3000})
+producer.init_transactions(60)
+producer.begin_transaction()
+for i in range(3):
+    producer.produce(sys.argv[3], value=b"zombie-%d" % i, partition=0)
+producer.flush(30)
+print("in-transaction", flush=True)
+sys.stdin.read()
+"""
+
+
+def test_a_killed_producers_transaction_is_aborted_on_timeout(odradek_cluster_factory):
+    import subprocess
+    import sys
+
+    cluster = odradek_cluster_factory(1, {**SINGLE, "transaction.abort.timed.out.transaction.cleanup.interval.ms":
+                                          "500"})
+    bootstrap = cluster.bootstrap_servers
+    topic = f"t-{uuid.uuid4().hex[:8]}"
+    create_topic(bootstrap, topic, 1)
+    zombie = subprocess.Popen([sys.executable, "-c", ZOMBIE, bootstrap, f"z-{uuid.uuid4().hex[:8]}", topic],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    try:
+        assert zombie.stdout.readline().strip() == b"in-transaction"
+    finally:
+        zombie.kill()
+        zombie.wait()
+    producer = txn_producer(bootstrap, f"tx-{uuid.uuid4().hex[:8]}")
+    producer.begin_transaction()
+    producer.produce(topic, value=b"after", partition=0)
+    producer.commit_transaction(30)
+    # Only the coordinator's abort (after 3 s) lets the last stable offset pass the zombie's records.
+    assert read_committed(bootstrap, topic, 1, 1, timeout=90) == [b"after"]

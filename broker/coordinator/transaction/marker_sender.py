@@ -33,6 +33,7 @@ RETRIABLE = {3, 6, 19, 20, 7, 56, 15}   # unknown partition, not leader, not eno
 FENCED = {47, 52}                       # INVALID_PRODUCER_EPOCH, TRANSACTION_COORDINATOR_FENCED
 DROP = {43}                             # UNSUPPORTED_FOR_MESSAGE_FORMAT: the partition cannot take markers
 INITIAL_BACKOFF_S, MAX_BACKOFF_S = 0.05, 1.0
+CONNECT_TIMEOUT_S = 10.0  # as Kafka 2.8's socket.connection.setup.timeout.ms: a hung broker is given up sooner
 
 
 class TransactionMarkerSender:
@@ -207,7 +208,7 @@ class TransactionMarkerSender:
                 await known[1].close()
             conn = await BrokerConnection.connect(address[0], address[1],
                                                   client_id=f"broker-{self.broker_id}-txn-marker-sender",
-                                                  timeout=self.request_timeout_s)
+                                                  timeout=min(self.request_timeout_s, CONNECT_TIMEOUT_S))
             self._connections[broker] = (address, conn)
             return conn
 
