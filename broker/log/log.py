@@ -47,7 +47,7 @@ from .log_types import (
 from .offset_index import CorruptIndexError
 from .producer_state import DEFAULT_PRODUCER_ID_EXPIRATION_MS, BatchMetadata, CompletedTxn, ProducerStateManager
 from .segment import (
-    CLEANED_SUFFIX, DELETED_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, SWAP_SUFFIX, TIME_INDEX_SUFFIX,
+    CLEANED_SUFFIX, DELETED_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, SWAP_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX,
     LogSegment, now_ms, parse_base_offset, walk_headers,
 )
 from .time_index import NO_TIMESTAMP
@@ -116,7 +116,8 @@ class Log:
         names = os.listdir(self.dir)
         log_bases = {parse_base_offset(n) for n in names if n.endswith(LOG_SUFFIX)}
         for name in names:  # indexes without a log file
-            if name.endswith((INDEX_SUFFIX, TIME_INDEX_SUFFIX)) and parse_base_offset(name) not in log_bases:
+            if name.endswith((INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX)) and \
+                    parse_base_offset(name) not in log_bases:
                 os.unlink(os.path.join(self.dir, name))
         recovered: set[int] = set()
         for base in sorted(log_bases):

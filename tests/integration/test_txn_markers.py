@@ -22,7 +22,7 @@ import pytest
 
 from odradek.broker.log.txn_index import TransactionIndex
 from odradek.clients.simple_client import SimpleClient
-from odradek.protocol.messages import FetchRequest, ListOffsetsRequest, WriteTxnMarkersRequest
+from odradek.protocol.messages import FetchRequest, WriteTxnMarkersRequest
 
 TOPIC = "txn-events"
 PARTITIONS = 3

@@ -2,6 +2,7 @@
 the leader's refusals (old epoch, non-transactional write inside a transaction, zombie coordinator),
 the epoch a marker carries, and read_committed reads."""
 
+import shutil
 import time
 
 import pytest
@@ -119,7 +120,6 @@ def test_markers_carry_the_epoch_and_fence_old_epochs_and_zombie_coordinators(tm
 
 
 def test_open_transactions_survive_clean_and_unclean_restarts(tmp_path):
-    import shutil
     directory = tmp_path / "t-0"
     log = open_log(directory)
     log.append_as_leader(make_batch(1, timestamp=NOW), 1)       # 0
