@@ -1,0 +1,245 @@
+"""TransactionCoordinator on its own: state is written to real Logs (a one-replica leader), the marker
+sender is replaced by a recorder (the integration tests send real markers)."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+from types import SimpleNamespace
+
+import pytest
+
+from odradek.broker.coordinator.transaction import records as fmt
+from odradek.broker.coordinator.transaction.coordinator import TransactionCoordinator
+from odradek.broker.coordinator.transaction.state_manager import TRANSACTION_STATE_TOPIC
+from odradek.broker.coordinator.transaction.transaction_metadata import (
+    COMPLETE_ABORT, COMPLETE_COMMIT, EMPTY, ONGOING, PREPARE_ABORT, PREPARE_COMMIT)
+from odradek.broker.log import Log
+from odradek.broker.log.log_config import LogConfig
+from odradek.broker.replica_manager import ProducePartitionResult
+from odradek.protocol.records import iter_batches
+
+CONFIG = {"transaction.state.log.num.partitions": 1, "transaction.state.log.load.buffer.size": 1 << 20,
+          "transaction.max.timeout.ms": 60000, "transactional.id.expiration.ms": 1000, "request.timeout.ms": 5000,
+          "transaction.state.log.min.isr": 1, "transaction.state.log.segment.bytes": 1 << 20}
+STATE_TP = (TRANSACTION_STATE_TOPIC, 0)
+
+
+def run_in_loop(test):
+    @functools.wraps(test)
+    def wrapper(*args, **kwargs):
+        return asyncio.run(test(*args, **kwargs))
+    return wrapper
+
+
+class Config:
+    def get(self, key):
+        return CONFIG[key]
+
+
+class LogReplicaManager:
+    """Appends to a real Log per partition, as the only replica and leader would."""
+
+    def __init__(self, directory):
+        self.directory = directory
+        self.logs: dict[tuple[str, int], Log] = {}
+        self.leader_epoch = 0
+        self.fail_with = 0
+
+    def log(self, tp):
+        if tp not in self.logs:
+            self.logs[tp] = Log(str(self.directory / f"{tp[0]}-{tp[1]}"), LogConfig())
+        return self.logs[tp]
+
+    def online_partition(self, topic, partition):
+        return SimpleNamespace(log=self.log((topic, partition)), leader_epoch=self.leader_epoch)
+
+    def append_records(self, acks, timeout_ms, entries):
+        results = {}
+        for tp, data in entries.items():
+            if self.fail_with:
+                results[tp] = ProducePartitionResult(self.fail_with)
+                continue
+            info = self.log(tp).append_as_leader(data, self.leader_epoch)
+            results[tp] = ProducePartitionResult(0, info.first_offset)
+        return results
+
+    def state_records(self):
+        """(transactional id, TxnRecord or None) in log order."""
+        log_ = self.log(STATE_TP)
+        found = []
+        for batch in iter_batches(log_.read(0, 1 << 20).records):
+            for r in batch.records():
+                found.append((fmt.parse_key(r.key), fmt.parse_value(r.value) if r.value is not None else None))
+        return found
+
+
+class MarkerRecorder:
+    def __init__(self):
+        self.sent = []
+
+    def add_markers(self, coordinator_epoch, commit, metadata, complete):
+        self.sent.append((coordinator_epoch, commit, metadata, complete))
+
+    def remove_for_partition(self, partition):
+        pass
+
+    async def shutdown(self):
+        pass
+
+
+@pytest.fixture
+def make(tmp_path):
+    async def build(rm=None, load=True):
+        rm = rm or LogReplicaManager(tmp_path)
+        ids = iter(range(100, 200))
+
+        async def generate():
+            return next(ids)
+        c = TransactionCoordinator(1, Config(), rm, None, generate, "PLAINTEXT")
+        c.markers = MarkerRecorder()
+        c.state.on_partition_unloaded = c.markers.remove_for_partition
+        if load:
+            c.on_leadership_change([STATE_TP], [])
+            await until(lambda: 0 in c.state.partitions)
+        return c, rm
+    return build
+
+
+async def until(condition):
+    for _ in range(200):
+        if condition():
+            return
+        await asyncio.sleep(0)
+    raise AssertionError("condition never held")
+
+
+async def begin(c, tid="tx", partitions=frozenset({("t", 0), ("t", 1)})):
+    result = await c.init_producer_id(tid, 10000)
+    assert result.error_code == 0
+    assert await c.add_partitions(tid, result.producer_id, result.producer_epoch, set(partitions)) == 0
+    return result
+
+
+@run_in_loop
+async def test_init_producer_id_creates_the_id_and_bumps_the_epoch_each_time(make):
+    c, rm = await make()
+    first = await c.init_producer_id("tx", 10000)
+    second = await c.init_producer_id("tx", 10000)
+    assert (first.error_code, first.producer_id, first.producer_epoch) == (0, 100, 0)
+    assert (second.error_code, second.producer_id, second.producer_epoch) == (0, 100, 1)
+    tid, record = rm.state_records()[-1]
+    assert (tid, record.producer_id, record.producer_epoch, record.state, record.timeout_ms) == \
+        ("tx", 100, 1, EMPTY, 10000)
+    assert (await c.init_producer_id("tx", 60001)).error_code == 50  # INVALID_TRANSACTION_TIMEOUT
+    assert (await c.init_producer_id("", 1000)).error_code == 42     # INVALID_REQUEST
+
+
+@run_in_loop
+async def test_not_coordinator_and_load_in_progress(make):
+    c, _ = await make(load=False)
+    assert (await c.init_producer_id("tx", 1000)).error_code == 16  # NOT_COORDINATOR
+    c.state.loading[0] = 0
+    assert (await c.init_producer_id("tx", 1000)).error_code == 14  # COORDINATOR_LOAD_IN_PROGRESS
+    assert await c.end_transaction("tx", 1, 0, True) == 14
+
+
+@run_in_loop
+async def test_commit_writes_prepare_commit_and_hands_the_markers_over(make):
+    c, rm = await make()
+    ids = await begin(c)
+    pid, epoch = ids.producer_id, ids.producer_epoch
+    assert await c.add_partitions("tx", pid, epoch, {("t", 0)}) == 0  # already in: nothing written
+    assert [r.state for _, r in rm.state_records()] == [EMPTY, ONGOING]
+    assert await c.end_transaction("tx", pid, epoch, True) == 0
+    _, record = rm.state_records()[-1]
+    assert (record.state, record.partitions) == (PREPARE_COMMIT, {("t", 0), ("t", 1)})
+    (coordinator_epoch, commit, metadata, complete), = c.markers.sent
+    assert (coordinator_epoch, commit, complete.state) == (0, True, COMPLETE_COMMIT)
+    # While the markers are out, the transaction is busy.
+    assert await c.add_partitions("tx", pid, epoch, {("t", 2)}) == 51       # CONCURRENT_TRANSACTIONS
+    assert await c.end_transaction("tx", pid, epoch, True) == 51
+    assert (await c.init_producer_id("tx", 10000)).error_code == 51
+    assert await c.state.append_transaction("tx", coordinator_epoch, complete) == 0
+    assert await c.end_transaction("tx", pid, epoch, True) == 0    # a retried commit of a finished commit
+    assert await c.end_transaction("tx", pid, epoch, False) == 48  # INVALID_TXN_STATE
+    assert rm.state_records()[-1][1].state == COMPLETE_COMMIT
+
+
+@run_in_loop
+async def test_fenced_and_unknown_producers(make):
+    c, _ = await make()
+    ids = await begin(c)
+    assert await c.add_partitions("tx", ids.producer_id, ids.producer_epoch - 1, {("t", 3)}) == 90  # PRODUCER_FENCED
+    assert await c.add_partitions("tx", ids.producer_id + 1, ids.producer_epoch, {("t", 3)}) == 49
+    assert await c.end_transaction("nobody", 1, 0, True) == 49  # INVALID_PRODUCER_ID_MAPPING
+    assert await c.end_transaction("tx", ids.producer_id, ids.producer_epoch, False) == 0
+    # A commit while the abort's markers are out is CONCURRENT_TRANSACTIONS, after them INVALID_TXN_STATE.
+    assert await c.end_transaction("tx", ids.producer_id, ids.producer_epoch, True) == 51
+    await c.state.append_transaction("tx", 0, c.markers.sent[-1][3])
+    assert await c.end_transaction("tx", ids.producer_id, ids.producer_epoch, True) == 48
+
+
+@run_in_loop
+async def test_init_producer_id_aborts_an_ongoing_transaction_under_a_bumped_epoch(make):
+    c, rm = await make()
+    ids = await begin(c)
+    assert (await c.init_producer_id("tx", 10000)).error_code == 51  # CONCURRENT_TRANSACTIONS, retry later
+    _, record = rm.state_records()[-1]
+    assert (record.state, record.producer_epoch) == (PREPARE_ABORT, ids.producer_epoch + 1)
+    (coordinator_epoch, commit, metadata, complete), = c.markers.sent
+    assert commit is False and metadata.producer_epoch == ids.producer_epoch + 1
+    # The old producer is fenced right away.
+    assert await c.end_transaction("tx", ids.producer_id, ids.producer_epoch, True) == 90
+    await c.state.append_transaction("tx", coordinator_epoch, complete)
+    retried = await c.init_producer_id("tx", 10000)
+    assert (retried.error_code, retried.producer_epoch) == (0, ids.producer_epoch + 2)
+
+
+@run_in_loop
+async def test_a_failed_write_leaves_the_transaction_usable(make):
+    c, rm = await make()
+    ids = await begin(c)
+    rm.fail_with = 19  # NOT_ENOUGH_REPLICAS
+    assert await c.end_transaction("tx", ids.producer_id, ids.producer_epoch, True) == 15  # COORDINATOR_NOT_AVAILABLE
+    rm.fail_with = 6   # NOT_LEADER_OR_FOLLOWER
+    assert await c.end_transaction("tx", ids.producer_id, ids.producer_epoch, True) == 16  # NOT_COORDINATOR
+    rm.fail_with = 0
+    assert await c.end_transaction("tx", ids.producer_id, ids.producer_epoch, True) == 0
+
+
+@run_in_loop
+async def test_timed_out_transactions_are_aborted_and_idle_ids_expire(make):
+    c, rm = await make()
+    ids = await begin(c)
+    await c.init_producer_id("idle", 10000)
+    assert await c.abort_timed_out_transactions(now_ms=0) == 0
+    assert await c.abort_timed_out_transactions(now_ms=10 ** 13) == 1
+    _, record = rm.state_records()[-1]
+    assert (record.state, record.producer_epoch) == (PREPARE_ABORT, ids.producer_epoch + 1)
+    _, _, _, complete = c.markers.sent[-1]
+    await c.state.append_transaction("tx", 0, complete)
+    assert c.state.get_state("tx")[1].metadata.state == COMPLETE_ABORT
+    assert await c.remove_expired_transactional_ids(now_ms=10 ** 13) == 2
+    assert sorted(t for t, r in rm.state_records()[-2:] if r is None) == ["idle", "tx"]
+    assert c.state.get_state("tx") == (0, None)
+
+
+@run_in_loop
+async def test_a_new_coordinator_loads_the_log_and_resumes_prepared_markers(make):
+    c, rm = await make()
+    committing = await begin(c, "committing")
+    await begin(c, "ongoing", {("u", 0)})
+    await c.init_producer_id("idle", 10000)
+    assert await c.end_transaction("committing", committing.producer_id, committing.producer_epoch, True) == 0
+    rm.leader_epoch = 3
+    successor, _ = await make(rm)
+    entry = successor.state.get_state("ongoing")[1]
+    assert (entry.coordinator_epoch, entry.metadata.state, entry.metadata.partitions) == (3, ONGOING, {("u", 0)})
+    assert successor.state.get_state("idle")[1].metadata.state == EMPTY
+    (coordinator_epoch, commit, metadata, complete), = successor.markers.sent
+    assert (coordinator_epoch, commit, metadata.transactional_id, metadata.partitions) == \
+        (3, True, "committing", {("t", 0), ("t", 1)})
+    # The old coordinator's writes are refused once the partition has moved.
+    c.on_leadership_change([], [STATE_TP])
+    assert (await c.init_producer_id("idle", 10000)).error_code == 16
