@@ -84,12 +84,16 @@ class OffsetApis:
             committed = self.coordinator.fetch_offsets(body.group_id, requested)
         except KafkaError as exc:
             return self._fetch_error(request, exc.code)
+        unstable = self.coordinator.unstable_partitions(body.group_id, list(committed)) \
+            if version >= 7 and body.require_stable else set()
         topics: dict[str, list] = {}
         for (topic, partition), o in committed.items():
+            if (topic, partition) in unstable:  # UNSTABLE_OFFSET_COMMIT: a transaction's offset is pending
+                o = None
             topics.setdefault(topic, []).append(_FetchPartition(
                 partition_index=partition, committed_offset=o.offset if o else -1,
                 committed_leader_epoch=o.leader_epoch if o else -1, metadata=o.metadata if o else "",
-                error_code=0))
+                error_code=88 if (topic, partition) in unstable else 0))
         return OffsetFetchResponse(throttle_time_ms=0, error_code=0,
                                    topics=[_FetchTopic(name=n, partitions=p) for n, p in topics.items()])
 

@@ -465,6 +465,14 @@ class GroupCoordinator:
                 applied += group.complete_pending_txn_offsets(producer_id, committed)
         return applied
 
+    def unstable_partitions(self, group_id: str, partitions: list[tuple[str, int]]) -> set[tuple[str, int]]:
+        """Partitions with transactional offsets awaiting their marker: OffsetFetch with require_stable
+        answers UNSTABLE_OFFSET_COMMIT for them (KIP-447), so the consumer waits for the transaction."""
+        group = self.manager.get_group(group_id)
+        if group is None or not group.pending_txn_offsets:
+            return set()
+        return {tp for tp in partitions if group.has_pending_txn_offsets(tp)}
+
     def fetch_offsets(self, group_id: str, partitions: list[tuple[str, int]] | None
                       ) -> dict[tuple[str, int], OffsetAndMetadata | None]:
         """Committed offsets (None where nothing is committed); all of the group's when ``partitions`` is None."""

@@ -136,3 +136,15 @@ async def test_a_reload_honours_markers_and_keeps_open_transactions_pending(make
     rm.marker(9, 0, True)
     successor.complete_transactional_offsets(9, True, 0)
     assert successor.fetch_offsets("g", [("t", 2)])[("t", 2)].offset == 7
+
+
+@run_in_loop
+async def test_require_stable_sees_partitions_with_pending_transactional_offsets(make):
+    c, rm = make()
+    c.manager.owned.add(0)
+    await c.commit_offsets("g", "", None, -1, offsets(p0=1, p1=1))
+    await c.commit_transactional_offsets("g", 7, 0, "", None, -1, offsets(p0=5))
+    assert c.unstable_partitions("g", [("t", 0), ("t", 1)]) == {("t", 0)}
+    rm.marker(7, 0, True)
+    c.complete_transactional_offsets(7, True, 0)
+    assert c.unstable_partitions("g", [("t", 0), ("t", 1)]) == set()
