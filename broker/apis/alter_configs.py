@@ -15,8 +15,9 @@ As Kafka 2.8's ZkAdminManager.alterConfigs / incrementalAlterConfigs, per resour
 Errors, as Kafka: a null value (AlterConfigs, or an incremental op other than DELETE) and duplicate
 keys are INVALID_REQUEST, APPEND / SUBTRACT of a non-list key INVALID_REQUEST, an unknown topic key
 INVALID_CONFIG "Unknown topic config name". A value that does not parse or is out of range is
-INVALID_CONFIG naming the key and what it accepts (Kafka 2.8 answers INVALID_REQUEST for that case;
-the project's contract asks for INVALID_CONFIG). Nothing is written when a resource fails.
+INVALID_REQUEST "Invalid config value for resource ...", naming the key and what it accepts, as Kafka 2.8's
+ZkAdminManager turns a ConfigException into an InvalidRequestException. Nothing is written when a
+resource fails.
 """
 
 from __future__ import annotations
@@ -245,12 +246,12 @@ def _validate(configs: dict[str, str], keys: dict[str, Any], label: str, kind: s
         try:
             keys[name].parse(raw)
         except Invalid as exc:
-            raise InvalidConfigError(f"Invalid config value for resource {label}: Invalid value {raw} for "
+            raise InvalidRequestError(f"Invalid config value for resource {label}: Invalid value {raw} for "
                                      f"configuration {name}: expected {exc}") from None
     if kind == "topic":
         lo, hi = configs.get("min.compaction.lag.ms"), configs.get("max.compaction.lag.ms")
         if lo is not None and hi is not None and int(lo) > int(hi):
-            raise InvalidConfigError(f"Invalid config value for resource {label}: conflict topic config setting "
+            raise InvalidRequestError(f"Invalid config value for resource {label}: conflict topic config setting "
                                      f"min.compaction.lag.ms ({lo}) > max.compaction.lag.ms ({hi})")
 
 

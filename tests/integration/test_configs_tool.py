@@ -74,7 +74,7 @@ def test_alter_and_describe_a_topic(single_broker_cluster, tool, topic):
     bad = tool("--topic", topic, "--alter", "--add-config", "retention.ms=soon", check=False)
     assert bad.returncode == 1
     assert bad.stderr.splitlines()[0].startswith("Error while executing config command with args")
-    assert "InvalidConfigError" in bad.stderr and "retention.ms" in bad.stderr
+    assert "InvalidRequestError" in bad.stderr and "retention.ms" in bad.stderr
 
 
 def test_a_topic_change_takes_effect(single_broker_cluster, tool, topic):
