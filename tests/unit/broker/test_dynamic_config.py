@@ -105,12 +105,12 @@ def test_incremental_operations():
 
 def test_validation_names_the_key_and_what_it_accepts():
     label = "ConfigResource(type=TOPIC, name='t')"
-    with pytest.raises(InvalidConfigError) as raised:
+    with pytest.raises(InvalidRequestError) as raised:
         _validate({"min.insync.replicas": "0"}, TOPIC_KEYS, label, "topic")
     assert raised.value.detail == (f"Invalid config value for resource {label}: Invalid value 0 for configuration "
                                    f"min.insync.replicas: expected an integer >= 1")
-    with pytest.raises(InvalidConfigError, match="message.timestamp.type: expected one of: CreateTime, LogAppendTime"):
+    with pytest.raises(InvalidRequestError, match="message.timestamp.type: expected one of: CreateTime, LogAppendTime"):
         _validate({"message.timestamp.type": "Now"}, TOPIC_KEYS, label, "topic")
-    with pytest.raises(InvalidConfigError, match="min.compaction.lag.ms"):
+    with pytest.raises(InvalidRequestError, match="min.compaction.lag.ms"):
         _validate({"min.compaction.lag.ms": "10", "max.compaction.lag.ms": "5"}, TOPIC_KEYS, label, "topic")
     _validate({"retention.ms": "-1", "cleanup.policy": "compact,delete"}, TOPIC_KEYS, label, "topic")
