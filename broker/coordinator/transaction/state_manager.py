@@ -129,11 +129,11 @@ class TransactionStateManager:
                     self.load_partition(partition, found.leader_epoch)
 
     def load_partition(self, partition: int, coordinator_epoch: int) -> None:
-        """Start loading (Kafka's loadTransactionsForTxnTopicPartition); a newer epoch replaces an older load."""
-        owned = self.partitions.get(partition)
-        if owned is not None and owned[0] >= coordinator_epoch or self.loading.get(partition, -1) >= coordinator_epoch:
+        """Start loading (Kafka's loadTransactionsForTxnTopicPartition). A partition this broker already
+        leads keeps its coordinator epoch: Kafka elects (and loads) only on becoming leader, not on a
+        leader epoch bumped by an ISR change."""
+        if partition in self.partitions or partition in self.loading:
             return
-        self.unload_partition(partition)
         found = self.replica_manager.online_partition(TRANSACTION_STATE_TOPIC, partition)
         if found is None:
             return

@@ -243,3 +243,12 @@ async def test_a_new_coordinator_loads_the_log_and_resumes_prepared_markers(make
     # The old coordinator's writes are refused once the partition has moved.
     c.on_leadership_change([], [STATE_TP])
     assert (await c.init_producer_id("idle", 10000)).error_code == 16
+
+
+@run_in_loop
+async def test_a_leader_epoch_bump_without_a_new_leader_keeps_the_loaded_state(make):
+    c, rm = await make()
+    await begin(c)
+    rm.leader_epoch = 5  # an ISR change: LeaderAndIsr names this broker leader again
+    c.on_leadership_change([STATE_TP], [])
+    assert 0 not in c.state.loading and c.state.get_state("tx")[1].coordinator_epoch == 0
