@@ -290,3 +290,185 @@ def test_a_commit_with_a_stale_generation_fails_and_the_member_rejoins(odradek_c
         assert consumer.committed(TopicPartition(topic, 0)) == OffsetAndMetadata(0, "")
     finally:
         consumer.close()
+
+
+# --- the issue's headline test: ours, kafka-python and confluent-kafka in one group ------------------------------
+
+_KAFKA_PYTHON_MEMBER = """
+import os, sys, time
+from kafka import KafkaConsumer, TopicPartition
+from kafka.consumer.subscription_state import ConsumerRebalanceListener
+from kafka.structs import OffsetAndMetadata
+bootstrap, group, topic, freeze_file = sys.argv[1:5]
+
+class Announce(ConsumerRebalanceListener):
+    def on_partitions_revoked(self, revoked):
+        print("revoked", flush=True)
+    def on_partitions_assigned(self, assigned):
+        print("assigned " + ",".join(str(tp.partition) for tp in sorted(assigned)), flush=True)
+
+consumer = KafkaConsumer(bootstrap_servers=bootstrap, group_id=group, auto_offset_reset="earliest",
+                         enable_auto_commit=False, session_timeout_ms=6000, heartbeat_interval_ms=500)
+consumer.subscribe([topic], listener=Announce())  # kafka-python's default strategy: range, roundrobin
+
+def freeze_if_asked():
+    if os.path.exists(freeze_file):  # stop between two records: all it reported is committed
+        print("frozen", flush=True)
+        time.sleep(3600)
+
+while True:
+    freeze_if_asked()
+    for tp, records in consumer.poll(200).items():
+        for record in records:
+            time.sleep(0.02)  # "processing": slow enough to be stopped with records still unprocessed
+            consumer.commit({tp: OffsetAndMetadata(record.offset + 1, "", -1)})  # synchronous
+            print("record %d %d %s" % (record.partition, record.offset, record.value.decode()), flush=True)
+            freeze_if_asked()
+"""
+
+
+class _Processed:
+    """Every record a member processed and committed: (partition, offset, value), from every member."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.records: list[tuple[int, int, bytes, str]] = []
+
+    def add(self, partition: int, offset: int, value: bytes, who: str) -> None:
+        with self.lock:
+            self.records.append((partition, offset, value, who))
+
+    def count(self) -> int:
+        with self.lock:
+            return len(self.records)
+
+
+def test_ours_kafka_python_and_confluent_share_a_group_on_roundrobin_and_consume_each_record_once(
+        odradek_cluster_factory, tmp_path):
+    cluster = odradek_cluster_factory(1, GROUP_OVERRIDES)
+    bootstrap = cluster.bootstrap_servers
+    topic, group = names()
+    create_topic(bootstrap, topic, 6)
+    processed = _Processed()
+    per_batch = 120
+
+    # ours: offers roundrobin first; commits each record synchronously after processing it
+    ours = our_consumer(bootstrap, topic, group, partition_assignment_strategy=["roundrobin", "range"],
+                        enable_auto_commit=False)
+
+    def our_handle(record):
+        try:
+            ours.commit({TopicPartition(record.topic, record.partition): OffsetAndMetadata(record.offset + 1, "")})
+        except CommitFailedError:
+            return  # the group moved on: the record's next owner processes it
+        processed.add(record.partition, record.offset, record.value, "ours")
+
+    # confluent-kafka: only roundrobin, which makes roundrobin the one protocol all three support; with
+    # rebalance callbacks librdkafka rebalances inside poll(), as the other two do
+    ck_assigned: set[int] = set()
+    ck = confluent_kafka.Consumer({"bootstrap.servers": bootstrap, "group.id": group,
+                                   "partition.assignment.strategy": "roundrobin", "session.timeout.ms": 6000,
+                                   "heartbeat.interval.ms": 500, "enable.auto.commit": False,
+                                   "auto.offset.reset": "earliest"})
+
+    def ck_on_assign(consumer, partitions):
+        ck_assigned.clear()
+        ck_assigned.update(tp.partition for tp in partitions)
+
+    def ck_on_revoke(consumer, partitions):
+        ck_assigned.clear()
+
+    ck.subscribe([topic], on_assign=ck_on_assign, on_revoke=ck_on_revoke)
+
+    def ck_poll():
+        message = ck.poll(0.2)
+        if message is None or message.error() is not None:
+            return []
+        try:
+            ck.commit(message=message, asynchronous=False)
+        except confluent_kafka.KafkaException:
+            return []
+        processed.add(message.partition(), message.offset(), message.value(), "confluent")
+        return []
+
+    members = {"ours": our_member(ours, our_handle),
+               "confluent": Member(ck_poll, lambda: set(ck_assigned), ck.close)}
+    freeze_file = tmp_path / "freeze"
+    kp_state = {"assigned": frozenset(), "frozen": False, "lines": []}
+    kp = subprocess.Popen([sys.executable, "-c", _KAFKA_PYTHON_MEMBER, bootstrap, group, topic, str(freeze_file)],
+                          stdout=subprocess.PIPE)
+
+    def read_kp() -> None:
+        for line in kp.stdout:
+            words = line.decode().split()
+            kp_state["lines"].append(words)
+            if words[0] == "assigned":
+                kp_state["assigned"] = frozenset(int(p) for p in words[1].split(",")) if len(words) > 1 else frozenset()
+            elif words[0] == "revoked":
+                kp_state["assigned"] = frozenset()
+            elif words[0] == "record":
+                processed.add(int(words[1]), int(words[2]), words[3].encode(), "kafka-python")
+            elif words[0] == "frozen":
+                kp_state["frozen"] = True
+
+    reader = threading.Thread(target=read_kp, daemon=True)
+    reader.start()
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+    for member in members.values():
+        member.start()
+    try:
+        kp_member = SimpleNamespaceMember(kp_state)
+        shares = wait_for_shares({**members, "kafka-python": kp_member},
+                                 SPLITS["roundrobin"][1])  # {0,3}, {1,4}, {2,5}: roundrobin, not range
+        assert admin.describe_groups([group])[group]["protocol_data"] == "roundrobin"
+
+        def produce_batch(n: int) -> None:
+            produce(bootstrap, topic, 6, [f"batch{n}-{i}".encode() for i in range(per_batch)])
+
+        produce_batch(1)
+        wait_until(lambda: processed.count() >= per_batch, what="the first batch")
+        by_member = {who for _, _, _, who in processed.records}
+        assert by_member == {"ours", "confluent", "kafka-python"}
+
+        produce_batch(2)
+        leaving = members.pop("confluent")
+        leaving.stop.set()
+        leaving.join(60)  # confluent-kafka closes: LeaveGroup, the other two rebalance at once
+        two = wait_for_shares({**members, "kafka-python": kp_member})
+        wait_until(lambda: processed.count() >= 2 * per_batch, what="the second batch")
+
+        produce_batch(3)
+        wait_until(lambda: any(w[0] == "record" and w[3].startswith("batch3") for w in kp_state["lines"]),
+                   what="kafka-python to process part of the third batch")
+        freeze_file.write_text("stop")
+        wait_until(lambda: kp_state["frozen"], what="kafka-python to stop between two records")
+        kp.send_signal(signal.SIGKILL)  # no LeaveGroup: the session timeout hands its partitions to ours
+        wait_until(lambda: len(members["ours"].assigned) == 6, what="ours to take over every partition")
+        wait_until(lambda: processed.count() >= 3 * per_batch, what="the third batch")
+        time.sleep(1)  # anything processed twice would show up now
+    finally:
+        kp.kill()
+        kp.wait()
+        admin.close()
+        stop_all(members.values())
+    assert all(m.error is None for m in members.values()), [m.error for m in members.values()]
+    assert sum(len(s) for s in two.values()) == 6
+    records = processed.records
+    keys = [(p, o) for p, o, _, _ in records]
+    duplicates = sorted({k for k in keys if keys.count(k) > 1})
+    assert not duplicates, f"processed more than once: {duplicates}"
+    assert sorted(keys) == sorted((p, o) for p in range(6) for o in range(3 * per_batch // 6))
+    assert sorted(v for _, _, v, _ in records) == sorted(
+        f"batch{n}-{i}".encode() for n in (1, 2, 3) for i in range(per_batch))
+
+
+class SimpleNamespaceMember:
+    """A member run elsewhere (a subprocess) whose assignment is reported to ``state``."""
+
+    def __init__(self, state: dict) -> None:
+        self.state = state
+        self.error = None
+
+    @property
+    def assigned(self) -> frozenset[int]:
+        return self.state["assigned"]
