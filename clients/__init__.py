@@ -21,6 +21,8 @@ _EXPORTS = {
     "TransactionState": "transaction_manager", "TransactionStateError": "transaction_manager",
     "TransactionAbortedError": "transaction_manager", "CommitFailedError": "transaction_manager",
     "ProducerFencedError": "transaction_manager",
+    "ConsumerRebalanceListener": "group.listener", "RangeAssignor": "group.assignors",
+    "RoundRobinAssignor": "group.assignors", "StickyAssignor": "group.assignors",
 }
 
 __all__ = sorted(_EXPORTS)

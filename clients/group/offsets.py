@@ -14,9 +14,10 @@ import logging
 from dataclasses import dataclass
 from typing import Any, Iterable
 
-from ...protocol.errors import KafkaError, for_code
+from ...protocol.errors import for_code
 from ...protocol.messages import FindCoordinatorRequest, OffsetCommitRequest, OffsetFetchRequest
 from ..simple_client import SimpleClient, _Retry, _raise_code
+from ..transaction_manager import CommitFailedError as _TransactionalCommitFailedError
 from ..types import OffsetAndMetadata, TopicPartition
 
 log = logging.getLogger(__name__)
@@ -26,9 +27,11 @@ ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, REBALANCE_IN_PROGRESS = 22, 25, 27
 STALE_MEMBER_ERRORS = frozenset({ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, REBALANCE_IN_PROGRESS})
 
 
-class CommitFailedError(KafkaError):
+class CommitFailedError(_TransactionalCommitFailedError):
     """The commit was rejected because the group rebalanced: the partitions may belong to another member
-    now. The consumer rejoins; the application should not assume its offsets were stored."""
+    now. The consumer rejoins; the application should not assume its offsets were stored. (A subclass of
+    the transactional producer's class of the same name, so ``odradek.clients.CommitFailedError`` catches
+    both: they are Java's one CommitFailedException.)"""
 
     name = "COMMIT_FAILED"
     message = ("Commit cannot be completed since the group has already rebalanced and assigned the "
