@@ -472,3 +472,78 @@ class SimpleNamespaceMember:
     @property
     def assigned(self) -> frozenset[int]:
         return self.state["assigned"]
+
+
+def test_sticky_members_keep_their_partitions_when_a_member_joins(odradek_cluster_factory):
+    cluster = odradek_cluster_factory(1, GROUP_OVERRIDES)
+    bootstrap = cluster.bootstrap_servers
+    topic, group = names()
+    create_topic(bootstrap, topic, 6)
+    members = {name: our_member(our_consumer(bootstrap, topic, group, partition_assignment_strategy=["sticky"]))
+               for name in ("a", "b")}
+    for member in members.values():
+        member.start()
+    try:
+        before = wait_for_shares(members)
+        members["c"] = our_member(our_consumer(bootstrap, topic, group, partition_assignment_strategy=["sticky"]))
+        members["c"].start()
+        after = wait_until(lambda: (lambda s: s if sorted(len(x) for x in s.values()) == [2, 2, 2] else None)(
+            wait_for_shares(members)), what="three shares of two")
+    finally:
+        stop_all(members.values())
+    assert after["a"] <= before["a"] and after["b"] <= before["b"]  # only what c needed moved
+
+
+def test_pattern_subscription_follows_new_topics_and_partition_growth_with_an_async_listener(odradek_cluster_factory):
+    import asyncio
+
+    from kafka.admin import NewPartitions
+
+    from odradek.clients.consumer import AIOConsumer
+
+    cluster = odradek_cluster_factory(1, GROUP_OVERRIDES)
+    bootstrap = cluster.bootstrap_servers
+    prefix, group = names()
+    create_topic(bootstrap, f"{prefix}-a", 2)
+    create_topic(bootstrap, f"x{prefix}-a", 1)  # does not match: the pattern matches whole names
+    events: list[tuple[str, set]] = []
+
+    class AsyncListener:
+        async def on_partitions_revoked(self, revoked):
+            events.append(("revoked", set(revoked)))
+
+        async def on_partitions_assigned(self, assigned):
+            events.append(("assigned", set(assigned)))
+
+    async def main():
+        async with AIOConsumer(bootstrap_servers=bootstrap, group_id=group, metadata_max_age_ms=500,
+                               auto_offset_reset="earliest", **FAST) as consumer:
+            await consumer.subscribe(pattern=f"{prefix}-.*", listener=AsyncListener())
+
+            async def assigned(expected):
+                for _ in range(600):
+                    await consumer.getmany(timeout_ms=100)
+                    if consumer.assignment() == expected:
+                        return
+                raise AssertionError(f"assignment {consumer.assignment()} never became {expected}")
+
+            await assigned({TopicPartition(f"{prefix}-a", 0), TopicPartition(f"{prefix}-a", 1)})
+            await asyncio.to_thread(create_topic, bootstrap, f"{prefix}-b", 1)
+            await assigned({TopicPartition(f"{prefix}-a", 0), TopicPartition(f"{prefix}-a", 1),
+                            TopicPartition(f"{prefix}-b", 0)})
+            assert consumer.subscription() == {f"{prefix}-a", f"{prefix}-b"}
+
+            def grow():
+                admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+                try:
+                    admin.create_partitions({f"{prefix}-a": NewPartitions(3)})
+                finally:
+                    admin.close()
+            await asyncio.to_thread(grow)
+            await assigned({TopicPartition(f"{prefix}-a", p) for p in range(3)} | {TopicPartition(f"{prefix}-b", 0)})
+
+    asyncio.run(asyncio.wait_for(main(), 200))
+    assert [kind for kind, _ in events][:1] == ["assigned"]
+    final = {TopicPartition(f"{prefix}-a", p) for p in range(3)} | {TopicPartition(f"{prefix}-b", 0)}
+    assert events[-2:] == [("assigned", final), ("revoked", final)]  # the last one: closing leaves the group
+    assert len([e for e in events if e[0] == "assigned"]) >= 3
