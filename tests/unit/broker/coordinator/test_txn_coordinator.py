@@ -252,3 +252,13 @@ async def test_a_leader_epoch_bump_without_a_new_leader_keeps_the_loaded_state(m
     rm.leader_epoch = 5  # an ISR change: LeaderAndIsr names this broker leader again
     c.on_leadership_change([STATE_TP], [])
     assert 0 not in c.state.loading and c.state.get_state("tx")[1].coordinator_epoch == 0
+
+
+@run_in_loop
+async def test_an_exhausted_epoch_gets_a_new_producer_id(make):
+    c, rm = await make()
+    first = await c.init_producer_id("tx", 10000)
+    c.state.get_state("tx")[1].metadata.producer_epoch = 32766  # Short.MaxValue - 1: exhausted
+    rotated = await c.init_producer_id("tx", 10000)
+    assert (rotated.error_code, rotated.producer_epoch) == (0, 0) and rotated.producer_id != first.producer_id
+    assert rm.state_records()[-1][1].producer_id == rotated.producer_id
