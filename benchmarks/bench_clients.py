@@ -1,0 +1,373 @@
+"""Our clients against confluent-kafka and kafka-python on the same Odradek cluster (figures printed, nothing asserted).
+
+    python benchmarks/bench_clients.py [--quick] [--rounds N] [--records N] [--brokers 1|3] [--clients a,b,...]
+
+Workloads (3 partitions; replication factor 1, or 3 with --brokers 3): produce 100-byte records without
+key with acks=1 and with acks=all, and consume records from earliest with assign (no group). Every
+producer runs with linger.ms 5, idempotence off and its library's other defaults; a fresh topic per
+round and client. Clients:
+
+* odradek-sync: ``Producer`` (kafka-python's shape: ``send`` in a loop, ``flush``) / ``Consumer.poll``;
+* odradek-aio: ``AIOProducer`` (``await send`` in a loop, the loop yielded every 1,000 records, ``flush``)
+  / ``AIOConsumer.getmany``;
+* confluent-kafka (librdkafka): ``produce``/``poll`` with delivery reports for errors only / ``consume(1000)``
+  (fetch.queue.backoff.ms 10, as bench_vs_tansu.py);
+* kafka-python 3: ``send`` in a loop, ``flush`` / ``poll(max_records=...)``.
+
+Each measurement runs in a process of its own (this script with the internal ``--client`` option), after
+the connection and the topic's metadata are set up (one warm-up record per partition for producers; a
+metadata request for consumers, whose window opens at ``assign`` and so includes the offset lookups
+but not a local queue filled beforehand); the window ends when the last record is acknowledged (producers) or read (consumers). The client's CPU
+and the brokers' CPU (/proc) over the window are recorded. ROUNDS rounds, the client order rotating;
+the table shows medians of records/s and CPU per record, and each client's ratio to confluent-kafka.
+On a 2-core machine client and broker share the cores: the client's own CPU per record is the figure
+that compares the client libraries best.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_vs_tansu import format_table  # noqa: E402
+from kafka_client_workloads import own_cpu_seconds, process_cpu_seconds  # noqa: E402
+
+PARTITIONS = 3
+RECORD_SIZE = 100
+LINGER_MS = 5
+CLIENTS = ("odradek-sync", "odradek-aio", "confluent-kafka", "kafka-python")
+WORKLOADS = (("produce", 1, "produce acks=1"), ("produce", -1, "produce acks=all"), ("consume", None, "consume"))
+BROKER_OVERRIDES = {"zookeeper.session.timeout.ms": "6000", "controlled.shutdown.retry.backoff.ms": "500"}
+
+
+# ------------------------------------------------------------------------------------------ client process
+
+class Window:
+    """Wall time and CPU (this client, every broker) between start() and stop()."""
+
+    def __init__(self, broker_pids: list[int]) -> None:
+        self.pids = broker_pids
+
+    def start(self) -> None:
+        self.brokers = sum(process_cpu_seconds(pid) for pid in self.pids)
+        self.client = own_cpu_seconds()
+        self.began = time.perf_counter()
+
+    def stop(self, records: int) -> dict:
+        return {"seconds": time.perf_counter() - self.began, "records": records,
+                "client_cpu": own_cpu_seconds() - self.client,
+                "broker_cpu": sum(process_cpu_seconds(pid) for pid in self.pids) - self.brokers}
+
+
+def produce_odradek_sync(spec: dict, window: Window) -> dict:
+    from odradek.clients.sync_producer import Producer
+
+    value = b"v" * RECORD_SIZE
+    with Producer(bootstrap_servers=spec["bootstrap"], acks=spec["acks"], linger_ms=LINGER_MS,
+                  enable_idempotence=False) as producer:
+        for partition in range(PARTITIONS):
+            producer.send(spec["topic"], value, partition=partition)
+        producer.flush()
+        window.start()
+        send, failed = producer.send, []
+        futures = [send(spec["topic"], value) for _ in range(spec["count"])]
+        producer.flush()
+        failed = [f for f in futures if f.exception() is not None]
+        result = window.stop(spec["count"])
+    if failed:
+        raise RuntimeError(f"{len(failed)} records failed: {failed[0].exception()}")
+    return result
+
+
+def produce_odradek_aio(spec: dict, window: Window) -> dict:
+    from odradek.clients.producer import AIOProducer
+
+    async def run() -> dict:
+        value = b"v" * RECORD_SIZE
+        async with AIOProducer(bootstrap_servers=spec["bootstrap"], acks=spec["acks"], linger_ms=LINGER_MS,
+                               enable_idempotence=False) as producer:
+            for partition in range(PARTITIONS):
+                await producer.send(spec["topic"], value, partition=partition)
+            await producer.flush()
+            window.start()
+            futures = []
+            for i in range(spec["count"]):
+                futures.append(await producer.send(spec["topic"], value))
+                if i % 1000 == 999:
+                    await asyncio.sleep(0)
+            await producer.flush()
+            result = window.stop(spec["count"])
+            failed = [f for f in futures if f.exception() is not None]
+            if failed:
+                raise RuntimeError(f"{len(failed)} records failed: {failed[0].exception()}")
+            return result
+
+    return asyncio.run(run())
+
+
+def produce_confluent(spec: dict, window: Window) -> dict:
+    from confluent_kafka import Producer
+
+    failures: list[str] = []
+    producer = Producer({"bootstrap.servers": spec["bootstrap"], "acks": spec["acks"], "linger.ms": LINGER_MS,
+                         "enable.idempotence": False, "delivery.report.only.error": True,
+                         "on_delivery": lambda err, msg: failures.append(str(err)) if err else None})
+    value = b"v" * RECORD_SIZE
+    for partition in range(PARTITIONS):
+        producer.produce(spec["topic"], value, partition=partition)
+    producer.flush(60)
+    window.start()
+    produce, poll = producer.produce, producer.poll
+    for i in range(spec["count"]):
+        while True:
+            try:
+                produce(spec["topic"], value)
+                break
+            except BufferError:  # the local queue is full: let librdkafka drain it
+                poll(0.005)
+        if not i & 0x3FFF:
+            poll(0)
+    left = producer.flush(300)
+    result = window.stop(spec["count"])
+    if left or failures:
+        raise RuntimeError(f"{left} undelivered, {len(failures)} failed: {failures[:1]}")
+    return result
+
+
+def produce_kafka_python(spec: dict, window: Window) -> dict:
+    from kafka import KafkaProducer
+
+    producer = KafkaProducer(bootstrap_servers=spec["bootstrap"], acks=spec["acks"], linger_ms=LINGER_MS,
+                             enable_idempotence=False)
+    value = b"v" * RECORD_SIZE
+    try:
+        for partition in range(PARTITIONS):
+            producer.send(spec["topic"], value, partition=partition)
+        producer.flush()
+        window.start()
+        futures = [producer.send(spec["topic"], value) for _ in range(spec["count"])]
+        producer.flush()
+        result = window.stop(spec["count"])
+        failed = [f for f in futures if f.failed()]
+        if failed:
+            raise RuntimeError(f"{len(failed)} records failed: {failed[0].exception}")
+        return result
+    finally:
+        producer.close()
+
+
+def consume_odradek_sync(spec: dict, window: Window) -> dict:
+    from odradek.clients.sync_consumer import Consumer
+    from odradek.clients.types import TopicPartition
+
+    with Consumer(bootstrap_servers=spec["bootstrap"], auto_offset_reset="earliest") as consumer:
+        consumer.partitions_for_topic(spec["topic"])  # connection and metadata before the window
+        consumer.assign([TopicPartition(spec["topic"], p) for p in range(PARTITIONS)])
+        window.start()
+        read = 0
+        while read < spec["count"]:
+            read += sum(len(records) for records in consumer.poll(timeout_ms=1000).values())
+        return window.stop(read)
+
+
+def consume_odradek_aio(spec: dict, window: Window) -> dict:
+    from odradek.clients.consumer import AIOConsumer
+    from odradek.clients.types import TopicPartition
+
+    async def run() -> dict:
+        async with AIOConsumer(bootstrap_servers=spec["bootstrap"], auto_offset_reset="earliest") as consumer:
+            await consumer.partitions_for_topic(spec["topic"])
+            consumer.assign([TopicPartition(spec["topic"], p) for p in range(PARTITIONS)])
+            window.start()
+            read = 0
+            while read < spec["count"]:
+                read += sum(len(records) for records in (await consumer.getmany(timeout_ms=1000)).values())
+            return window.stop(read)
+
+    return asyncio.run(run())
+
+
+def consume_confluent(spec: dict, window: Window) -> dict:
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+
+    consumer = Consumer({"bootstrap.servers": spec["bootstrap"], "group.id": f"bench-{uuid.uuid4().hex[:8]}",
+                         "enable.auto.commit": False, "enable.auto.offset.store": False,
+                         "fetch.queue.backoff.ms": 10})
+    try:
+        consumer.list_topics(spec["topic"], timeout=30)
+        consumer.assign([TopicPartition(spec["topic"], p, OFFSET_BEGINNING) for p in range(PARTITIONS)])
+        window.start()
+        read = 0
+        while read < spec["count"]:
+            for message in consumer.consume(1000, 1.0):
+                if message.error() is None:
+                    read += 1
+        return window.stop(read)
+    finally:
+        consumer.close()
+
+
+def consume_kafka_python(spec: dict, window: Window) -> dict:
+    from kafka import KafkaConsumer, TopicPartition
+
+    consumer = KafkaConsumer(bootstrap_servers=spec["bootstrap"], auto_offset_reset="earliest",
+                             enable_auto_commit=False)
+    try:
+        consumer.partitions_for_topic(spec["topic"])
+        consumer.assign([TopicPartition(spec["topic"], p) for p in range(PARTITIONS)])
+        window.start()
+        read = 0
+        while read < spec["count"]:
+            read += sum(len(records) for records in consumer.poll(timeout_ms=1000).values())
+        return window.stop(read)
+    finally:
+        consumer.close()
+
+
+RUNNERS = {
+    ("produce", "odradek-sync"): produce_odradek_sync, ("produce", "odradek-aio"): produce_odradek_aio,
+    ("produce", "confluent-kafka"): produce_confluent, ("produce", "kafka-python"): produce_kafka_python,
+    ("consume", "odradek-sync"): consume_odradek_sync, ("consume", "odradek-aio"): consume_odradek_aio,
+    ("consume", "confluent-kafka"): consume_confluent, ("consume", "kafka-python"): consume_kafka_python,
+}
+
+
+def client_main(spec: dict) -> None:
+    result = RUNNERS[(spec["kind"], spec["client"])](spec, Window(spec["broker_pids"]))
+    print(json.dumps(result))
+
+
+def run_client(spec: dict, timeout: float = 900.0) -> dict:
+    done = subprocess.run([sys.executable, __file__, "--client", json.dumps(spec)],
+                          capture_output=True, text=True, timeout=timeout)
+    lines = done.stdout.strip().splitlines()
+    if done.returncode != 0 or not lines:
+        raise RuntimeError(f"{spec['client']} {spec['kind']} failed (exit {done.returncode}):\n"
+                           + "\n".join(done.stderr.strip().splitlines()[-8:]))
+    return json.loads(lines[-1])
+
+
+# ---------------------------------------------------------------------------------------------- the run
+
+def create_topic(cluster, topic: str, replication: int) -> None:
+    from odradek.clients.admin import Admin, NewTopic
+
+    with Admin(bootstrap_servers=cluster.bootstrap_servers) as admin:
+        admin.create_topics([NewTopic(topic, PARTITIONS, replication)])
+    deadline = time.monotonic() + 60
+    with cluster.client() as client:
+        while True:  # every partition led and its ISR full before the clock runs
+            metadata = client.metadata([topic])
+            info = metadata.topics.get(topic)
+            if (info is not None and len(info.partitions) == PARTITIONS
+                    and all(p.leader in metadata.brokers and len(p.isr) == replication
+                            for p in info.partitions.values())):
+                return
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{topic} not ready: {info}")
+            time.sleep(0.1)
+
+
+def measure(cluster, args: argparse.Namespace) -> dict[tuple[str, str], list[dict]]:
+    pids = [broker.process.pid for broker in cluster.brokers]
+    replication = min(args.brokers, 3)
+    results: dict[tuple[str, str], list[dict]] = {}
+    consume_topic = f"bench-clients-consume-{uuid.uuid4().hex[:6]}"
+    create_topic(cluster, consume_topic, replication)
+    run_client({"kind": "produce", "client": "confluent-kafka", "bootstrap": cluster.bootstrap_servers,
+                "topic": consume_topic, "acks": 1, "count": args.records, "broker_pids": pids})
+    for round_ in range(args.rounds):
+        order = args.clients[round_ % len(args.clients):] + args.clients[:round_ % len(args.clients)]
+        for kind, acks, label in WORKLOADS:
+            for client in order:
+                spec = {"kind": kind, "client": client, "bootstrap": cluster.bootstrap_servers, "acks": acks,
+                        "count": args.records, "broker_pids": pids, "topic": consume_topic}
+                if kind == "produce":
+                    spec["topic"] = f"bench-clients-{uuid.uuid4().hex[:8]}"
+                    create_topic(cluster, spec["topic"], replication)
+                try:
+                    result = run_client(spec)
+                except (RuntimeError, subprocess.TimeoutExpired) as exc:
+                    print(f"round {round_ + 1} {label} {client}: {exc}", file=sys.stderr)
+                    continue
+                results.setdefault((label, client), []).append(result)
+                print(f"round {round_ + 1}/{args.rounds}  {label:<17} {client:<16} "
+                      f"{result['records'] / result['seconds']:>10,.0f} rec/s", flush=True)
+    return results
+
+
+def summary(results: dict[tuple[str, str], list[dict]], args: argparse.Namespace) -> str:
+    header = ["workload", "client", "rec/s", "MB/s", "client µs/rec", "broker µs/rec", "rec/s vs confluent",
+              "client CPU vs confluent"]
+    rows = []
+    for _, _, label in WORKLOADS:
+        figures = {}
+        for client in args.clients:
+            rounds = results.get((label, client))
+            if not rounds:
+                continue
+            figures[client] = {
+                "rec/s": statistics.median(r["records"] / r["seconds"] for r in rounds),
+                "client": statistics.median(r["client_cpu"] / r["records"] * 1e6 for r in rounds),
+                "broker": statistics.median(r["broker_cpu"] / r["records"] * 1e6 for r in rounds)}
+        base = figures.get("confluent-kafka")
+        for client, f in figures.items():
+            rows.append([label, client, f"{f['rec/s']:,.0f}", f"{f['rec/s'] * RECORD_SIZE / 1e6:.1f}",
+                         f"{f['client']:.1f}", f"{f['broker']:.1f}",
+                         f"{f['rec/s'] / base['rec/s']:.2f}×" if base else "-",
+                         f"{f['client'] / base['client']:.2f}×" if base else "-"])
+    return format_table(header, rows)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="smoke run: 20,000 records, one round")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--records", type=int, default=200_000, help="records per measurement (default 200,000)")
+    parser.add_argument("--brokers", type=int, default=1, choices=(1, 3),
+                        help="1 broker (replication factor 1) or 3 (replication factor 3)")
+    parser.add_argument("--clients", default=",".join(CLIENTS), help=f"a subset of {','.join(CLIENTS)}")
+    parser.add_argument("--client", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.client:
+        client_main(json.loads(args.client))
+        return
+    args.clients = [c.strip() for c in args.clients.split(",") if c.strip()]
+    unknown = set(args.clients) - set(CLIENTS)
+    if unknown:
+        parser.error(f"--clients: unknown {sorted(unknown)}; accepted: {', '.join(CLIENTS)}")
+    if args.quick:
+        args.rounds, args.records = 1, 20_000
+
+    from odradek.clients.cli.local_cluster import LocalCluster
+
+    workdir = Path(tempfile.mkdtemp(prefix="bench-clients-"))
+    cluster = LocalCluster(workdir / "cluster", args.brokers, broker_overrides=BROKER_OVERRIDES)
+    import confluent_kafka
+    import kafka
+    print(f"{args.brokers} broker(s), replication factor {min(args.brokers, 3)}, {PARTITIONS} partitions, "
+          f"{RECORD_SIZE}-byte records, linger.ms {LINGER_MS}, {args.records:,} records x {args.rounds} rounds; "
+          f"confluent-kafka {confluent_kafka.__version__} (librdkafka {confluent_kafka.libversion()[0]}), "
+          f"kafka-python {kafka.__version__}; {os.cpu_count()} cores", flush=True)
+    try:
+        cluster.start()
+        results = measure(cluster, args)
+    finally:
+        cluster.stop(timeout=30.0)
+    print()
+    print(summary(results, args))
+
+
+if __name__ == "__main__":
+    main()
