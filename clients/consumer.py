@@ -190,6 +190,14 @@ class AIOConsumer:
         self._states = {tp: self._states.get(tp) or _PartitionState() for tp in sorted(wanted)}
         self._wake.set()
 
+    def _stop_handing_out(self) -> None:
+        """Before revocation: no more records of the assigned partitions reach the application (buffers
+        dropped, fetches stopped), but their positions stay for the listener's and auto-commit's commits."""
+        for state in self._states.values():
+            state.paused = True
+            state.buffer.clear()
+            state.epoch += 1
+
     def assignment(self) -> set[TopicPartition]:
         return set(self._states)
 

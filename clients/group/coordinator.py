@@ -55,6 +55,7 @@ class GroupHost(Protocol):
     """What the coordinator needs from its consumer."""
 
     def _assign_partitions(self, partitions: Iterable[TopicPartition]) -> None: ...
+    def _stop_handing_out(self) -> None: ...
     def _consumed_positions(self) -> dict[TopicPartition, OffsetAndMetadata]: ...
     def _group_failed(self, error: BaseException) -> None: ...
 
@@ -83,6 +84,7 @@ class ConsumerCoordinator:
         self._polls_active = 0
         self._polled = asyncio.Event()
         self._last_poll = 0.0
+        self._poll_timed_out = False  # left the group for not polling: rejoin at the next poll
         self._closing = False
         self._tasks: list[asyncio.Task] = []
         self._backoff = config["retry_backoff_ms"] / 1000.0
@@ -135,16 +137,19 @@ class ConsumerCoordinator:
         if self._closing:
             return
         self._closing = True
+        was_joining = self._joining
         tasks, self._tasks = self._tasks, []
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
-        if self.generation.generation_id >= 0:
-            if autocommit and self.auto_commit:
-                await self._commit_consumed("close")
-            if self.instance_id is None:
-                await self._give_up_assignment(lost=False, commit=False)
-                await self._leave_group("the consumer is closing")
+        if was_joining:
+            await self.link.drop_connection()
+        if self.generation.generation_id >= 0 and autocommit and self.auto_commit:
+            await self._commit_consumed("close")
+        if self.instance_id is None:  # Java's maybeLeaveGroup: dynamic members only
+            if self.assignment:
+                await self._give_up_assignment(lost=self.generation.generation_id < 0, commit=False)
+            await self._leave_group("the consumer is closing")
         self._reset_generation()
 
     # -- membership loop --------------------------------------------------------------------------
@@ -180,8 +185,9 @@ class ConsumerCoordinator:
     async def _join(self) -> None:
         """One attempt to (re)join: revoke (once per rebalance), JoinGroup, assignment, SyncGroup."""
         if not self._revoked_for_join:
-            if self.assignment:
+            if self.assignment or self._poll_timed_out:
                 await self._wait_for_poll()
+                self._poll_timed_out = False
                 await self._give_up_assignment(lost=self.generation.generation_id < 0, commit=self.auto_commit)
             self._revoked_for_join = True
         await self._find_coordinator()
@@ -313,22 +319,21 @@ class ConsumerCoordinator:
 
     async def _give_up_assignment(self, *, lost: bool, commit: bool) -> None:
         """Eager revocation: commit (unless the generation is lost), drop the partitions, tell the listener."""
+        self.host._stop_handing_out()
         if commit and not lost:
             await self._commit_consumed("revocation")
-        revoked, self.assignment = self.assignment, set()
+        # Java calls the listener before clearing the assignment, so it can still commit positions
+        await call_listener(self.listener, "on_partitions_revoked", set(self.assignment))
+        self.assignment = set()
         self.host._assign_partitions(())
-        await call_listener(self.listener, "on_partitions_revoked", revoked)
 
     async def _wait_for_poll(self) -> None:
-        """Wait until the application is in getmany (Java rebalances only inside poll)."""
+        """Wait until the application is in getmany (Java rebalances only inside poll). Heartbeats go on
+        meanwhile; after max_poll_interval_ms the heartbeat loop leaves the group, as Java's does."""
         self._polled.clear()
         if self._polls_active:
             return
-        try:
-            async with asyncio.timeout(self.config["max_poll_interval_ms"] / 1000.0):
-                await self._polled.wait()
-        except TimeoutError:
-            pass
+        await self._polled.wait()
 
     async def _commit_consumed(self, why: str) -> None:
         positions = self.host._consumed_positions()
@@ -370,6 +375,7 @@ class ConsumerCoordinator:
                 # Java's heartbeat thread: the application stopped polling, so give its partitions up.
                 await self._leave_group("no poll within max_poll_interval_ms")
                 self._reset_generation()
+                self._poll_timed_out = True
                 self._wake.set()
                 continue
             try:

@@ -70,6 +70,15 @@ class CoordinatorLink:
             log.info("group %s: coordinator %s marked unknown", self.group_id, self.node_id)
         self.node_id = None
 
+    async def drop_connection(self) -> None:
+        """Close the coordinator connection, e.g. with a JoinGroup the broker may hold for minutes in flight
+        (it serves one request per connection at a time, so a LeaveGroup would wait behind it)."""
+        if self.node_id is None:
+            return
+        conn = self.client._connections.pop(("coordinator", self.node_id), None)
+        if conn is not None:
+            await conn.close()
+
     async def find(self) -> int:
         """The coordinator's node id (FindCoordinator on any broker when not known); ``_Retry`` on errors."""
         if self.node_id is not None:

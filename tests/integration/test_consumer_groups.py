@@ -547,3 +547,60 @@ def test_pattern_subscription_follows_new_topics_and_partition_growth_with_an_as
     final = {TopicPartition(f"{prefix}-a", p) for p in range(3)} | {TopicPartition(f"{prefix}-b", 0)}
     assert events[-2:] == [("assigned", final), ("revoked", final)]  # the last one: closing leaves the group
     assert len([e for e in events if e[0] == "assigned"]) >= 3
+
+
+def test_a_member_that_stops_polling_leaves_after_max_poll_interval_and_rejoins_when_it_polls(
+        odradek_cluster_factory):
+    cluster = odradek_cluster_factory(1, GROUP_OVERRIDES)
+    bootstrap = cluster.bootstrap_servers
+    topic, group = names()
+    create_topic(bootstrap, topic, 4)
+    idle_listener = Recorder()
+    idle = our_consumer(bootstrap, topic, group, idle_listener, max_poll_interval_ms=4000)
+    busy = None
+    try:
+        wait_until(lambda: idle.poll(100) is not None and len(idle.assignment()) == 4, what="the first member")
+        busy = our_member(our_consumer(bootstrap, topic, group))
+        busy.start()
+        # idle does not poll: it cannot rejoin for busy, and leaves when max_poll_interval_ms runs out
+        wait_until(lambda: len(busy.assigned) == 4, what="the polling member to get every partition")
+        assert idle_listener.events == [("assigned", frozenset(range(4)))]  # nothing happens outside poll
+        wait_until(lambda: idle.poll(100) is not None and len(idle.assignment()) == 2, what="the idle member's return")
+        wait_until(lambda: len(busy.assigned) == 2, what="the polling member to share again")
+    finally:
+        if busy is not None:
+            busy.stop.set()
+            busy.join(60)
+        idle.close()
+    assert idle_listener.events[1][0] == "revoked" and idle_listener.events[2][0] == "assigned"
+    assert busy.error is None
+
+
+def test_a_sync_listener_may_commit_through_the_consumer_when_its_partitions_are_revoked(odradek_cluster_factory):
+    cluster = odradek_cluster_factory(1, GROUP_OVERRIDES)
+    bootstrap = cluster.bootstrap_servers
+    topic, group = names()
+    create_topic(bootstrap, topic, 2)
+    produce(bootstrap, topic, 2, [b"v%d" % i for i in range(6)])
+    holder: dict = {}
+
+    class CommitOnRevoke(ConsumerRebalanceListener):
+        def on_partitions_revoked(self, revoked):
+            holder["consumer"].commit()  # blocking call from the listener: must not deadlock the loop
+            holder["committed"] = sorted(revoked)
+
+    first = holder["consumer"] = our_consumer(bootstrap, topic, group, CommitOnRevoke(), enable_auto_commit=False)
+    second = None
+    try:
+        seen = []
+        wait_until(lambda: seen.extend(r for rs in first.poll(200).values() for r in rs) or len(seen) == 6,
+                   what="six records")
+        second = our_consumer(bootstrap, topic, group)
+        wait_until(lambda: first.poll(100) is not None and second.poll(100) is not None and "committed" in holder
+                   and len(first.assignment()) == 1, what="the rebalance")
+        committed = [second.committed(TopicPartition(topic, p)) for p in (0, 1)]
+    finally:
+        first.close()
+        if second is not None:
+            second.close()
+    assert committed == [OffsetAndMetadata(3, "")] * 2
