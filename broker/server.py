@@ -32,6 +32,7 @@ from .apis import write_txn_markers
 from .apis import txn_apis
 from .apis import alter_configs, delete_records
 from .apis.services import BrokerServices
+from .broker_id import ONE_LINE_STARTUP_ERRORS, resolve_broker_id
 from .controlled_shutdown import controlled_shutdown
 from .coordinator.group.coordinator import GroupCoordinator
 from .coordinator.transaction.coordinator import TransactionCoordinator
@@ -90,8 +91,9 @@ class KafkaServer:
         await self._blocking(zk.start)
         await self._blocking(zk.create_top_level_paths)
         cluster_id = await self._blocking(zk.get_or_create_cluster_id)
-        if self.broker_id < 0:
-            self.broker_id = await self._blocking(zk.generate_broker_id, cfg.get("reserved.broker.max.id"))
+        # meta.properties checks and broker.id auto-generation, as Kafka's getOrGenerateBrokerId
+        self.broker_id = await self._blocking(resolve_broker_id, cfg, cluster_id,
+                                              lambda: zk.generate_broker_id(cfg.get("reserved.broker.max.id")))
         topic_configs = await self._blocking(self._all_topic_configs)
         # Dynamic broker configs (/config/brokers) first: the logs open with them as their defaults.
         dynamic = self.dynamic_config = DynamicConfigManager(zk, self.broker_id, cfg, None)
@@ -341,7 +343,8 @@ async def serve(config: KafkaConfig) -> int:
         os._exit(0)
     exc = starting.exception()
     if exc is not None:
-        log.error("Fatal error during KafkaServer startup: %s", exc, exc_info=not isinstance(exc, OSError))
+        log.error("Fatal error during KafkaServer startup: %s", exc,
+                  exc_info=not isinstance(exc, (OSError, *ONE_LINE_STARTUP_ERRORS)))
         stopping.cancel()
         await server.shutdown()
         return 1
