@@ -31,6 +31,7 @@ from .apis import describe_configs, group_apis, offset_apis, offset_for_leader_e
 from .apis import write_txn_markers
 from .apis import txn_apis
 from .apis import alter_configs, delete_records
+from .apis import describe_log_dirs
 from .apis.services import BrokerServices
 from .broker_id import ONE_LINE_STARTUP_ERRORS, resolve_broker_id
 from .controlled_shutdown import controlled_shutdown
@@ -54,7 +55,7 @@ _API_MODULES = (produce, fetch, list_offsets, metadata, create_topics, delete_to
                 controlled_shutdown_api,
                 offset_for_leader_epoch, producers, group_apis, offset_apis, create_partitions,
                 describe_configs, alter_configs, delete_records, write_txn_markers,
-                txn_apis)
+                txn_apis, describe_log_dirs)
 _NEVER_MS = 2 ** 62  # Kafka's Long.MaxValue defaults: "never"
 
 

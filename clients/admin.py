@@ -41,6 +41,7 @@ from ..protocol.messages import (
 )
 from ..protocol.types import ZERO_UUID
 from .admin_groups import ConsumerGroupDescription, Coordinator, GroupAdmin, GroupListing, MemberDescription
+from .admin_log_dirs import LogDirAdmin, LogDirDescription, ReplicaInfo
 from .connection import BrokerConnection
 from .simple_client import SimpleClient, SyncSimpleClient, _creatable_topic, _raise_code, _Retry
 from .types import TopicPartition
@@ -164,7 +165,7 @@ class AlterConfigOp(NamedTuple):
     op_type: AlterConfigOpType = AlterConfigOpType.SET
 
 
-class AIOAdmin(GroupAdmin):
+class AIOAdmin(GroupAdmin, LogDirAdmin):
     """``AIOAdmin(bootstrap_servers="host:9092", client_id=..., request_timeout_ms=30000, retries=5,
     retry_backoff_ms=100)``; ``async with`` or ``await close()``."""
 
@@ -445,4 +446,4 @@ class Admin(SyncSimpleClient):
 __all__ = ["AIOAdmin", "Admin", "LATEST", "EARLIEST", "NewTopic", "NewPartitions", "ConfigResource", "ConfigResourceType", "ConfigEntry",
            "AlterConfigOp", "AlterConfigOpType", "BrokerMetadata", "ClusterDescription", "TopicDescription",
            "PartitionDescription", "format_topic_id", "GroupListing", "ConsumerGroupDescription", "MemberDescription",
-           "Coordinator"]
+           "Coordinator", "LogDirDescription", "ReplicaInfo"]

@@ -1,0 +1,62 @@
+"""DescribeLogDirs (35, v0-2): what this broker stores, per log dir, per topic partition.
+
+As Kafka 2.8's KafkaApis.handleDescribeLogDirsRequest and ReplicaManager.describeLogDirs: null topics
+mean every partition this broker has a log for; each configured log dir (absolute path) is answered
+with error NONE; a dir's topics are those it holds a log of, and a topic's partitions are the requested
+ones among them (so, as in Kafka, a topic of the dir that was not asked about is listed with no
+partitions). Per partition: the log's size in bytes, ``offset_lag`` = max(high watermark - log end
+offset, 0) (0 for a current replica; a future replica's lag behind the current one would go here, but
+we do not move replicas between dirs), ``is_future_key`` false. There is no authorizer, so the
+CLUSTER_AUTHORIZATION_FAILED case does not arise.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING, Any
+
+from ...protocol.api_keys import ApiKey
+from ...protocol.messages import DescribeLogDirsResponse
+
+if TYPE_CHECKING:
+    from ..kafka_apis import KafkaApis
+    from ..network.request_channel import Request
+    from .services import BrokerServices
+
+_Result = DescribeLogDirsResponse.DescribeLogDirsResult
+_Topic = _Result.DescribeLogDirsTopic
+_Partition = _Topic.DescribeLogDirsPartition
+
+
+class DescribeLogDirsApi:
+    def __init__(self, services: "BrokerServices") -> None:
+        self.log_manager = services.replica_manager.log_manager
+
+    def handle(self, request: "Request") -> Any:
+        topics = request.body.topics
+        wanted: set[tuple[str, int]] | None = None
+        if topics is not None:
+            wanted = {(t.topic, p) for t in topics for p in t.partitions}
+        by_dir: dict[str, dict[str, list[Any]]] = {}
+        for log_ in sorted(self.log_manager.all_logs(), key=lambda lg: (lg.topic, lg.partition)):
+            topic_partitions = by_dir.setdefault(os.path.dirname(log_.dir), {}).setdefault(log_.topic, [])
+            if wanted is None or (log_.topic, log_.partition) in wanted:
+                topic_partitions.append(_Partition(
+                    partition_index=log_.partition, partition_size=log_.size,
+                    offset_lag=max(log_.high_watermark - log_.log_end_offset, 0), is_future_key=False))
+        results = []
+        for log_dir in self.log_manager.log_dirs:
+            in_dir = by_dir.get(log_dir, {})
+            results.append(_Result(error_code=0, log_dir=log_dir, topics=[
+                _Topic(name=name, partitions=partitions) for name, partitions in in_dir.items()]))
+        return DescribeLogDirsResponse(throttle_time_ms=0, results=results)
+
+    def error_response(self, request: "Request", error_code: int) -> Any:
+        # v0-2 have no top-level error code: Kafka's getErrorResponse is an empty list of results.
+        return DescribeLogDirsResponse(throttle_time_ms=0, results=[])
+
+
+def register(apis: "KafkaApis", services: "BrokerServices") -> DescribeLogDirsApi:
+    api = DescribeLogDirsApi(services)
+    apis.register(ApiKey.DESCRIBE_LOG_DIRS, api.handle, api.error_response)
+    return api
