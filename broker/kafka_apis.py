@@ -66,6 +66,8 @@ class KafkaApis:
         self.handlers: dict[int, Handler] = {}
         self.error_builders: dict[int, ErrorBuilder] = {}
         self.errors = 0  # handler exceptions turned into error responses
+        # (request, response body) before encoding: broker/metrics counts the error codes (ErrorsPerSec)
+        self.on_response: Callable[[Request, Any], None] | None = None
         if api_versions:
             from .apis import api_versions as _api_versions
             _api_versions.register(self)
@@ -111,6 +113,8 @@ class KafkaApis:
             return result
         if not request.expects_response:
             return Response.noop(request)  # acks=0: never answered, whatever the handler built
+        if self.on_response is not None:
+            self.on_response(request, result)
         version = 0 if request.unsupported_version else request.header.api_version
         return Response.send(request, encode_response_parts(result, version, request.header.correlation_id))
 
@@ -127,6 +131,8 @@ class KafkaApis:
         builder = self.error_builders.get(request.header.api_key, generic_error_response)
         try:
             body = builder(request, code)
+            if self.on_response is not None:
+                self.on_response(request, body)
             version = 0 if request.unsupported_version else request.header.api_version
             return Response.send(request, encode_response_parts(body, version, request.header.correlation_id))
         except Exception:

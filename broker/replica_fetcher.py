@@ -72,6 +72,7 @@ class PartitionFetchState:
     leader_epoch: int
     truncating: bool = True
     delayed_until: float = 0.0  # monotonic seconds; after an error the partition waits a backoff
+    lag: int = 0  # leader's high watermark minus our log end at the last fetch (FetcherLagMetrics)
 
 
 def complete_batches(records: Any) -> memoryview | None:
@@ -294,6 +295,8 @@ class ReplicaFetcher:
         batches = complete_batches(answer.records)
         if batches is not None:
             log_.append_as_follower(batches)
+            self.manager.replica_manager.topic_stats.record_replication_bytes_in(len(batches))
+        state.lag = max(0, answer.high_watermark - log_.log_end_offset)
         # Kafka's processPartitionData: the follower's HW never passes its own log end.
         log_.update_high_watermark(min(answer.high_watermark, log_.log_end_offset))
         leader_start = answer.log_start_offset

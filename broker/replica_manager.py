@@ -28,6 +28,7 @@ from ..protocol.errors import (  # type: ignore[attr-defined]
 )
 from .delayed_ops import DelayedFetch, DelayedProduce, FetchSpec, ProduceStatus
 from .log import LogManager
+from .metrics.topic_stats import BrokerTopicStats
 from .metadata_cache import MetadataCache
 from .partition import Partition, monotonic_ms
 from .purgatory import AsyncTimerDriver, DelayedOperationPurgatory, Timer
@@ -93,6 +94,9 @@ class ReplicaManager:
         self.on_leadership_change: Callable[[list[tuple[str, int]], list[tuple[str, int]]], None] | None = None
         self.partitions: dict[tuple[str, int], Partition] = {}
         self.controller_epoch = 0
+        self.topic_stats = BrokerTopicStats()  # per-topic bytes and records (broker/metrics)
+        self.isr_shrinks = 0  # ISR changes started as leader (IsrShrinksPerSec / IsrExpandsPerSec)
+        self.isr_expands = 0
         self.fetch_purgatory = DelayedOperationPurgatory("Fetch", Timer())
         self.produce_purgatory = DelayedOperationPurgatory("Produce", Timer())
         # DeleteRecords waiting for the replicas' log start offsets (apis/delete_records.py)
@@ -267,13 +271,16 @@ class ReplicaManager:
         for key, records in entries.items():
             if isinstance(records, KafkaError):
                 results[key] = ProducePartitionResult(records.code, error_message=records.detail or None)
+                self.topic_stats.record_failed_produce(key[0])
                 continue
             try:
                 partition = self.partition_or_error(*key)
                 info, _ = partition.append_records_to_leader(records, required_acks)
             except KafkaError as exc:
                 results[key] = ProducePartitionResult(exc.code, error_message=exc.detail or None)
+                self.topic_stats.record_failed_produce(key[0])
                 continue
+            self.topic_stats.record_append(key[0], info.last_offset - info.first_offset + 1, len(records))
             results[key] = ProducePartitionResult(0, info.first_offset, info.log_append_time,
                                                   info.log_start_offset)
             appended[key] = info.last_offset + 1
@@ -294,6 +301,8 @@ class ReplicaManager:
                        ) -> dict[tuple[str, int], FetchPartitionResult] | asyncio.Future:
         """Read now if there is enough (or an error, or no wait); otherwise a future of the results."""
         results = self.read_from_local_log(specs, params)
+        for (topic, _), result in results.items():
+            self.topic_stats.record_fetch_request(topic, failed=result.error_code != 0)
         if params.max_wait_ms <= 0 or not specs or params.min_bytes <= 0:
             return results
         total = 0
@@ -339,6 +348,7 @@ class ReplicaManager:
                     results[key].aborted_transactions = \
                         log_.aborted_transactions_in(spec.fetch_offset, data.records) if data.records else []
                 if data.records:
+                    self.topic_stats.record_bytes_out(spec.topic, len(data.records), not committed_only)
                     min_one = False
                     limit = max(0, limit - len(data.records))
             except KafkaError as exc:
@@ -373,6 +383,7 @@ class ReplicaManager:
         if new_isr is not None:
             log.info("[Partition %s-%d broker=%d] expanding ISR from %s to %s", *partition.key, self.broker_id,
                      partition.isr, new_isr)
+            self.isr_expands += 1
             self._change_isr(partition, new_isr)
 
     def maybe_shrink_isr(self, max_lag_ms: int) -> int:
@@ -384,6 +395,7 @@ class ReplicaManager:
                 continue
             log.info("[Partition %s-%d broker=%d] shrinking ISR from %s to %s (not caught up within %d ms)",
                      *partition.key, self.broker_id, partition.isr, new_isr, max_lag_ms)
+            self.isr_shrinks += 1
             self._change_isr(partition, new_isr)
             shrunk += 1
         return shrunk

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from time import monotonic
 
 from .kafka_apis import KafkaApis
 from .network.request_channel import RequestChannel, Response
@@ -25,6 +26,7 @@ class KafkaRequestHandlerPool:
         self.tasks: list[asyncio.Task] = []
         self.busy = 0  # handlers between receive and send_response (for draining on shutdown)
         self.waiting: set[asyncio.Task] = set()  # requests parked until a purgatory or ZooKeeper answers
+        self.metrics = None  # broker.metrics.RequestMetrics: latency breakdown of each answered request
 
     def start(self) -> None:
         loop = asyncio.get_running_loop()
@@ -37,6 +39,7 @@ class KafkaRequestHandlerPool:
         send = self.channel.send_response
         while True:
             request = await receive()
+            dequeued = monotonic()
             self.busy += 1
             try:
                 try:
@@ -44,14 +47,17 @@ class KafkaRequestHandlerPool:
                 except Exception:  # dispatch() has its own error path; this is a bug guard
                     log.exception("KafkaApis.dispatch failed on %r", request)
                     response = Response.close(request, "internal error")
+                local_done = monotonic()
                 if isinstance(response, Response):
                     send(response)
+                    if self.metrics is not None:
+                        self.metrics.record(request, dequeued, local_done, local_done, monotonic())
                 else:
-                    self._park(request, response)
+                    self._park(request, response, dequeued, local_done)
             finally:
                 self.busy -= 1
 
-    def _park(self, request, pending) -> None:
+    def _park(self, request, pending, dequeued: float = 0.0, local_done: float = 0.0) -> None:
         """Finish a waiting request in its own task; the connection stays muted until it answers."""
         task = asyncio.get_running_loop().create_task(pending)
         self.waiting.add(task)
@@ -61,7 +67,10 @@ class KafkaRequestHandlerPool:
             if t.cancelled():
                 return
             exc = t.exception()
+            remote_done = monotonic()
             self.channel.send_response(Response.close(request, "internal error") if exc else t.result())
+            if self.metrics is not None:
+                self.metrics.record(request, dequeued, local_done, remote_done, monotonic())
             if exc:
                 log.error("Request %r failed: %r", request, exc)
 

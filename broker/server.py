@@ -32,6 +32,7 @@ from .apis import write_txn_markers
 from .apis import txn_apis
 from .apis import alter_configs, delete_records
 from .apis import describe_log_dirs
+from .apis import elect_leaders, reassignment_apis
 from .apis.services import BrokerServices
 from .broker_id import ONE_LINE_STARTUP_ERRORS, resolve_broker_id
 from .controlled_shutdown import controlled_shutdown
@@ -43,6 +44,8 @@ from .kafka_apis import KafkaApis
 from .log import LogManager
 from .log.log_manager import PRODUCER_ID_EXPIRATION_CHECK_INTERVAL_MS
 from .metadata_cache import MetadataCache
+from .metrics import BrokerMetrics
+from .metrics.log_format import setup_logging as _setup_logging
 from .network.socket_server import SocketServer
 from .isr_manager import PROPAGATION_CHECK_INTERVAL_MS, IsrManager
 from .producer_id_manager import ProducerIdManager
@@ -55,7 +58,8 @@ _API_MODULES = (produce, fetch, list_offsets, metadata, create_topics, delete_to
                 controlled_shutdown_api,
                 offset_for_leader_epoch, producers, group_apis, offset_apis, create_partitions,
                 describe_configs, alter_configs, delete_records, write_txn_markers,
-                txn_apis, describe_log_dirs)
+                txn_apis, describe_log_dirs,
+                elect_leaders, reassignment_apis)
 _NEVER_MS = 2 ** 62  # Kafka's Long.MaxValue defaults: "never"
 
 
@@ -77,6 +81,7 @@ class KafkaServer:
         self._tasks: list[asyncio.Task] = []
         self._session_expired = False
         self._stopped = asyncio.Event()
+        self.metrics = BrokerMetrics(self)
 
     async def _blocking(self, fn: Callable[..., Any], *args: Any) -> Any:
         return await asyncio.get_running_loop().run_in_executor(None, fn, *args)
@@ -84,6 +89,10 @@ class KafkaServer:
     async def startup(self) -> None:
         cfg = self.config
         messages.compile_all()  # ~1 s once, instead of a first-use pause on live requests
+        if cfg.metrics_port >= 0:  # up first, so a scrape during a slow start-up sees the process
+            host = cfg.get("odradek.metrics.host")
+            port = await self.metrics.start(host, cfg.metrics_port)
+            log.info("Prometheus metrics on http://%s:%d/metrics", host or "0.0.0.0", port)
         loop = asyncio.get_running_loop()
         zk = KafkaZkClient(cfg.get("zookeeper.connect"), cfg.get("zookeeper.session.timeout.ms"),
                            cfg.zookeeper_connection_timeout_ms,
@@ -107,6 +116,7 @@ class KafkaServer:
         cache = MetadataCache(self.broker_id)
         cache.cluster_id = cluster_id
         self.replica_manager = ReplicaManager(self.broker_id, self.log_manager, cache)
+        self.replica_manager.topic_stats = self.metrics.topic_stats
         self.replica_manager.start()
         self._start_replication(zk)
         services = BrokerServices(cfg, self.broker_id, cache, self.replica_manager, lambda: self.broker_epoch,
@@ -128,8 +138,11 @@ class KafkaServer:
         apis = KafkaApis()
         for module in _API_MODULES:
             module.register(apis, services)
+        apis.on_response = self.metrics.request_metrics.record_errors
         self.socket_server = SocketServer(cfg, apis)
         await self.socket_server.start()
+        if self.socket_server.handler_pool is not None:
+            self.socket_server.handler_pool.metrics = self.metrics.request_metrics
         self.broker_epoch = await self._register()
         state_change_log.configure_from(cfg)
         self.controller = KafkaController(cfg, zk, self.broker_id, lambda: self.broker_epoch)
@@ -142,6 +155,7 @@ class KafkaServer:
     def _on_session_event(self, state: str) -> None:
         """After a session expired, the broker's ephemeral registration is gone: register again in the
         new session (a new broker epoch), as Kafka's broker does on session re-establishment."""
+        self.metrics.zk_stats.on_session_event(state)
         if state == "expired":
             log.warning("ZooKeeper session expired; broker %d will register again", self.broker_id)
             self._session_expired = True
@@ -290,6 +304,7 @@ class KafkaServer:
         if self.zk is not None:
             await _quietly(self._blocking(self.zk.close))
         state_change_log.close()
+        await _quietly(self.metrics.stop())
         log.info("[KafkaServer id=%d] shut down completed", self.broker_id)
         self._stopped.set()
 
@@ -315,10 +330,8 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 
 def setup_logging() -> None:
-    level = os.environ.get("ODRADEK_LOG_LEVEL", "INFO").upper()
-    logging.basicConfig(stream=sys.stderr, level=getattr(logging, level, logging.INFO),
-                        format="[%(asctime)s] %(levelname)s %(message)s (%(name)s)")
-    logging.getLogger("kazoo").setLevel(logging.WARNING)
+    # ODRADEK_LOG_LEVEL, ODRADEK_LOG_FORMAT=json, ODRADEK_LOG_LEVELS / KAFKA_LOG4J_LOGGERS (metrics/log_format.py)
+    _setup_logging(os.environ)
 
 
 async def serve(config: KafkaConfig) -> int:

@@ -1,0 +1,68 @@
+"""Broker logging: leveled, Kafka-like text lines or JSON lines, levels per logger from the environment.
+
+    ODRADEK_LOG_LEVEL=INFO                 root level (also KAFKA_LOG4J_ROOT_LOGLEVEL, the Confluent image's)
+    ODRADEK_LOG_FORMAT=text|json           json: one object per line (time, level, logger, message, exception)
+    ODRADEK_LOG_LEVELS=kafka.request.logger=DEBUG,odradek.controller=DEBUG
+                                           per-logger levels (also KAFKA_LOG4J_LOGGERS, same syntax)
+
+The request log is ``kafka.request.logger`` at DEBUG (see request_metrics); state changes go to
+state-change.log (controller/state_change_log.py).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from typing import Mapping, TextIO
+
+TEXT_FORMAT = "[%(asctime)s] %(levelname)s %(message)s (%(name)s)"
+
+
+class JsonFormatter(logging.Formatter):
+    """One JSON object per record: structured fields a log shipper can index without parsing text."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        entry = {
+            "time": self.formatTime(record, "%Y-%m-%dT%H:%M:%S") + f".{int(record.msecs):03d}",
+            "level": record.levelname,
+            "logger": record.name,
+            "message": record.getMessage(),
+            "thread": record.threadName,
+        }
+        if record.exc_info:
+            entry["exception"] = self.formatException(record.exc_info)
+        return json.dumps(entry, ensure_ascii=False)
+
+
+def parse_levels(text: str) -> dict[str, int]:
+    """``a.b=DEBUG,c=WARN`` -> {logger: level}; unknown level names are skipped (log4j's WARN is WARNING)."""
+    levels = {}
+    for item in text.split(","):
+        name, sep, level = item.partition("=")
+        level = level.strip().upper()
+        level = {"WARN": "WARNING", "FATAL": "CRITICAL", "TRACE": "DEBUG"}.get(level, level)
+        value = logging.getLevelName(level)
+        if sep and name.strip() and isinstance(value, int):
+            levels[name.strip()] = value
+    return levels
+
+
+def setup_logging(environ: Mapping[str, str], stream: TextIO | None = None) -> None:
+    root_level = (environ.get("ODRADEK_LOG_LEVEL") or environ.get("KAFKA_LOG4J_ROOT_LOGLEVEL") or "INFO").upper()
+    root_level = {"WARN": "WARNING", "FATAL": "CRITICAL", "TRACE": "DEBUG"}.get(root_level, root_level)
+    handler = logging.StreamHandler(stream or sys.stderr)
+    if environ.get("ODRADEK_LOG_FORMAT", "text").lower() == "json":
+        handler.setFormatter(JsonFormatter())
+    else:
+        handler.setFormatter(logging.Formatter(TEXT_FORMAT))
+    root = logging.getLogger()
+    for old in list(root.handlers):
+        root.removeHandler(old)
+    root.addHandler(handler)
+    level = getattr(logging, root_level, logging.INFO)
+    root.setLevel(level if isinstance(level, int) else logging.INFO)
+    logging.getLogger("kazoo").setLevel(logging.WARNING)
+    for source in ("KAFKA_LOG4J_LOGGERS", "ODRADEK_LOG_LEVELS"):
+        for name, value in parse_levels(environ.get(source, "")).items():
+            logging.getLogger(name).setLevel(value)

@@ -1,0 +1,194 @@
+"""Per-request-type rates, errors and latency breakdown (Kafka's RequestChannel metrics), and the request log.
+
+The handler pool calls ``record`` once per answered request with the moments it was dequeued, handled
+locally, done waiting (purgatory or ZooKeeper) and written. From those and the receive time come Kafka's
+timers: RequestQueueTimeMs, LocalTimeMs, RemoteTimeMs, ResponseQueueTimeMs (always ~0: responses go straight
+to the connection on the one event loop), ResponseSendTimeMs (handing the bytes to the transport) and
+TotalTimeMs. Each timer keeps its last 1028 samples (the size of the Yammer reservoir Kafka's histograms
+use) and reports the JMX exporter's quantiles at scrape time; ``_count`` counts every sample.
+
+As Kafka, a Fetch is recorded under ``Fetch`` and also under ``FetchConsumer`` or ``FetchFollower``.
+Errors are counted per error code found in the response (``error="NONE"`` included), as Kafka's
+``ErrorsPerSec`` from ``AbstractResponse.errorCounts``.
+
+The request log is the ``kafka.request.logger`` logger (Kafka's name) at DEBUG: one line per completed
+request with its breakdown.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import deque
+from typing import Any, Iterator
+
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+
+from ...protocol.api_keys import ApiKey
+from ...protocol.errors import for_code
+from ...protocol.schema import Struct
+
+request_logger = logging.getLogger("kafka.request.logger")
+
+RESERVOIR_SIZE = 1028
+# The JMX exporter's kafka-2_0_0.yml turns 50thPercentile..999thPercentile into quantile="0.50".."0.999"
+QUANTILES = (("0.50", 0.50), ("0.75", 0.75), ("0.95", 0.95), ("0.98", 0.98), ("0.99", 0.99), ("0.999", 0.999))
+TIMERS = ("TotalTimeMs", "RequestQueueTimeMs", "LocalTimeMs", "RemoteTimeMs", "ResponseQueueTimeMs",
+          "ResponseSendTimeMs")
+_FETCH = int(ApiKey.FETCH)
+
+
+def request_name(api_key: int) -> str:
+    """Kafka's ApiKeys name: PRODUCE -> Produce, LEADER_AND_ISR -> LeaderAndIsr."""
+    try:
+        return "".join(part.capitalize() for part in ApiKey(api_key).name.split("_"))
+    except ValueError:
+        return f"Unknown{api_key}"
+
+
+_NAMES = {int(k): request_name(int(k)) for k in ApiKey}
+
+
+def error_name(code: int) -> str:
+    if code == 0:
+        return "NONE"
+    error = for_code(code)
+    return error.name if error is not None else "UNKNOWN_SERVER_ERROR"
+
+
+def count_errors(body: Any, counts: dict[int, int]) -> dict[int, int]:
+    """Every ``error_code`` in a response body and the structs nested in it (Kafka's errorCounts)."""
+    if isinstance(body, Struct):
+        for name in body._fields:
+            value = getattr(body, name)
+            if name == "error_code":
+                counts[value] = counts.get(value, 0) + 1
+            elif isinstance(value, list):
+                for item in value:
+                    if isinstance(item, Struct):
+                        count_errors(item, counts)
+            elif isinstance(value, Struct):
+                count_errors(value, counts)
+    return counts
+
+
+class Timer:
+    __slots__ = ("samples", "count", "total")
+
+    def __init__(self) -> None:
+        self.samples: deque[float] = deque(maxlen=RESERVOIR_SIZE)
+        self.count = 0
+        self.total = 0.0
+
+    def update(self, ms: float) -> None:
+        self.samples.append(ms)
+        self.count += 1
+        self.total += ms
+
+    def quantiles(self) -> list[tuple[str, float]]:
+        ordered = sorted(self.samples)
+        if not ordered:
+            return [(label, 0.0) for label, _ in QUANTILES]
+        last = len(ordered) - 1
+        return [(label, ordered[min(last, int(q * len(ordered)))]) for label, q in QUANTILES]
+
+
+class RequestTypeMetrics:
+    """The metrics of one request name."""
+    __slots__ = ("versions", "errors", "timers")
+
+    def __init__(self) -> None:
+        self.versions: dict[int, int] = {}
+        self.errors: dict[int, int] = {}
+        self.timers = {name: Timer() for name in TIMERS}
+
+
+class RequestMetrics:
+    def __init__(self) -> None:
+        self.by_name: dict[str, RequestTypeMetrics] = {}
+
+    def _of(self, name: str) -> RequestTypeMetrics:
+        m = self.by_name.get(name)
+        if m is None:
+            m = self.by_name[name] = RequestTypeMetrics()
+        return m
+
+    def _names(self, request: Any) -> tuple[str, ...]:
+        api_key = request.header.api_key
+        name = _NAMES.get(api_key) or request_name(api_key)
+        if api_key == _FETCH and request.body is not None:
+            return (name, "FetchFollower" if request.body.replica_id >= 0 else "FetchConsumer")
+        return (name,)
+
+    def record_errors(self, request: Any, body: Any) -> None:
+        """Called with each response body before it is encoded (KafkaApis.on_response)."""
+        counts = count_errors(body, {})
+        for name in self._names(request):
+            errors = self._of(name).errors
+            for code, n in counts.items():
+                errors[code] = errors.get(code, 0) + n
+
+    def record(self, request: Any, dequeued: float, local_done: float, remote_done: float, sent: float) -> None:
+        """One answered request; times are time.monotonic() seconds (request.receive_time is the start)."""
+        received = request.receive_time
+        times = (
+            ("TotalTimeMs", (sent - received) * 1000.0),
+            ("RequestQueueTimeMs", (dequeued - received) * 1000.0),
+            ("LocalTimeMs", (local_done - dequeued) * 1000.0),
+            ("RemoteTimeMs", (remote_done - local_done) * 1000.0),
+            ("ResponseQueueTimeMs", 0.0),
+            ("ResponseSendTimeMs", (sent - remote_done) * 1000.0),
+        )
+        version = request.header.api_version
+        for name in self._names(request):
+            m = self._of(name)
+            m.versions[version] = m.versions.get(version, 0) + 1
+            timers = m.timers
+            for timer, ms in times:
+                timers[timer].update(ms)
+        if request_logger.isEnabledFor(logging.DEBUG):
+            h = request.header
+            request_logger.debug(
+                "Completed request:{api=%s, version=%d, correlationId=%d, clientId=%s} connection:%s "
+                "listener:%s totalTime:%.3f requestQueueTime:%.3f localTime:%.3f remoteTime:%.3f "
+                "sendTime:%.3f requestSize:%d", self._names(request)[-1], version, h.correlation_id,
+                getattr(h, "client_id", None), request.connection_id, request.listener,
+                *(ms for timer, ms in times if timer != "ResponseQueueTimeMs"), request.size)
+
+
+class RequestMetricsCollector:
+    """``kafka_network_requestmetrics_*`` and the request queue size, read at scrape time."""
+
+    def __init__(self, metrics: RequestMetrics, channel_provider: Any) -> None:
+        self.metrics = metrics
+        self.channel_provider = channel_provider  # () -> RequestChannel | None (the socket server starts late)
+
+    def collect(self) -> Iterator[Metric]:
+        by_name = list(self.metrics.by_name.items())
+        rates = CounterMetricFamily("kafka_network_requestmetrics_requests", "Requests answered, per type and "
+                                    "version", labels=["request", "version"])
+        errors = CounterMetricFamily("kafka_network_requestmetrics_errors", "Error codes in responses, per type",
+                                     labels=["request", "error"])
+        for name, m in by_name:
+            for version, n in sorted(m.versions.items()):
+                rates.add_metric([name, str(version)], n)
+            for code, n in sorted(m.errors.items()):
+                errors.add_metric([name, error_name(code)], n)
+        yield rates
+        yield errors
+        for timer in TIMERS:
+            metric_name = f"kafka_network_requestmetrics_{timer.lower()}"
+            family = Metric(metric_name, f"Kafka's {timer} per request type (last {RESERVOIR_SIZE} samples)",
+                            "summary")
+            for name, m in by_name:
+                t = m.timers[timer]
+                for label, value in t.quantiles():
+                    family.add_sample(metric_name, {"request": name, "quantile": label}, value)
+                family.add_sample(metric_name + "_count", {"request": name}, t.count)
+                family.add_sample(metric_name + "_sum", {"request": name}, t.total)
+            yield family
+        channel = self.channel_provider()
+        yield GaugeMetricFamily("kafka_network_requestchannel_requestqueuesize",
+                                "Requests waiting for a handler", value=channel.qsize() if channel else 0)
+        yield GaugeMetricFamily("kafka_network_requestchannel_responsequeuesize",
+                                "Responses waiting for a network processor (always 0: responses are written "
+                                "by the handler)", value=0)
