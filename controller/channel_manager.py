@@ -202,6 +202,7 @@ class ControllerBrokerRequestBatch:
         if leadership is None:
             return
         state = leadership.state
+        adding, removing = self.context.reassigning.get(partition, ((), ()))  # a reassignment's AR and RR
         for broker_id in (b for b in broker_ids if b >= 0):
             states = self.leader_and_isr.setdefault(broker_id, {})
             already_new = partition in states and states[partition].is_new
@@ -209,7 +210,7 @@ class ControllerBrokerRequestBatch:
                 topic_name=partition[0], partition_index=partition[1], controller_epoch=state.controller_epoch,
                 leader=state.leader, leader_epoch=state.leader_epoch, isr=list(state.isr),
                 partition_epoch=leadership.zk_version, replicas=list(self.context.replicas(partition)),
-                is_new=is_new or already_new)
+                adding_replicas=list(adding), removing_replicas=list(removing), is_new=is_new or already_new)
         self.add_update_metadata(self.context.live_broker_ids, [partition])
 
     def add_update_metadata(self, broker_ids: Iterable[int], partitions: Iterable[TopicPartition] = ()) -> None:

@@ -18,6 +18,38 @@ from .zk_data import BrokerInfo, LeaderIsrAndControllerEpoch, TopicAssignment
 TopicPartition = tuple[str, int]
 
 
+@dataclass(frozen=True)
+class ReplicaAssignment:
+    """A partition's full replica set with the replicas a reassignment adds and removes (Kafka's
+    ControllerContext.ReplicaAssignment): during a reassignment ``replicas`` is RS = TRS + ORS."""
+    replicas: tuple[int, ...]
+    adding: tuple[int, ...] = ()
+    removing: tuple[int, ...] = ()
+
+    @property
+    def is_being_reassigned(self) -> bool:
+        return bool(self.adding or self.removing)
+
+    @property
+    def target_replicas(self) -> list[int]:
+        return [r for r in self.replicas if r not in self.removing]
+
+    @property
+    def origin_replicas(self) -> list[int]:
+        return [r for r in self.replicas if r not in self.adding]
+
+    def reassign_to(self, target: list[int]) -> "ReplicaAssignment":
+        """Kafka's reassignTo: RS = target + the origin replicas not in it, from the original replicas."""
+        origin = self.origin_replicas
+        full = list(dict.fromkeys(list(target) + origin))
+        return ReplicaAssignment(tuple(full), tuple(r for r in full if r not in origin),
+                                 tuple(r for r in full if r not in target))
+
+    def revert(self) -> "ReplicaAssignment":
+        """Kafka's revertReassignment: back to the original replicas."""
+        return ReplicaAssignment(tuple(self.origin_replicas))
+
+
 @dataclass
 class PartitionLeadership:
     """A partition's state znode as last read or written: the next write is conditional on ``zk_version``."""
@@ -36,6 +68,8 @@ class ControllerContext:
         self.assignments: dict[str, dict[int, list[int]]] = {}
         self.leaderships: dict[TopicPartition, PartitionLeadership] = {}
         self.topics_to_be_deleted: set[str] = set()
+        # reassignments in progress: partition -> (adding replicas, removing replicas); assignments hold RS
+        self.reassigning: dict[TopicPartition, tuple[tuple[int, ...], tuple[int, ...]]] = {}
 
     def reset(self) -> None:
         """Forget everything but the epoch (on resignation)."""
@@ -80,6 +114,11 @@ class ControllerContext:
 
     def add_topic(self, topic: str, assignment: TopicAssignment) -> None:
         self.assignments[topic] = {p: list(r) for p, r in assignment.partitions.items()}
+        for p in assignment.partitions:
+            adding = tuple(assignment.adding_replicas.get(p, ()))
+            removing = tuple(assignment.removing_replicas.get(p, ()))
+            if adding or removing:
+                self.reassigning[(topic, p)] = (adding, removing)
         if assignment.topic_id is not None:
             self.topic_ids[topic] = assignment.topic_id
 
@@ -90,12 +129,28 @@ class ControllerContext:
     def remove_topic(self, topic: str) -> None:
         for partition in self.assignments.pop(topic, {}):
             self.leaderships.pop((topic, partition), None)
+            self.reassigning.pop((topic, partition), None)
         self.topic_ids.pop(topic, None)
         self.topics_to_be_deleted.discard(topic)
 
     def replicas(self, partition: TopicPartition) -> list[int]:
         topic, index = partition
         return self.assignments.get(topic, {}).get(index, [])
+
+    def full_assignment(self, partition: TopicPartition) -> ReplicaAssignment:
+        adding, removing = self.reassigning.get(partition, ((), ()))
+        return ReplicaAssignment(tuple(self.replicas(partition)), adding, removing)
+
+    def set_full_assignment(self, partition: TopicPartition, assignment: ReplicaAssignment) -> None:
+        topic, index = partition
+        self.assignments.setdefault(topic, {})[index] = list(assignment.replicas)
+        if assignment.is_being_reassigned:
+            self.reassigning[partition] = (assignment.adding, assignment.removing)
+        else:
+            self.reassigning.pop(partition, None)
+
+    def partitions_being_reassigned(self) -> list[TopicPartition]:
+        return sorted(self.reassigning)
 
     def partitions_for_topic(self, topic: str) -> list[TopicPartition]:
         return [(topic, p) for p in sorted(self.assignments.get(topic, {}))]

@@ -93,6 +93,27 @@ class ControlledShutdown(ControllerEvent):
 
 
 @dataclass(frozen=True)
+class PartitionReassignmentIsrChange(ControllerEvent):
+    """The state znode of a partition being reassigned changed (Kafka's PartitionReassignmentIsrChange)."""
+    topic: str
+    partition: int
+
+
+@dataclass(frozen=True)
+class AutoPreferredReplicaLeaderElection(ControllerEvent):
+    """The periodic leader imbalance check (Kafka's event of that name)."""
+
+
+@dataclass(frozen=True, eq=False)
+class ApiCall(ControllerEvent):
+    """An admin API's work for the active controller (ElectLeaders, AlterPartitionReassignments,
+    ListPartitionReassignments): ``action()`` runs on the event task, ``result`` gets its value."""
+    name: str
+    action: Any  # Callable[[], Awaitable[Any]]
+    result: Any  # asyncio.Future[Any]
+
+
+@dataclass(frozen=True)
 class ShutdownEventThread(ControllerEvent):
     """Last event: the processing task ends after it."""
 

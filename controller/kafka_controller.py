@@ -11,8 +11,9 @@ brokers with LeaderAndIsr, UpdateMetadata and StopReplica. It also answers Contr
 
 Everything happens as events on one queue processed by one task (ControllerEventManager); ZooKeeper
 watch callbacks only enqueue. ZooKeeper calls block, so they run on one dedicated executor thread
-and the event task awaits them. Partition reassignment requests are only logged so far: their
-election strategy exists in the partition state machine, the rest is not built yet.
+and the event task awaits them. Partition reassignment (``reassignment``), ElectLeaders
+(``election_requests``) and the automatic leader rebalance (``auto_rebalance``) live in their own
+modules; admin APIs reach them through ``ApiCall`` events.
 """
 
 from __future__ import annotations
@@ -28,15 +29,19 @@ from ..protocol.api_keys import ApiKey
 from ..protocol.errors import (BrokerNotAvailableError, NotControllerError,  # type: ignore[attr-defined]
                                StaleBrokerEpochError)
 from .channel_manager import ControllerBrokerRequestBatch, ControllerChannelManager
-from .controller_context import ControllerContext, TopicPartition
-from .event_manager import (BrokerChange, ControlledShutdown, ControllerChange, ControllerEvent,
-                            ControllerEventManager, IsrChangeNotification, PartitionModifications,
-                            PartitionReassignment, PreferredReplicaElection, Reelect, Startup,
-                            StopReplicaResponseReceived, TopicChange, TopicDeletion)
+from .controller_context import ControllerContext, ReplicaAssignment, TopicPartition
+from .auto_rebalance import AutoLeaderRebalancer
+from .election_requests import LeaderElectionRequests
+from .event_manager import (ApiCall, AutoPreferredReplicaLeaderElection, BrokerChange, ControlledShutdown,
+                            ControllerChange, ControllerEvent, ControllerEventManager, IsrChangeNotification,
+                            PartitionModifications, PartitionReassignment, PartitionReassignmentIsrChange,
+                            PreferredReplicaElection, Reelect, Startup, StopReplicaResponseReceived, TopicChange,
+                            TopicDeletion)
 from .leader_and_isr_writer import LeaderAndIsrWriter
 from .partition_modifications import PartitionModificationsWatcher
 from .partition_state_machine import CONTROLLED_SHUTDOWN_ELECTION, PartitionState, PartitionStateMachine
-from .preferred_election import PreferredReplicaElector
+from .preferred_election import ElectionResult, PreferredReplicaElector
+from .reassignment import PartitionReassigner, Targets
 from .replica_state_machine import ReplicaState, ReplicaStateMachine
 from .state_change_log import prefix, state_change_log
 from .topic_deletion_manager import TopicDeletionManager
@@ -80,6 +85,13 @@ class KafkaController:
                                                                      self._on_new_partitions)
         self.preferred_election = PreferredReplicaElector(self.context, self.partition_state_machine, zk, self._zk,
                                                           broker_id, self._new_batch)
+        self.reassignment = PartitionReassigner(self.context, self.replica_state_machine, self.partition_state_machine,
+                                                self.writer, zk, self._zk, broker_id, self._new_batch,
+                                                self.event_manager.put_threadsafe)
+        self.election_requests = LeaderElectionRequests(self.context, self.partition_state_machine,
+                                                        self.preferred_election, broker_id, self._new_batch)
+        self.auto_rebalance = AutoLeaderRebalancer(config, self.context, self.preferred_election, broker_id,
+                                                   self.event_manager.put)
         self._zk_executor = ThreadPoolExecutor(1, thread_name_prefix=f"controller-{broker_id}-zk")
         self._active = False
         self._controller_session: int | None = None  # the ZooKeeper session that won the election
@@ -118,6 +130,30 @@ class KafkaController:
     def epoch(self) -> int:
         return self.context.epoch
 
+    # --- admin APIs (the broker's handlers call these on the controller broker) ---------------------------
+    async def elect_leaders(self, election_type: int, partitions: list[TopicPartition] | None
+                            ) -> dict[TopicPartition, ElectionResult]:
+        """ElectLeaders: per partition the new leader or the error (None: every partition)."""
+        return await self._api_call("ElectLeaders", lambda: self.election_requests.elect(election_type, partitions))
+
+    async def alter_partition_reassignments(self, targets: Targets) -> dict[TopicPartition, Any]:
+        """AlterPartitionReassignments: partition -> target replicas (None cancels); per partition None or error."""
+        return await self._api_call("AlterPartitionReassignments", lambda: self.reassignment.alter(targets))
+
+    async def list_partition_reassignments(self, partitions: list[TopicPartition] | None
+                                           ) -> dict[TopicPartition, ReplicaAssignment]:
+        async def listing() -> dict[TopicPartition, ReplicaAssignment]:
+            return self.reassignment.list(partitions)
+        return await self._api_call("ListPartitionReassignments", listing)
+
+    async def _api_call(self, name: str, action: Callable[[], Any]) -> Any:
+        """Run ``action`` on the event task; NotControllerError unless (and until) this broker is controller."""
+        if not self.is_active:
+            raise NotControllerError(f"broker {self.broker_id} is not the controller")
+        result: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self.event_manager.put(ApiCall(name, action, result))
+        return await result
+
     # --- plumbing --------------------------------------------------------------------------------------
     async def _zk(self, method: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         """Run a blocking ZooKeeper call on the controller's ZooKeeper thread."""
@@ -150,7 +186,7 @@ class KafkaController:
                 if self._unwatch_controller is None:
                     self._unwatch_controller = await self._zk(self.zk.watch_controller, self._on_controller_znode)
                 await self._elect()
-            elif isinstance(event, ControlledShutdown) and not self.is_active:
+            elif isinstance(event, (ControlledShutdown, ApiCall)) and not self.is_active:
                 _fail(event.result, NotControllerError(f"broker {self.broker_id} is not the controller"))
             elif isinstance(event, ControllerChange):
                 await self._maybe_resign()
@@ -160,7 +196,7 @@ class KafkaController:
             elif not self.is_active:
                 return  # a watch or response of an earlier tenure: only the active controller acts
             elif self.zk.session_id != self._controller_session:
-                if isinstance(event, ControlledShutdown):
+                if isinstance(event, (ControlledShutdown, ApiCall)):
                     _fail(event.result, NotControllerError("the controller's ZooKeeper session ended"))
                 # Our session expired since we won: /controller (ephemeral) is gone, we are a zombie.
                 # Kafka resigns on its Expire event; the session id tells us without that event.
@@ -185,17 +221,35 @@ class KafkaController:
             elif isinstance(event, PreferredReplicaElection):
                 await self.preferred_election.process_znode()
             elif isinstance(event, PartitionReassignment):
-                await self._process_partition_reassignment()
+                await self.reassignment.process_zk_request()
+            elif isinstance(event, PartitionReassignmentIsrChange):
+                await self.reassignment.maybe_complete((event.topic, event.partition))
+            elif isinstance(event, AutoPreferredReplicaLeaderElection):
+                await self.auto_rebalance.check_and_trigger()
+            elif isinstance(event, ApiCall):
+                await self._process_api_call(event)
         except ControllerMovedError as e:
             log.info("Controller %d: controller moved to another broker while processing %r (%s); resigning",
                      self.broker_id, event, e)
-            if isinstance(event, ControlledShutdown):
+            if isinstance(event, (ControlledShutdown, ApiCall)):
                 _fail(event.result, NotControllerError(str(e)))
             await self._maybe_resign()
         except ZkConnectionError as e:
             log.warning("Controller %d: ZooKeeper unavailable while processing %r (%s); retrying", self.broker_id,
                         event, e)
             await self._retry_later(event)
+
+    async def _process_api_call(self, event: ApiCall) -> None:
+        try:
+            value = await event.action()
+        except (ControllerMovedError, ZkConnectionError):
+            raise  # NOT_CONTROLLER after resigning, or the call runs again once ZooKeeper answers
+        except Exception as e:
+            log.exception("Controller %d: %s failed", self.broker_id, event.name)
+            _fail(event.result, e)
+            return
+        if not event.result.done():
+            event.result.set_result(value)
 
     async def _retry_later(self, event: ControllerEvent) -> None:
         """Kafka's ZooKeeper client blocks until it reconnects; so does our event task, then the event goes
@@ -300,8 +354,11 @@ class KafkaController:
         batch.add_update_metadata(ctx.live_broker_ids, ctx.partitions_with_leaders())
         batch.send(ctx.epoch)
         await self.topic_deletion.resume(retry_failed=True)
+        # reassignments in progress or asked meanwhile (Kafka's initializePartitionReassignments)
+        await self.reassignment.resume_at_failover()
         # a preferred replica election asked before this failover (Kafka's fetchPendingPreferredReplicaElections)
         await self.preferred_election.process_znode(trigger="ZkTriggered on failover")
+        self.auto_rebalance.start()
 
     async def _on_controller_resignation(self) -> None:
         self._active = False
@@ -309,6 +366,8 @@ class KafkaController:
             unwatch()
         self._watches.clear()
         self.partition_modifications.unwatch_all()
+        self.reassignment.unwatch_all()
+        self.auto_rebalance.stop()
         if self.channel is not None:
             channel, self.channel = self.channel, None
             await channel.shutdown()
@@ -361,6 +420,7 @@ class KafkaController:
         await self.replica_state_machine.handle_state_changes(replicas, ReplicaState.ONLINE, batch)
         await self.partition_state_machine.trigger_online_partition_state_change(batch)
         batch.send(ctx.epoch)
+        await self.reassignment.on_broker_startup(new_brokers)
         await self.topic_deletion.resume(retry_failed=True)
 
     async def _on_broker_failure(self, dead_brokers: list[int]) -> None:
@@ -430,14 +490,6 @@ class KafkaController:
         if await self.topic_deletion.process_markers(marked):
             await self.topic_deletion.resume(retry_failed=True)
 
-    async def _process_partition_reassignment(self) -> None:
-        # Issue 8 builds reassignment (seed 000's steps); until then the request stays where it is, unread
-        # by anyone, so that the controller that supports it picks it up.
-        reassignment = await self._zk(self.zk.get_partition_reassignment)
-        if reassignment is not None:
-            log.warning("Controller %d: partition reassignment is not supported yet; leaving %s (%d partitions) "
-                        "in place", self.broker_id, ReassignPartitionsZNode.path, len(reassignment))
-
     # --- ISR change notifications ----------------------------------------------------------------------
     async def _process_isr_change_notification(self) -> None:
         """Leaders changed ISRs in ZooKeeper: read the partitions' states, tell every live broker, then
@@ -461,6 +513,9 @@ class KafkaController:
             batch = self._new_batch()
             batch.add_update_metadata(ctx.live_broker_ids, changed)
             batch.send(ctx.epoch)
+            for tp in changed:  # Kafka 2.8 completes reassignments from these notifications too
+                if tp in ctx.reassigning:
+                    await self.reassignment.maybe_complete(tp)
         finally:
             await self._zk(self.zk.delete_isr_change_notifications, sorted(notifications))
 

@@ -502,6 +502,21 @@ class KafkaZkClient:
         return None if stat is None else ReassignPartitionsZNode.decode(data)
 
     @_zk
+    def set_partition_reassignment(self, reassignment: dict[TopicPartition, list[int]],
+                                   epoch_zk_version: int | None = None) -> None:
+        """Rewrite /admin/reassign_partitions with what is left of it (the controller, as partitions finish);
+        an empty reassignment deletes the znode. Fenced on /controller_epoch's version when given."""
+        if epoch_zk_version is not None:
+            self._check_epoch_version(epoch_zk_version)
+        if not reassignment:
+            self._delete(ReassignPartitionsZNode.path)
+            return
+        try:
+            self._zk.set(ReassignPartitionsZNode.path, ReassignPartitionsZNode.encode(reassignment))
+        except NoNodeError:
+            pass  # deleted meanwhile: nothing left to keep
+
+    @_zk
     def get_topic_partition_ids(self, topic: str) -> list[int]:
         """The partitions of a topic that have a znode under /brokers/topics/<t>/partitions."""
         return sorted(int(c) for c in self._children(TopicPartitionsZNode.path(topic)) if c.isdigit())
