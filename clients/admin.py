@@ -42,6 +42,7 @@ from ..protocol.messages import (
 from ..protocol.types import ZERO_UUID
 from .admin_groups import ConsumerGroupDescription, Coordinator, GroupAdmin, GroupListing, MemberDescription
 from .admin_log_dirs import LogDirAdmin, LogDirDescription, ReplicaInfo
+from .admin_partitions import ElectionType, PartitionAdmin, PartitionReassignment
 from .connection import BrokerConnection
 from .simple_client import SimpleClient, SyncSimpleClient, _creatable_topic, _raise_code, _Retry
 from .types import TopicPartition
@@ -165,7 +166,7 @@ class AlterConfigOp(NamedTuple):
     op_type: AlterConfigOpType = AlterConfigOpType.SET
 
 
-class AIOAdmin(GroupAdmin, LogDirAdmin):
+class AIOAdmin(GroupAdmin, LogDirAdmin, PartitionAdmin):
     """``AIOAdmin(bootstrap_servers="host:9092", client_id=..., request_timeout_ms=30000, retries=5,
     retry_backoff_ms=100)``; ``async with`` or ``await close()``."""
 
