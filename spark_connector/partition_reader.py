@@ -1,0 +1,127 @@
+"""Reading one offset range of one partition in a Spark Python worker, as Arrow record batches.
+
+The worker runs our synchronous ``Consumer`` (an ``AIOConsumer`` on a private loop thread), assigned the
+one partition and sought to the range's start, with auto_offset_reset="none" so an offset that aged
+out surfaces as OFFSET_OUT_OF_RANGE instead of a silent jump. The range is done when the consumer's
+position reaches its end: compacted offsets and transaction markers (and, read_committed, aborted
+records) are stepped over by the consumer, so gaps are not data loss (Spark's
+KafkaDataConsumer does the same with its "fetched offset jumped" handling).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+from typing import Any, Iterator
+
+import pyarrow as pa
+from pyspark.sql.datasource import InputPartition
+
+from ..clients.sync_consumer import Consumer
+from ..clients.types import TopicPartition
+from ..protocol.errors import KafkaError
+from .schema import to_record_batch
+
+log = logging.getLogger(__name__)
+
+ROWS_PER_BATCH = 10000
+
+
+class KafkaInputPartition(InputPartition):
+    """One task's range: ``start`` is the first offset read, ``end`` the offset after the last one."""
+
+    def __init__(self, topic: str, partition: int, start: int, end: int) -> None:
+        super().__init__((topic, partition, start, end))
+        self.topic, self.partition, self.start, self.end = topic, partition, start, end
+
+
+@dataclass(frozen=True)
+class ReadSettings:
+    """What a worker needs, pickled with each task."""
+    bootstrap_servers: str
+    read_committed: bool
+    include_headers: bool
+    fail_on_data_loss: bool
+    poll_timeout_ms: int
+    consumer_params: dict[str, Any]
+
+
+def data_loss_message(reason: str) -> str:
+    return (f"{reason} Some data may have been lost because they are not available in Kafka any more; either the "
+            f"data was aged out by Kafka or the topic may have been deleted before all the data in the topic "
+            f"was processed. If you don't want your streaming query to fail on such cases, set the source "
+            f"option \"failOnDataLoss\" to \"false\".")
+
+
+def report_data_loss(fail: bool, reason: str) -> None:
+    """Spark's reportDataLoss: raise, or warn and go on (failOnDataLoss=false)."""
+    if fail:
+        raise RuntimeError(data_loss_message(reason))
+    log.warning("%s Some data may have been lost; going on as failOnDataLoss is false.", reason)
+
+
+def read_range(settings: ReadSettings, part: KafkaInputPartition) -> Iterator[pa.RecordBatch]:
+    if part.start >= part.end:
+        return
+    tp = TopicPartition(part.topic, part.partition)
+    params = {k: v for k, v in settings.consumer_params.items() if k not in ("consumer_timeout_ms",)}
+    params.setdefault("client_id", f"odradek-spark-{part.topic}-{part.partition}")
+    consumer = Consumer(bootstrap_servers=settings.bootstrap_servers, auto_offset_reset="none",
+                        enable_auto_commit=False, group_id=None,
+                        isolation_level="read_committed" if settings.read_committed else "read_uncommitted",
+                        **params)
+    try:
+        consumer.assign([tp])
+        start = part.start
+        earliest = consumer.beginning_offsets([tp])[tp]
+        if start < earliest:
+            report_data_loss(settings.fail_on_data_loss,
+                             f"Cannot fetch offset {start} of {part.topic}-{part.partition} (earliest available "
+                             f"is {earliest}).")
+            start = earliest
+        if start >= part.end:
+            return
+        consumer.seek(tp, start)
+        yield from _read_until(consumer, tp, start, part.end, settings)
+    finally:
+        consumer.close(autocommit=False)
+
+
+def _read_until(consumer: Consumer, tp: TopicPartition, start: int, end: int,
+                settings: ReadSettings) -> Iterator[pa.RecordBatch]:
+    pending: list[Any] = []
+    position = start
+    idle_since = time.monotonic()
+    while position < end:
+        try:
+            batches = consumer.poll(timeout_ms=500, max_records=ROWS_PER_BATCH)
+        except KafkaError as exc:
+            if getattr(exc, "code", None) != 1:  # not OFFSET_OUT_OF_RANGE
+                raise
+            earliest = consumer.beginning_offsets([tp])[tp]
+            report_data_loss(settings.fail_on_data_loss,
+                             f"Cannot fetch offset {position} of {tp.topic}-{tp.partition} (earliest available is "
+                             f"{earliest}).")
+            if earliest >= end or earliest <= position:
+                return
+            consumer.seek(tp, earliest)
+            position = earliest
+            continue
+        records = batches.get(tp, [])
+        for record in records:
+            if record.offset >= end:
+                break
+            pending.append(record)
+        new_position = consumer.position(tp)
+        if new_position > position or records:
+            idle_since = time.monotonic()
+        elif time.monotonic() - idle_since > settings.poll_timeout_ms / 1000.0:
+            raise TimeoutError(f"Cannot fetch record for offset {position} of {tp.topic}-{tp.partition} in "
+                               f"{settings.poll_timeout_ms} milliseconds")
+        position = new_position
+        if len(pending) >= ROWS_PER_BATCH:
+            yield to_record_batch(pending, settings.include_headers)
+            pending = []
+    if pending:
+        yield to_record_batch(pending, settings.include_headers)
