@@ -103,6 +103,9 @@ def build_parser() -> OneLineParser:
                            help="use this running ZooKeeper instead of starting one")
     start.add_argument("--chroot", default="/odradek", metavar="PATH",
                        help="ZooKeeper path the brokers keep their znodes under (default /odradek)")
+    start.add_argument("--metrics-base-port", type=_port, default=None, metavar="PORT",
+                       help="broker i serves Prometheus metrics on http://127.0.0.1:PORT+i/metrics (docker-compose "
+                            "uses 7071-7073; 0 = any free ports; default: no metrics endpoint)")
     start.add_argument("--override", type=_key_value, action="append", default=[], metavar="KEY=VALUE",
                        help="a broker setting for every broker (repeatable), as kafka-server-start's --override")
     command("stop", "Stop the brokers (SIGTERM, then SIGKILL after the timeout), then ZooKeeper.", 30.0)
@@ -136,11 +139,15 @@ def _say(message: str) -> None:
 def start(args: argparse.Namespace) -> int:
     if args.base_port and args.base_port + args.brokers - 1 > 65535:
         raise UsageError(f"--base-port {args.base_port} leaves no room for {args.brokers} brokers below 65536")
+    if args.metrics_base_port and args.metrics_base_port + args.brokers - 1 > 65535:
+        raise UsageError(f"--metrics-base-port {args.metrics_base_port} leaves no room for {args.brokers} brokers "
+                         "below 65536")
     if args.chroot and (not args.chroot.startswith("/") or args.chroot.endswith("/")):
         raise UsageError(f"--chroot must start with / and not end with one, got {args.chroot!r}")
     cluster = LocalCluster(args.data_dir, args.brokers, zookeeper=args.zookeeper,
                            zookeeper_port=args.zookeeper_port, base_port=args.base_port, chroot=args.chroot,
-                           broker_overrides=dict(args.override), detach=True)
+                           broker_overrides=dict(args.override), detach=True,
+                           metrics_base_port=args.metrics_base_port, replication_defaults=True)
     previous = LocalCluster.attach(args.data_dir)
     if previous is not None and previous.running():  # say so before "Starting" (start() checks again, locked)
         raise ClusterAlreadyRunningError(f"A cluster is already running in {args.data_dir} (bootstrap servers "
@@ -158,8 +165,9 @@ def start(args: argparse.Namespace) -> int:
     metadata = cluster.metadata()
     _say(f"ZooKeeper: {cluster.zookeeper_connect}")
     for broker in cluster.brokers:
+        metrics = f", metrics http://{cluster.host}:{broker.metrics_port}/metrics" if broker.metrics_port else ""
         _say(f"Started broker {broker.broker_id} on {cluster.host}:{broker.port} "
-             f"(pid {broker.process.pid}, log {broker.log_path})")
+             f"(pid {broker.process.pid}, log {broker.log_path}{metrics})")
     _say(f"Cluster is up: {len(metadata.brokers)} broker{'s' if len(metadata.brokers) > 1 else ''}, "
          f"controller is broker {metadata.controller_id}. Stop it with "
          f"`{COMMAND} stop --data-dir {args.data_dir}`. Bootstrap servers:")
@@ -197,6 +205,8 @@ def status(args: argparse.Namespace) -> int:
         print(f"ZooKeeper  {cluster.zookeeper_hosts:<21} (not started by odradek-cluster)")
     print(f"Bootstrap servers: {cluster.bootstrap_servers}")
     print(f"ZooKeeper connect: {cluster.zookeeper_connect}")
+    if cluster.metrics_urls:
+        print(f"Metrics: {' '.join(cluster.metrics_urls)}")
     try:
         metadata = cluster.metadata(timeout=args.timeout)
     except Exception as e:  # noqa: BLE001 - any failure means "no answer"; say which

@@ -181,6 +181,7 @@ class BrokerSlot:
     pid_path: Path
     process: ManagedProcess | None = None
     log_offset: int = 0  # size of log_path when the current process was spawned
+    metrics_port: int | None = None  # its Prometheus /metrics port (odradek.metrics.port); None: off
 
     @property
     def marker(self) -> str:
@@ -198,13 +199,18 @@ class LocalCluster:
     ``LocalZooKeeper`` or a ``host:port`` string uses that running server. Brokers keep their znodes under
     ``chroot`` so several clusters can share one ZooKeeper. ``base_port``: broker i listens on base_port + i;
     0 picks free ports. ``broker_overrides`` are passed to every broker as ``--override key=value``.
+    ``metrics_base_port``: broker i serves Prometheus metrics on metrics_base_port + i (0: free ports; None:
+    no metrics endpoint). ``replication_defaults``: topics default to replication factor min(3, N) and
+    min.insync.replicas min(2, N), as the docker-compose cluster (off for the test fixtures, which pick
+    their replication per test).
     """
 
     def __init__(self, data_dir: str | os.PathLike, brokers: int = 1, *,
                  zookeeper: LocalZooKeeper | str | None = None, zookeeper_port: int = 0, base_port: int = 0,
                  host: str = "127.0.0.1", chroot: str = DEFAULT_CHROOT,
                  broker_overrides: Mapping[str, Any] | None = None, detach: bool = False,
-                 python: str | None = None):
+                 python: str | None = None, metrics_base_port: int | None = None,
+                 replication_defaults: bool = False):
         if brokers < 1:
             raise ValueError("a cluster needs at least one broker")
         if chroot and (not chroot.startswith("/") or chroot.endswith("/")):
@@ -216,6 +222,8 @@ class LocalCluster:
         self.python = python or sys.executable
         self.broker_overrides = {k: str(v) for k, v in (broker_overrides or {}).items()}
         self._auto_ports = base_port == 0
+        self.metrics_base_port = metrics_base_port
+        self.replication_defaults = replication_defaults
         self._zk: LocalZooKeeper | None = None         # the server we run in-process
         self._zk_process: ManagedProcess | None = None  # the server we own, by pid (also set when detached)
         if zookeeper is None:
@@ -226,6 +234,9 @@ class LocalCluster:
         else:
             self._zk_connect = zookeeper
         self.brokers = [self._slot(i, 0 if self._auto_ports else base_port + i) for i in range(brokers)]
+        if metrics_base_port is not None:
+            for b in self.brokers:
+                b.metrics_port = metrics_base_port + b.broker_id if metrics_base_port else 0
         self._atexit_registered = False
 
     def _slot(self, broker_id: int, port: int) -> BrokerSlot:
@@ -250,6 +261,11 @@ class LocalCluster:
     @property
     def bootstrap_servers(self) -> str:
         return ",".join(f"{self.host}:{b.port}" for b in self.brokers)
+
+    @property
+    def metrics_urls(self) -> list[str]:
+        """``http://host:port/metrics`` of each broker with a metrics endpoint."""
+        return [f"http://{self.host}:{b.metrics_port}/metrics" for b in self.brokers if b.metrics_port]
 
     @property
     def state_path(self) -> Path:
@@ -311,6 +327,7 @@ class LocalCluster:
 
     def _check_ports(self) -> None:
         wanted = [] if self._auto_ports else [(b.port, f"broker {b.broker_id}") for b in self.brokers]
+        wanted += [(b.metrics_port, f"metrics of broker {b.broker_id}") for b in self.brokers if b.metrics_port]
         if self._zk is not None and not self._zk_connect and self._zk.port:
             wanted.append((self._zk.port, "ZooKeeper"))
         busy = [f"{port} ({what})" for port, what in wanted if port_in_use(self.host, port)]
@@ -336,7 +353,9 @@ class LocalCluster:
             "# Shared settings of this local cluster, written by odradek-cluster at each start. broker.id,",
             "# listeners, log.dirs and zookeeper.connect are passed to each broker with --override (see cluster.json).",
             "num.partitions=1",
-            "default.replication.factor=1",
+            # as docker-compose.yml: replication factor 3 and min.insync.replicas 2 (fewer with fewer brokers)
+            f"default.replication.factor={min(3, count) if self.replication_defaults else 1}",
+            *([f"min.insync.replicas={min(2, count)}"] if self.replication_defaults else []),
             # Kafka's sample file sets these to 1 for one broker; a local cluster can afford min(3, N)
             f"offsets.topic.replication.factor={min(3, count)}",
             f"transaction.state.log.replication.factor={min(3, count)}",
@@ -352,6 +371,7 @@ class LocalCluster:
             "listeners": f"PLAINTEXT://{self.host}:{broker.port}",
             "log.dirs": str(broker.log_dirs),
             "zookeeper.connect": self.zookeeper_connect,
+            **({"odradek.metrics.port": str(broker.metrics_port)} if broker.metrics_port is not None else {}),
             **self.broker_overrides,
         }
         command = [self.python, "-m", "odradek.broker.server", str(self.properties_path)]
@@ -362,6 +382,8 @@ class LocalCluster:
     def _spawn(self, broker: BrokerSlot) -> None:
         if self._auto_ports and broker.port == 0:
             broker.port = free_port(self.host)
+        if broker.metrics_port == 0:
+            broker.metrics_port = free_port(self.host)
         broker.log_dirs.mkdir(parents=True, exist_ok=True)
         env = dict(os.environ, PYTHONUNBUFFERED="1")
         with open(broker.log_path, "ab") as log:
@@ -554,7 +576,8 @@ class LocalCluster:
             "chroot": self.chroot,
             "zookeeper": {"connect": self.zookeeper_hosts, "pid": zk.pid if zk else None,
                           "marker": zk.marker if zk else None},
-            "brokers": [{"id": b.broker_id, "port": b.port, "pid": b.process.pid if b.process else None}
+            "brokers": [{"id": b.broker_id, "port": b.port, "pid": b.process.pid if b.process else None,
+                         **({"metrics_port": b.metrics_port} if b.metrics_port is not None else {})}
                         for b in self.brokers],
         }
         tmp = self.state_path.with_suffix(".tmp")
@@ -579,6 +602,7 @@ class LocalCluster:
         cluster._auto_ports = False  # the ports are those recorded
         for slot, entry in zip(cluster.brokers, brokers):
             slot.port = entry["port"]
+            slot.metrics_port = entry.get("metrics_port")
             if entry.get("pid"):
                 slot.process = ManagedProcess(f"broker {slot.broker_id}", entry["pid"], slot.marker)
         if zk.get("pid"):
