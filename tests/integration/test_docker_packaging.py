@@ -1,0 +1,332 @@
+"""The container packaging without a Docker engine: the entrypoint maps the environment as the bitnami and
+Confluent images do and execs a real broker (against the session's real ZooKeeper), the healthcheck speaks
+ApiVersions, and docker-compose.yml / Dockerfile / docker/prometheus.yml are parsed and cross-checked."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+import yaml
+
+from odradek.broker.config import load_config, parse_properties
+from odradek.clients.cli.local_zookeeper import free_port
+
+ROOT = Path(__file__).resolve().parents[2]
+ENTRYPOINT = ROOT / "docker" / "entrypoint.py"
+HEALTHCHECK = ROOT / "docker" / "healthcheck.py"
+BROKERS = ("kafka-1", "kafka-2", "kafka-3")
+
+
+def _load(path: Path, name: str):
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+entrypoint = _load(ENTRYPOINT, "odradek_docker_entrypoint")
+healthcheck = _load(HEALTHCHECK, "odradek_docker_healthcheck")
+
+
+def props_of(entries) -> dict[str, str]:
+    return {key: value for key, value, _ in entries}
+
+
+def no_base(environ: dict) -> dict:
+    return {"ODRADEK_BASE_CONFIG": "/nonexistent/base.properties", **environ}
+
+
+# --- the entrypoint's mapping ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("var, key", [
+    ("KAFKA_CFG_LOG_DIRS", "log.dirs"),                                      # bitnami
+    ("KAFKA_CFG_ZOOKEEPER_CONNECT", "zookeeper.connect"),
+    ("KAFKA_CFG_LISTENER_SECURITY_PROTOCOL_MAP", "listener.security.protocol.map"),
+    ("KAFKA_BROKER_ID", "broker.id"),                                        # Confluent
+    ("KAFKA_ADVERTISED_LISTENERS", "advertised.listeners"),
+    ("KAFKA_OFFSETS_TOPIC_REPLICATION_FACTOR", "offsets.topic.replication.factor"),
+    ("KAFKA_LISTENER_NAME_INTERNAL_X__Y", "listener.name.internal.x_y"),     # `__` -> `_`
+    ("KAFKA_SOME___DASHED_KEY", "some-dashed.key"),                          # `___` -> `-`
+    ("KAFKA_ODRADEK_METRICS_PORT", "odradek.metrics.port"),
+])
+def test_environment_variables_become_properties(var, key):
+    assert props_of(entrypoint.build_properties(no_base({var: "v1"})))[key] == "v1"
+
+
+def test_script_variables_are_not_properties_and_empty_values_are_skipped():
+    env = no_base({"KAFKA_HEAP_OPTS": "-Xmx1G", "KAFKA_OPTS": "-Dx", "KAFKA_LOG4J_LOGGERS": "a=DEBUG",
+                   "KAFKA_JMX_PORT": "9999", "KAFKA_CFG_NUM_PARTITIONS": "", "ALLOW_PLAINTEXT_LISTENER": "yes"})
+    props = props_of(entrypoint.build_properties(env))
+    assert set(props) == {k for k, _ in entrypoint.IMAGE_DEFAULTS}
+
+
+def test_layers_image_defaults_then_base_file_then_confluent_then_bitnami(tmp_path):
+    base = tmp_path / "base.properties"
+    base.write_text("log.retention.hours=1\nnum.partitions=4\nlisteners=PLAINTEXT://:9999\n")
+    env = {"ODRADEK_BASE_CONFIG": str(base), "KAFKA_NUM_PARTITIONS": "5", "KAFKA_LOG_RETENTION_HOURS": "2",
+           "KAFKA_CFG_LOG_RETENTION_HOURS": "3"}
+    entries = entrypoint.build_properties(env)
+    props = props_of(entries)
+    assert props["log.dirs"] == "/var/lib/odradek/data"        # image default kept
+    assert props["listeners"] == "PLAINTEXT://:9999"           # base file over the image default
+    assert props["num.partitions"] == "5"                      # KAFKA_* over the base file
+    assert props["log.retention.hours"] == "3"                 # KAFKA_CFG_* over KAFKA_*
+    sources = {key: source for key, _, source in entries}
+    assert sources["log.retention.hours"] == "environment variable KAFKA_CFG_LOG_RETENTION_HOURS"
+    assert sources["listeners"] == f"{base} line 3"
+
+
+def test_written_file_reads_back_identically_through_the_brokers_parser(tmp_path):
+    awkward = {"KAFKA_CFG_SASL_JAAS_CONFIG": "a=b c:d \\ back#slash!", "KAFKA_CFG_X_Y": " leading space",
+               "KAFKA_CFG_MULTI_LINE": "one\ntwo\tthree"}
+    env = no_base({"ODRADEK_CONFIG_FILE": str(tmp_path / "conf" / "server.properties"), **awkward})
+    path = entrypoint.write_config(env)
+    read = {k: v for k, v, _ in parse_properties(Path(path).read_text())}
+    assert read == props_of(entrypoint.build_properties(env))
+    assert read["sasl.jaas.config"] == "a=b c:d \\ back#slash!"
+    assert read["x.y"] == " leading space"
+    assert read["multi.line"] == "one\ntwo\tthree"
+
+
+def test_other_commands_run_as_given(tmp_path):
+    out = subprocess.run([sys.executable, str(ENTRYPOINT), "echo", "hello"], capture_output=True, text=True,
+                         env=dict(os.environ, ODRADEK_CONFIG_FILE=str(tmp_path / "server.properties")), timeout=30)
+    assert out.returncode == 0 and out.stdout == "hello\n"
+    assert not (tmp_path / "server.properties").exists()  # only the broker gets a config file
+
+
+# --- the entrypoint execs a real broker ------------------------------------------------------------------
+
+def _wait_until(condition, timeout: float, what: str):
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() >= deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.2)
+
+
+@pytest.mark.timeout(180)
+def test_entrypoint_execs_the_broker_which_serves_and_stops_cleanly_on_sigterm(zk_chroot, tmp_path):
+    port, metrics_port = free_port("127.0.0.1"), free_port("127.0.0.1")
+    config_file = tmp_path / "config" / "server.properties"
+    env = dict(os.environ, PYTHONUNBUFFERED="1",
+               ODRADEK_CONFIG_FILE=str(config_file), ODRADEK_BASE_CONFIG=str(tmp_path / "absent"),
+               KAFKA_ZOOKEEPER_CONNECT=zk_chroot, KAFKA_BROKER_ID="7",
+               KAFKA_CFG_LISTENERS=f"PLAINTEXT://127.0.0.1:{port}",
+               KAFKA_CFG_LOG_DIRS=str(tmp_path / "data"),
+               KAFKA_CFG_ODRADEK_METRICS_PORT=str(metrics_port),
+               KAFKA_CFG_ODRADEK_METRICS_HOST="127.0.0.1",
+               KAFKA_CFG_ODRADEK_STATE_CHANGE_LOG_DIR=str(tmp_path / "logs"),
+               KAFKA_OFFSETS_TOPIC_REPLICATION_FACTOR="1", KAFKA_ZOOKEEPER_SESSION_TIMEOUT_MS="6000",
+               KAFKA_HEAP_OPTS="-Xmx1G")
+    log_path = tmp_path / "broker.log"
+    with open(log_path, "wb") as log:
+        proc = subprocess.Popen([sys.executable, str(ENTRYPOINT)], env=env, stdout=log, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL)
+    try:
+        _wait_until(lambda: healthcheck.check("127.0.0.1", port, timeout=2.0) is None or proc.poll() is not None,
+                    90, "the broker to answer ApiVersions")
+        assert proc.poll() is None, log_path.read_text()
+        # exec, not spawn: the entrypoint's pid is now the broker (so docker stop's SIGTERM reaches it)
+        cmdline = Path(f"/proc/{proc.pid}/cmdline").read_bytes().split(b"\0")
+        assert any(part.endswith(b"odradek-server") for part in cmdline), cmdline
+        assert str(config_file).encode() in cmdline
+        props = {k: v for k, v, _ in parse_properties(config_file.read_text())}
+        assert props["broker.id"] == "7" and props["listeners"] == f"PLAINTEXT://127.0.0.1:{port}"
+        assert "kafka.heap.opts" not in props
+        # the HEALTHCHECK command, as Docker runs it: exit 0 with the address from the written file
+        check = subprocess.run([sys.executable, str(HEALTHCHECK)], env=env, capture_output=True, text=True,
+                               timeout=30)
+        assert check.returncode == 0, check.stdout
+        with urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics", timeout=10) as response:
+            assert b"kafka_controller_kafkacontroller_activecontrollercount 1.0" in response.read()
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(60) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
+    output = log_path.read_text()
+    assert "wrote" in output and "shut down completed" in output
+    assert healthcheck.check("127.0.0.1", port, timeout=2.0) is not None  # nothing answers any more
+    check = subprocess.run([sys.executable, str(HEALTHCHECK)], env=env, capture_output=True, text=True, timeout=30)
+    assert check.returncode == 1 and check.stdout.startswith("unhealthy:")
+
+
+# --- docker-compose.yml ------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def compose():
+    return yaml.safe_load((ROOT / "docker-compose.yml").read_text())
+
+
+def broker_config(compose, name, tmp_path):
+    """The server.properties the entrypoint writes from the service's environment, loaded by the broker's
+    own configuration code (so a bad value or key in the compose file fails here)."""
+    environment = compose["services"][name]["environment"]
+    assert all(isinstance(v, str) for v in environment.values()), "quote numbers: compose passes strings"
+    env = no_base({**environment, "ODRADEK_CONFIG_FILE": str(tmp_path / f"{name}.properties")})
+    path = entrypoint.write_config(env)
+    config, warnings = load_config(path, [], {})
+    assert warnings == []
+    return config
+
+
+def published(service) -> dict[int, int]:
+    """container port -> host port."""
+    out = {}
+    for entry in service.get("ports", []):
+        host, _, container = str(entry).rpartition(":")
+        out[int(container)] = int(host.rpartition(":")[2])
+    return out
+
+
+def test_compose_services_profiles_and_images(compose):
+    services = compose["services"]
+    assert set(services) == {"zookeeper", *BROKERS, "prometheus", "spark-job"}
+    assert services["zookeeper"]["image"].startswith("zookeeper:")  # the official image
+    assert services["prometheus"]["profiles"] == ["monitoring"]
+    assert services["spark-job"]["profiles"] == ["spark"]
+    for name in ("zookeeper", *BROKERS):
+        assert "profiles" not in services[name]  # `docker compose up` starts the cluster
+    for name in BROKERS:
+        assert services[name]["build"] == "."
+        assert services[name]["image"] == "odradek:latest"
+    assert services["spark-job"]["build"] == {"context": ".", "target": "spark-job"}
+
+
+def test_compose_dependencies_wait_for_health(compose):
+    services = compose["services"]
+    zk = services["zookeeper"]["healthcheck"]
+    assert zk["test"][0] in ("CMD", "CMD-SHELL") and zk["retries"] >= 3
+    for name in BROKERS:
+        service = services[name]
+        assert service["depends_on"] == {"zookeeper": {"condition": "service_healthy"}}
+        test = service["healthcheck"]["test"]
+        assert test == ["CMD", "python", "/opt/odradek/bin/healthcheck.py"]
+        assert int(service["stop_grace_period"].rstrip("s")) >= 30  # time for a controlled shutdown
+    assert services["spark-job"]["depends_on"] == {b: {"condition": "service_healthy"} for b in BROKERS}
+
+
+def test_compose_brokers_listeners_ports_and_replication(compose, tmp_path):
+    services = compose["services"]
+    ids = set()
+    for name in BROKERS:
+        service = services[name]
+        config = broker_config(compose, name, tmp_path)
+        ids.add(config.broker_id)
+        assert config.get("zookeeper.connect") == "zookeeper:2181"
+        assert config.get("default.replication.factor") == 3
+        assert config.get("min.insync.replicas") == 2
+        assert config.get("offsets.topic.replication.factor") == 3
+        assert config.get("transaction.state.log.min.isr") == 2
+        listeners = {e.name: e for e in config.listeners}
+        advertised = {e.name: e for e in config.advertised_listeners}
+        assert set(listeners) == set(advertised) == {"INTERNAL", "EXTERNAL"}
+        assert config.inter_broker_listener_name == "INTERNAL"
+        # inside the network: the service's own name, on the port it listens on
+        assert advertised["INTERNAL"].host == name == service["hostname"]
+        assert advertised["INTERNAL"].port == listeners["INTERNAL"].port == 9092
+        # from the host: localhost, on a port published to the same number (what clients are told is reachable)
+        external = listeners["EXTERNAL"].port
+        assert advertised["EXTERNAL"].host == "localhost" and advertised["EXTERNAL"].port == external
+        ports = published(service)
+        assert ports[external] == external
+        assert ports[config.metrics_port] in (7071, 7072, 7073)
+        assert 9092 not in ports  # the internal listener stays inside the network
+        # the data volume is the log dir
+        mounts = dict(v.split(":", 1)[::-1] for v in service["volumes"])
+        assert config.log_dirs == ["/var/lib/odradek/data"]
+        volume = mounts["/var/lib/odradek/data"]
+        assert volume in compose["volumes"]
+    assert ids == {1, 2, 3}
+    host_ports = [p for name in BROKERS for p in published(services[name]).values()]
+    assert len(host_ports) == len(set(host_ports))  # no two services publish the same host port
+    volumes = [v for name in BROKERS for v in services[name]["volumes"]]
+    assert len(volumes) == len(set(volumes))  # each broker its own data volume
+
+
+def test_compose_spark_job_and_prometheus_reach_the_brokers(compose, tmp_path):
+    services = compose["services"]
+    internal = {f"{name}:9092" for name in BROKERS}
+    spark = services["spark-job"]
+    assert "/opt/odradek/examples/spark_pipeline.py" in spark["command"]
+    assert set(spark["environment"]["ODRADEK_BOOTSTRAP_SERVERS"].split(",")) == internal
+    prometheus = services["prometheus"]
+    assert "./docker/prometheus.yml:/etc/prometheus/prometheus.yml:ro" in prometheus["volumes"]
+    scrape = yaml.safe_load((ROOT / "docker" / "prometheus.yml").read_text())
+    targets = {t for job in scrape["scrape_configs"] for group in job["static_configs"] for t in group["targets"]}
+    expected = {f"{name}:{broker_config(compose, name, tmp_path).metrics_port}" for name in BROKERS}
+    assert targets == expected
+
+
+# --- Dockerfile ---------------------------------------------------------------------------------------------
+
+def test_dockerfile_non_root_volume_healthcheck_and_entrypoint():
+    text = (ROOT / "Dockerfile").read_text()
+    stages = re.findall(r"^FROM\s+(\S+)(?:\s+AS\s+(\S+))?", text, re.M)
+    assert ("python:3.12-slim", "broker") in stages and stages[-1][0] == "broker"  # the default target
+    broker = text.split("AS broker", 1)[1].split("AS spark-job", 1)[0]
+    assert re.search(r"^USER odradek$", broker, re.M)
+    assert 'VOLUME ["/var/lib/odradek/data"]' in broker
+    assert 'ENTRYPOINT ["python", "/opt/odradek/bin/entrypoint.py"]' in broker
+    assert '"python", "/opt/odradek/bin/healthcheck.py"' in broker.split("HEALTHCHECK", 1)[1]
+    assert "STOPSIGNAL SIGTERM" in broker
+    assert "import uvloop, cramjam, crc32c" in broker
+    # every COPY source exists, and .dockerignore does not hide it
+    ignored = {line.strip() for line in (ROOT / ".dockerignore").read_text().splitlines()
+               if line.strip() and not line.startswith("#")}
+    for sources in re.findall(r"^COPY (?!--from)(.+?) \S+$", text, re.M):
+        for source in sources.split():
+            if source != "examples":  # examples/ comes with issue 7's Spark pipeline
+                assert (ROOT / source).exists(), source
+            assert source.split("/")[0] not in ignored, source
+    assert entrypoint.IMAGE_DEFAULTS[0] == ("log.dirs", "/var/lib/odradek/data")
+
+
+# --- odradek-cluster keeps parity with the compose cluster ---------------------------------------------------
+
+@pytest.mark.timeout(180)
+def test_odradek_cluster_has_the_compose_clusters_replication_defaults_and_metrics(compose, zookeeper, tmp_path,
+                                                                                 capsys):
+    from odradek.clients.cli import cluster as cli
+
+    data_dir = tmp_path / "local"
+    chroot = f"/parity-{os.getpid()}-{time.monotonic_ns()}"
+    try:
+        assert cli.main(["start", "--brokers", "3", "--base-port", "0", "--metrics-base-port", "0",
+                         "--zookeeper", zookeeper.connect_string, "--chroot", chroot,
+                         "--data-dir", str(data_dir), "--override", "zookeeper.session.timeout.ms=6000"]) == 0
+        started = capsys.readouterr()
+        assert started.err.count("/metrics") == 3
+        props = {k: v for k, v, _ in parse_properties((data_dir / "server.properties").read_text())}
+        env = compose["services"]["kafka-1"]["environment"]
+        assert props["default.replication.factor"] == env["KAFKA_DEFAULT_REPLICATION_FACTOR"] == "3"
+        assert props["min.insync.replicas"] == env["KAFKA_MIN_INSYNC_REPLICAS"] == "2"
+        assert props["offsets.topic.replication.factor"] == env["KAFKA_OFFSETS_TOPIC_REPLICATION_FACTOR"]
+        assert props["transaction.state.log.min.isr"] == env["KAFKA_TRANSACTION_STATE_LOG_MIN_ISR"]
+        assert cli.main(["status", "--data-dir", str(data_dir)]) == 0
+        urls = re.search(r"^Metrics: (.+)$", capsys.readouterr().out, re.M).group(1).split()
+        assert len(urls) == 3
+        for url in urls:
+            with urllib.request.urlopen(url, timeout=10) as response:
+                assert b"kafka_server_replicamanager_partitioncount" in response.read()
+    finally:
+        cli.main(["stop", "--data-dir", str(data_dir)])
+
+
+def test_odradek_cluster_rejects_a_metrics_base_port_without_room(capsys):
+    from odradek.clients.cli import cluster as cli
+
+    assert cli.main(["start", "--brokers", "3", "--metrics-base-port", "65534"]) == 1
+    assert capsys.readouterr().err.strip() == ("Error: --metrics-base-port 65534 leaves no room for 3 brokers "
+                                               "below 65536")
