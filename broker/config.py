@@ -431,7 +431,9 @@ class KafkaConfig:
 
     @property
     def metrics_port(self) -> int:
-        """Odradek's Prometheus endpoint port (odradek.metrics.port); -1 = off."""
+        """Odradek's Prometheus endpoint port: odradek.metrics.port when set, else metrics.port; -1 = off."""
+        if self.is_default("odradek.metrics.port"):
+            return self._values["metrics.port"]
         return self._values["odradek.metrics.port"]
 
     def values(self) -> dict[str, Any]:

@@ -349,6 +349,8 @@ _BROKER_KEYS: list[Key] = [
     K("odradek.metrics.port", I, -1, "Odradek only: port of the Prometheus /metrics endpoint; -1 = off",
       between(-1, 65535)),
     K("odradek.metrics.host", STR, "", "Odradek only: address the /metrics endpoint binds; empty = all"),
+    K("metrics.port", I, -1, "Odradek only: the /metrics port when odradek.metrics.port is not set (the name "
+      "issue 8 and the Docker image use)", between(-1, 65535)),
     K("odradek.state.change.log.dir", STR, None, "Odradek only: directory of state-change.log (Kafka's log4j "
       "logs/ directory); unset = the parent of the first log dir"),
 ]

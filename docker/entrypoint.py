@@ -35,7 +35,7 @@ SERVER = "odradek-server"
 IMAGE_DEFAULTS = (
     ("log.dirs", "/var/lib/odradek/data"),
     ("listeners", "PLAINTEXT://:9092"),
-    ("odradek.metrics.port", "7071"),
+    ("metrics.port", "7071"),  # odradek.metrics.port, when set, wins
     ("odradek.state.change.log.dir", "/var/lib/odradek/logs"),
 )
 

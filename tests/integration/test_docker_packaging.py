@@ -57,9 +57,22 @@ def no_base(environ: dict) -> dict:
     ("KAFKA_LISTENER_NAME_INTERNAL_X__Y", "listener.name.internal.x_y"),     # `__` -> `_`
     ("KAFKA_SOME___DASHED_KEY", "some-dashed.key"),                          # `___` -> `-`
     ("KAFKA_ODRADEK_METRICS_PORT", "odradek.metrics.port"),
+    ("KAFKA_METRICS_PORT", "metrics.port"),
 ])
 def test_environment_variables_become_properties(var, key):
     assert props_of(entrypoint.build_properties(no_base({var: "v1"})))[key] == "v1"
+
+
+def test_metrics_port_defaults_to_7071_and_odradek_metrics_port_wins(tmp_path):
+    def port(environ):
+        env = no_base({"ODRADEK_CONFIG_FILE": str(tmp_path / "server.properties"),
+                       "KAFKA_ZOOKEEPER_CONNECT": "zookeeper:2181", **environ})
+        return load_config(entrypoint.write_config(env), [], {})[0].metrics_port
+
+    assert port({}) == 7071
+    assert port({"KAFKA_METRICS_PORT": "9404"}) == 9404
+    assert port({"KAFKA_METRICS_PORT": "9404", "KAFKA_CFG_ODRADEK_METRICS_PORT": "9500"}) == 9500
+    assert port({"KAFKA_METRICS_PORT": "-1"}) == -1  # off
 
 
 def test_script_variables_are_not_properties_and_empty_values_are_skipped():
