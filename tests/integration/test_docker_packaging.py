@@ -5,6 +5,7 @@ ApiVersions, and docker-compose.yml / Dockerfile / docker/prometheus.yml are par
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import re
 import signal
@@ -140,7 +141,9 @@ def test_entrypoint_execs_the_broker_which_serves_and_stops_cleanly_on_sigterm(z
                KAFKA_CFG_ODRADEK_METRICS_HOST="127.0.0.1",
                KAFKA_CFG_ODRADEK_STATE_CHANGE_LOG_DIR=str(tmp_path / "logs"),
                KAFKA_OFFSETS_TOPIC_REPLICATION_FACTOR="1", KAFKA_ZOOKEEPER_SESSION_TIMEOUT_MS="6000",
-               KAFKA_HEAP_OPTS="-Xmx1G")
+               KAFKA_HEAP_OPTS="-Xmx1G",
+               # structured logs, and the request log switched on as the Confluent image's variable does
+               ODRADEK_LOG_FORMAT="json", KAFKA_LOG4J_LOGGERS="kafka.request.logger=DEBUG")
     log_path = tmp_path / "broker.log"
     with open(log_path, "wb") as log:
         proc = subprocess.Popen([sys.executable, str(ENTRYPOINT)], env=env, stdout=log, stderr=subprocess.STDOUT,
@@ -170,6 +173,15 @@ def test_entrypoint_execs_the_broker_which_serves_and_stops_cleanly_on_sigterm(z
             proc.wait(10)
     output = log_path.read_text()
     assert "wrote" in output and "shut down completed" in output
+    entries = [json.loads(line) for line in output.splitlines() if line.startswith("{")]
+    assert {"time", "level", "logger", "message"} <= set(entries[0])
+    assert any(e["logger"] == "odradek.server" and e["level"] == "INFO" and "shut down completed" in e["message"]
+               for e in entries)
+    requests = [e for e in entries if e["logger"] == "kafka.request.logger"]
+    assert requests and all(e["level"] == "DEBUG" for e in requests)
+    assert any(e["message"].startswith("Completed request:{api=ApiVersions, version=0") and
+               "clientId=odradek-healthcheck" in e["message"] and "totalTime:" in e["message"] for e in requests)
+    assert not any(e["level"] == "DEBUG" and e["logger"] != "kafka.request.logger" for e in entries)
     assert healthcheck.check("127.0.0.1", port, timeout=2.0) is not None  # nothing answers any more
     check = subprocess.run([sys.executable, str(HEALTHCHECK)], env=env, capture_output=True, text=True, timeout=30)
     assert check.returncode == 1 and check.stdout.startswith("unhealthy:")
