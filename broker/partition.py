@@ -248,10 +248,13 @@ class Partition:
     # -- reads ------------------------------------------------------------------------------------
 
     def read(self, fetch_offset: int, max_bytes: int, *, committed_only: bool, min_one_batch: bool,
-             current_leader_epoch: int = NO_EPOCH, read_committed: bool = False) -> FetchDataInfo:
+             current_leader_epoch: int = NO_EPOCH, read_committed: bool = False,
+             leader_only: bool = True) -> FetchDataInfo:
         """Whole batches from the leader's log; consumers see only what is below the high watermark,
-        read_committed ones only what is below the last stable offset."""
-        self.ensure_leader(current_leader_epoch)
+        read_committed ones only what is below the last stable offset. ``leader_only=False`` (the
+        debugging consumer) reads a follower's log too."""
+        if leader_only:
+            self.ensure_leader(current_leader_epoch)
         if read_committed:
             max_offset: int | None = self.log.last_stable_offset
         else:

@@ -48,6 +48,12 @@ class ProducePartitionResult:
     error_message: str | None = None
 
 
+# Kafka's Request.DebuggingConsumerId: the replica verification tool. Kafka 2.8 lets any consumer with
+# Fetch v11+ read a follower (KIP-392, below the follower's high watermark); we allow it only this id,
+# so a client with stale metadata still gets NOT_LEADER_OR_FOLLOWER from a former leader.
+DEBUGGING_CONSUMER_ID = -2
+
+
 @dataclass
 class FetchParams:
     replica_id: int
@@ -328,7 +334,10 @@ class ReplicaManager:
         for spec in specs:
             key = (spec.topic, spec.partition)
             try:
-                partition = self.leader_partition(spec.topic, spec.partition, spec.current_leader_epoch)
+                if params.replica_id == DEBUGGING_CONSUMER_ID:  # reads a follower too, below its HW
+                    partition = self.partition_or_error(spec.topic, spec.partition)
+                else:
+                    partition = self.leader_partition(spec.topic, spec.partition, spec.current_leader_epoch)
                 if not committed_only:
                     diverged = self._check_follower(partition, params.replica_id, spec)
                     if diverged is not None:
@@ -337,7 +346,8 @@ class ReplicaManager:
                 leader_end = partition.log_end_offset
                 data = partition.read(spec.fetch_offset, max(0, min(spec.max_bytes, limit)),
                                       committed_only=committed_only, min_one_batch=min_one,
-                                      read_committed=read_committed)
+                                      read_committed=read_committed,
+                                      leader_only=params.replica_id != DEBUGGING_CONSUMER_ID)
                 if not committed_only:
                     self._update_follower(partition, params.replica_id, spec.fetch_offset, leader_end,
                                           spec.log_start_offset)
