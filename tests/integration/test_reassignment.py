@@ -171,6 +171,23 @@ def test_replication_factor_change_list_and_cancel(odradek_cluster_factory, zk_c
     wait_until(lambda: assignment_is(zk, "grow", {0: [0, 1, 3], 1: [2]}), WAIT_S, "RF 3 for grow-0, RF 1 for grow-1")
     assert "is complete" in tool(cluster, "--verify", "--reassignment-json-file", str(grow)).stdout
 
+    # --generate: the current assignment and a proposal on the brokers given, same partitions and RF
+    topics = tmp_path / "topics.json"
+    topics.write_text('{"version": 1, "topics": [{"topic": "grow"}]}')
+    generated = tool(cluster, "--generate", "--topics-to-move-json-file", str(topics), "--broker-list", "1,2,3")
+    lines = generated.stdout.splitlines()
+    assert lines[0] == "Current partition replica assignment" and lines[3] == "Proposed partition reassignment configuration"
+    assert json.loads(lines[1])["partitions"][0] == {"topic": "grow", "partition": 0, "replicas": [0, 1, 3],
+                                                     "log_dirs": ["any", "any", "any"]}
+    proposal = json.loads(lines[4])["partitions"]
+    assert [(e["partition"], len(e["replicas"])) for e in proposal] == [(0, 3), (1, 3)]  # RF of the first partition
+    assert all(set(e["replicas"]) <= {1, 2, 3} for e in proposal)
+
+    # the legacy way: /admin/reassign_partitions, deleted by the controller once done
+    zk.create_partition_reassignment({("grow", 1): [3]})
+    wait_until(lambda: assignment_is(zk, "grow", {0: [0, 1, 3], 1: [3]}), WAIT_S, "grow-1 moved through ZooKeeper")
+    wait_until(lambda: zk.get_data("/admin/reassign_partitions") == (None, None), WAIT_S, "the request deleted")
+
     # broker 3 cannot catch up while stopped: the reassignment stays in progress, then is cancelled
     cluster.brokers[3].process.send(signal.SIGSTOP)
     try:
