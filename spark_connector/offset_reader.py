@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import logging
 import re
-from typing import Any
+import time
+from typing import Any, Awaitable, Callable, TypeVar
 
 from ..clients.admin import AIOAdmin
 from ..clients.consumer import AIOConsumer
 from ..clients.event_loop_thread import EventLoopThread
 from ..clients.types import OffsetAndMetadata, TopicPartition
+from ..protocol.errors import KafkaError
 from .options import EARLIEST, LATEST, OffsetSpec, SourceOptions
 
 log = logging.getLogger(__name__)
@@ -24,6 +26,8 @@ log = logging.getLogger(__name__)
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 
 Offsets = dict[TopicPartition, int]
+T = TypeVar("T")
+RETRY_FOR_S = 120.0  # a leader that died is replaced within the brokers' ZooKeeper session timeout
 
 
 class OffsetOutOfRangeForTimestamp(ValueError):
@@ -58,7 +62,22 @@ class KafkaOffsetReader:
         opts = self.options
         if opts.strategy == "assign":
             return {TopicPartition(t, p) for t, p in opts.assigned}
-        return self._thread.run(self._partitions(), timeout=120)
+        return self._retrying(self._partitions)
+
+    def _retrying(self, make: Callable[[], Awaitable[T]]) -> T:
+        """Run ``make()`` on the loop, again after connection and leader errors (a broker died and its
+        partitions' leaders are moving) until RETRY_FOR_S passed, as Spark's KafkaOffsetReader retries."""
+        deadline = time.monotonic() + RETRY_FOR_S
+        delay = 0.2
+        while True:
+            try:
+                return self._thread.run(make(), timeout=RETRY_FOR_S)
+            except (OSError, KafkaError) as exc:
+                if time.monotonic() + delay > deadline or not _retriable(exc):
+                    raise
+                log.warning("looking up offsets failed (%s); retrying", exc)
+                time.sleep(delay)
+                delay = min(delay * 2, 2.0)
 
     async def _partitions(self) -> set[TopicPartition]:
         existing = await self._consumer.topics()
@@ -84,13 +103,13 @@ class KafkaOffsetReader:
         if not partitions:
             return {}
         call = self._consumer.beginning_offsets if which == EARLIEST else self._consumer.end_offsets
-        return dict(self._thread.run(call(sorted(partitions)), timeout=120))
+        return dict(self._retrying(lambda: call(sorted(partitions))))
 
     def for_timestamps(self, timestamps: dict[TopicPartition, int]) -> dict[TopicPartition, int | None]:
         """The first offset whose timestamp is >= the given one, None where no record is that new."""
         if not timestamps:
             return {}
-        found = self._thread.run(self._consumer.offsets_for_times(timestamps), timeout=120)
+        found = self._retrying(lambda: self._consumer.offsets_for_times(timestamps))
         return {tp: (answer.offset if answer is not None else None) for tp, answer in found.items()}
 
     def resolve(self, spec: OffsetSpec, partitions: set[TopicPartition], starting: bool, option: str) -> Offsets:
@@ -144,6 +163,10 @@ class KafkaOffsetReader:
         for tp, error in self._thread.run(commit(), timeout=120).items():
             if error is not None:
                 log.warning("committing %s of group %s failed: %s", tp, group_id, error)
+
+
+def _retriable(exc: BaseException) -> bool:
+    return isinstance(exc, OSError) or getattr(exc, "retriable", False) or "connect" in str(exc).lower()
 
 
 def offsets_to_json(offsets: Offsets) -> dict[str, dict[str, int]]:
