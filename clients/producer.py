@@ -500,6 +500,10 @@ class AIOProducer:
         self._buffered -= batch.size
         if self._space is not None and self._buffered <= self.config["buffer_memory"]:
             self._space.set()
+        if self._closing and not self._unfinished:
+            # This done-callback may run after the sender last looked (its wake-up was already due):
+            # wake it again, or close() waits for a sender that sleeps forever.
+            self._wake()
 
     async def _wait_for_space(self) -> None:
         """Block like Java's buffer.memory: wait up to max_block_ms while too much is queued."""
