@@ -23,7 +23,8 @@ from odradek.clients.simple_client import SimpleClient
 from odradek.clients.sync_producer import Producer
 from odradek.clients.transaction_manager import TransactionAbortedError, TransactionState
 from odradek.clients.types import TopicPartition
-from odradek.protocol.errors import ProducerFencedError
+from odradek.protocol.errors import KafkaError, ProducerFencedError
+from odradek.protocol.messages import FindCoordinatorRequest
 
 pytestmark = pytest.mark.timeout(600)
 PARTITIONS = 3
@@ -293,6 +294,43 @@ def test_the_blocking_producer_commits_and_aborts(three_broker_cluster):
             producer.send(topic, "outside")
     run(wait_until_stable(servers, topic))
     assert Counter(read_kafka_python(servers, topic)) == Counter([b"kept-%d" % i for i in range(20)] + [b"last"])
+
+
+def test_transactions_go_on_when_the_transaction_coordinator_is_sigkilled(odradek_cluster_factory):
+    cluster = odradek_cluster_factory(3)
+    servers = cluster.bootstrap_servers
+    topic, transactional_id = "txn-failover", "txn-failover-1"
+
+    async def main():
+        await create_topic(servers, topic)
+        committed, failed = [], 0
+        async with AIOProducer(bootstrap_servers=servers, transactional_id=transactional_id, linger_ms=2) as producer:
+            await producer.init_transactions()
+            async with SimpleClient(servers) as client:  # __transaction_state exists now
+                found = await client.send(None, FindCoordinatorRequest(key=transactional_id, key_type=1))
+            assert found.error_code == 0
+            for n in range(24):
+                if n == 8:  # coordinator requests now meet a dead connection, then NOT_COORDINATOR elsewhere
+                    await asyncio.to_thread(cluster.kill_broker, found.node_id, signal.SIGKILL)
+                if n == 16:
+                    await asyncio.to_thread(cluster.start_broker, found.node_id)
+                values = [b"txn-%d-%d" % (n, i) for i in range(9)]
+                try:
+                    async with producer.transaction():
+                        for i, value in enumerate(values):
+                            await producer.send(topic, value, partition=i % PARTITIONS)
+                    committed += values
+                except KafkaError as exc:  # abortable (the context aborted it); the producer goes on
+                    assert producer.transaction_state is TransactionState.READY, exc
+                    failed += 1
+        await wait_until_stable(servers, topic)
+        return committed, failed, await read_ours(servers, topic, "read_committed")
+
+    committed, failed, seen = run(main())
+    print(f"{len(committed) // 9} transactions committed, {failed} aborted after an error")
+    assert len(committed) >= 9 * 12
+    assert Counter(r.value for r in seen) == Counter(committed)
+    assert Counter(read_kafka_python(servers, topic)) == Counter(committed)
 
 
 # -- exactly-once consume-transform-produce, killed and restarted ---------------------------------------
