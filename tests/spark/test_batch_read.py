@@ -83,3 +83,18 @@ def test_min_partitions_splits_ranges_without_changing_rows(spark, servers):
 def test_invalid_options_fail_naming_the_option(spark, servers, options, message):
     with pytest.raises(Exception, match=message):
         read(spark, servers, **options).collect()
+
+
+def test_aged_out_offsets_fail_or_are_skipped(spark, servers):
+    from odradek.clients import Admin, TopicPartition
+
+    topic = "spark-data-loss"
+    create_topic(servers, topic, 1)
+    produce(servers, topic, [(0, None, f"r{i}".encode()) for i in range(20)])
+    with Admin(servers) as admin:
+        admin.delete_records({TopicPartition(topic, 0): 10})  # offsets 0-9 are gone
+    starting = json.dumps({topic: {"0": 0}})
+    with pytest.raises(Exception, match="Some data may have been lost"):
+        read(spark, servers, subscribe=topic, startingOffsets=starting).collect()
+    rows = read(spark, servers, subscribe=topic, startingOffsets=starting, failOnDataLoss="false").collect()
+    assert sorted(r.offset for r in rows) == list(range(10, 20))
