@@ -296,9 +296,17 @@ class AIOProducer:
 
     async def close(self, timeout: float | None = None) -> None:
         """Send what is queued (waiting up to ``timeout`` s, None = as long as it takes), then disconnect.
-        Records still unsent after the timeout fail with KafkaConnectionError."""
+        Records still unsent after the timeout fail with KafkaConnectionError. An open transaction is
+        aborted first, as Kafka's producer does, so it does not hold back read_committed consumers
+        until the coordinator times it out."""
         if self._closing:
             return
+        if self._txn is not None and self._started and self._txn.state in (
+                TransactionState.IN_TRANSACTION, TransactionState.ABORTABLE_ERROR, TransactionState.ABORTING_TRANSACTION):
+            try:
+                await asyncio.wait_for(self.abort_transaction(), timeout)
+            except (KafkaError, OSError, TimeoutError) as exc:
+                log.warning("closing with the transaction still open: its abort failed: %s", exc)
         self._closing = True
         try:
             if self._sender is not None:

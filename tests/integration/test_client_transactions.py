@@ -197,6 +197,28 @@ def test_unsent_records_fail_when_the_transaction_aborts(three_broker_cluster):
     assert [r.value for r in run(main())] == [b"kept"]
 
 
+def test_close_aborts_an_open_transaction(three_broker_cluster):
+    servers = three_broker_cluster.bootstrap_servers
+    topic = "txn-close"
+
+    async def main():
+        await create_topic(servers, topic)
+        # A coordinator timeout far beyond the wait below: only close()'s abort can end the transaction.
+        async with AIOProducer(bootstrap_servers=servers, transactional_id="txn-close-1",
+                               transaction_timeout_ms=600000) as producer:
+            await producer.init_transactions()
+            producer.begin_transaction()
+            for i in range(9):
+                await producer.send(topic, b"open-%d" % i, partition=i % PARTITIONS)
+            await producer.flush()
+        await wait_until_stable(servers, topic, timeout=60)
+        return (await read_ours(servers, topic, "read_committed"), await read_ours(servers, topic, "read_uncommitted"))
+
+    committed, everything = run(main())
+    assert committed == []
+    assert sorted(r.value for r in everything) == sorted(b"open-%d" % i for i in range(9))
+
+
 def test_send_offsets_to_transaction_commits_the_group_offsets_only_with_the_transaction(three_broker_cluster):
     servers = three_broker_cluster.bootstrap_servers
     source, sink, group = "txn-offsets-in", "txn-offsets-out", "txn-offsets-group"
