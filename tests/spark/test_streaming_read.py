@@ -120,3 +120,30 @@ def test_source_follows_a_leader_moved_by_a_broker_failure(spark, odradek_cluste
 
 
 
+
+
+def test_pattern_subscription_picks_up_new_partitions_and_topics(spark, three_broker_cluster, tmp_path):
+    from odradek.clients import Admin, NewPartitions
+
+    servers = three_broker_cluster.bootstrap_servers
+    create_topic(servers, "grow-a", 1)
+    produce(servers, "grow-a", [(0, None, f"a{i}".encode()) for i in range(10)])
+    name = "grow_stream"
+    query = (spark.readStream.format("odradek").option("kafka.bootstrap.servers", servers)
+             .option("subscribePattern", "grow-.*").option("startingOffsets", "earliest").load()
+             .selectExpr("topic", "partition", "CAST(value AS STRING) AS value").writeStream.format("memory")
+             .queryName(name).option("checkpointLocation", str(tmp_path / "cp"))
+             .trigger(processingTime="500 milliseconds").start())
+    try:
+        wait_until(lambda: spark.table(name).count() == 10, 120, message="the first records")
+        with Admin(servers) as admin:
+            admin.create_partitions({"grow-a": NewPartitions(2)})
+        create_topic(servers, "grow-b", 1)
+        produce(servers, "grow-a", [(1, None, f"a1-{i}".encode()) for i in range(5)])
+        produce(servers, "grow-b", [(0, None, f"b{i}".encode()) for i in range(5)])
+        wait_until(lambda: spark.table(name).count() >= 20, 120, message="records of the new partition and topic")
+        got = sorted((r.topic, r.partition, r.value) for r in spark.table(name).collect())
+        assert got == sorted([("grow-a", 0, f"a{i}") for i in range(10)] + [("grow-a", 1, f"a1-{i}") for i in range(5)]
+                             + [("grow-b", 0, f"b{i}") for i in range(5)])
+    finally:
+        query.stop()
