@@ -23,7 +23,7 @@ from odradek.clients.simple_client import SimpleClient
 from odradek.clients.sync_producer import Producer
 from odradek.clients.transaction_manager import TransactionAbortedError, TransactionState
 from odradek.clients.types import TopicPartition
-from odradek.protocol.errors import KafkaError, ProducerFencedError
+from odradek.protocol.errors import KafkaError, MessageTooLargeError, ProducerFencedError
 from odradek.protocol.messages import FindCoordinatorRequest
 
 pytestmark = pytest.mark.timeout(600)
@@ -217,6 +217,39 @@ def test_close_aborts_an_open_transaction(three_broker_cluster):
     committed, everything = run(main())
     assert committed == []
     assert sorted(r.value for r in everything) == sorted(b"open-%d" % i for i in range(9))
+
+
+def test_a_failed_batch_makes_the_transaction_abortable_and_the_abort_bumps_the_epoch(three_broker_cluster):
+    servers = three_broker_cluster.bootstrap_servers
+    topic = "txn-too-large"
+
+    async def main():
+        async with SimpleClient(servers) as client:
+            assert (await client.create_topics({topic: (1, 3)}, configs={"max.message.bytes": "2000"}))[topic] == 0
+            await client.wait_for_leaders(topic)
+        async with AIOProducer(bootstrap_servers=servers, transactional_id="txn-too-large-1") as producer:
+            await producer.init_transactions()
+            epoch = producer._producer_epoch
+            producer.begin_transaction()
+            kept = await producer.send(topic, b"small", partition=0)
+            await kept  # written in a batch of its own
+            too_large = await producer.send(topic, b"x" * 5000, partition=0)
+            with pytest.raises(MessageTooLargeError):
+                await too_large
+            assert producer.transaction_state is TransactionState.ABORTABLE_ERROR
+            with pytest.raises(KafkaError) as refused:
+                await producer.commit_transaction()
+            assert isinstance(refused.value.__cause__, MessageTooLargeError)
+            await producer.abort_transaction()  # "small" was written: the abort marker hides it
+            # The refused batch took a sequence number: the abort took a new epoch (KIP-360), so the
+            # next transaction's batches start at sequence 0 and are accepted.
+            assert producer._producer_epoch == epoch + 1
+            async with producer.transaction():
+                await producer.send(topic, b"after", partition=0)
+        await wait_until_stable(servers, topic, partitions=1)
+        return await read_ours(servers, topic, "read_committed", partitions=1)
+
+    assert [r.value for r in run(main())] == [b"after"]
 
 
 def test_send_offsets_to_transaction_commits_the_group_offsets_only_with_the_transaction(three_broker_cluster):
