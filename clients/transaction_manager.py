@@ -48,6 +48,10 @@ _COORDINATOR_MOVED = frozenset({CoordinatorNotAvailableError.code, NotCoordinato
 _TRY_AGAIN = frozenset({ConcurrentTransactionsError.code, CoordinatorLoadInProgressError.code})
 _ABORTABLE_CODES = frozenset({29, 30})  # TOPIC_/GROUP_AUTHORIZATION_FAILED
 _COMMIT_FAILED = frozenset({22, 25})  # ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID (Java's CommitFailedException)
+# Java's ADD_PARTITIONS_RETRY_BACKOFF_MS: the first AddPartitionsToTxn of a transaction usually meets
+# CONCURRENT_TRANSACTIONS while the coordinator still writes the previous one's markers; that passes
+# in milliseconds, so waiting the full retry backoff (100 ms) would dominate short transactions.
+_CONCURRENT_BACKOFF = 0.02
 
 
 class TransactionState(enum.Enum):
@@ -265,7 +269,8 @@ class TransactionManager:
         try:
             await self._run(self._coordinator_request(TRANSACTION_KEY, self.transactional_id, request, codes,
                                                       "AddPartitionsToTxn",
-                                                      retry_codes={UnknownTopicOrPartitionError.code}),
+                                                      retry_codes={UnknownTopicOrPartitionError.code},
+                                                      concurrent_backoff=_CONCURRENT_BACKOFF),
                             abortable=True)
             # Even if an abort began meanwhile: the coordinator has them now, so EndTxn must be sent.
             self.partitions_in_transaction |= partitions
@@ -296,7 +301,8 @@ class TransactionManager:
         add = AddOffsetsToTxnRequest(transactional_id=self.transactional_id, producer_id=self.producer_id,
                                      producer_epoch=self.producer_epoch, group_id=group_id)
         await self._run(self._coordinator_request(TRANSACTION_KEY, self.transactional_id, add,
-                                                  lambda r: [r.error_code], "AddOffsetsToTxn"), abortable=True)
+                                                  lambda r: [r.error_code], "AddOffsetsToTxn",
+                                                  concurrent_backoff=_CONCURRENT_BACKOFF), abortable=True)
         self._transaction_started = True
         by_topic: dict[str, list[Any]] = {}
         for tp, meta in sorted(offsets.items()):
@@ -390,7 +396,8 @@ class TransactionManager:
         return response.node_id
 
     async def _coordinator_request(self, key_type: int, key: str, request: Any, codes: Callable[[Any], list[int]],
-                                   what: str, retry_codes: Iterable[int] = ()) -> Any:
+                                   what: str, retry_codes: Iterable[int] = (),
+                                   concurrent_backoff: float | None = None) -> Any:
         """Send ``request`` to the coordinator of ``key`` until it answers with something final.
 
         Returns the response when every code is 0; raises _Fatal or _Abortable otherwise, or
@@ -400,6 +407,7 @@ class TransactionManager:
         deadline = loop.time() + self.max_block
         retry = _TRY_AGAIN | frozenset(retry_codes)
         while True:
+            backoff = self.retry_backoff
             try:
                 node = await self._find_coordinator(key_type, key)
                 response = await self.client.send(node, request)
@@ -411,6 +419,8 @@ class TransactionManager:
                     self._coordinators.pop((key_type, key), None)
                 elif bad not in retry:
                     raise self._classify(bad, what)
+                elif bad == ConcurrentTransactionsError.code and concurrent_backoff is not None:
+                    backoff = min(backoff, concurrent_backoff)
                 log.debug("%s: error %d, retrying", what, bad)
                 last: BaseException = for_code(bad)(what)
             except (_Fatal, _Abortable):
@@ -422,10 +432,10 @@ class TransactionManager:
             except OSError as exc:  # a lost connection: the coordinator may have moved
                 self._coordinators.pop((key_type, key), None)
                 last = exc
-            if loop.time() + self.retry_backoff >= deadline:
+            if loop.time() + backoff >= deadline:
                 raise RequestTimedOutError(f"{what} did not complete within max_block_ms "
                                            f"({self.max_block * 1000:.0f} ms); last error: {last}")
-            await asyncio.sleep(self.retry_backoff)
+            await asyncio.sleep(backoff)
 
     @staticmethod
     def _classify(code: int, what: str) -> Exception:
