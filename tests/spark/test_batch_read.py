@@ -37,6 +37,13 @@ def test_auto_registered_and_schema_is_sparks(spark, servers):
         ("timestamp", "timestamp"), ("timestampType", "int"), ("headers", "array<struct<key:string,value:binary>>")]
 
 
+def test_register_by_hand_is_the_same_source(spark, servers):
+    from odradek.spark_connector import register
+
+    register(spark)  # harmless next to the automatic registration
+    assert read(spark, servers, subscribe=TOPIC).count() == 30
+
+
 def test_batch_read_returns_every_row_with_metadata(spark, servers):
     rows = read(spark, servers, subscribe=TOPIC, includeHeaders="true").collect()
     assert len(rows) == 30
