@@ -55,7 +55,7 @@ COPY examples /opt/odradek/examples
 RUN mkdir -p /var/lib/odradek/spark && chown odradek:odradek /var/lib/odradek/spark
 USER odradek
 ENTRYPOINT []
-CMD ["python", "/opt/odradek/examples/spark_pipeline.py"]
+CMD ["python", "/opt/odradek/examples/spark_pipeline.py", "--bootstrap-servers", "kafka-1:9092,kafka-2:9092,kafka-3:9092", "--work-dir", "/var/lib/odradek/spark"]
 
 # The default target: the broker image.
 FROM broker

@@ -77,12 +77,16 @@ def run_pipeline(spark: Any, servers: str, work_dir: Path, events: str = "events
             raise RuntimeError(f"query {query.name or query.id} failed: {query.exception()}")
 
 
-def main(argv: list[str] | None = None) -> int:
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--bootstrap-servers", required=True)
     parser.add_argument("--work-dir", type=Path, required=True, help="checkpoints and the parquet output")
     parser.add_argument("--events", type=int, default=10000, help="events to produce first (default 10000)")
-    args = parser.parse_args(argv)
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
     from pyspark.sql import SparkSession
 
     spark = (SparkSession.builder.master("local[2]").appName("odradek-pipeline")

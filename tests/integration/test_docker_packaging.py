@@ -38,6 +38,10 @@ entrypoint = _load(ENTRYPOINT, "odradek_docker_entrypoint")
 healthcheck = _load(HEALTHCHECK, "odradek_docker_healthcheck")
 
 
+def example_pipeline():
+    return _load(ROOT / "examples" / "spark_pipeline.py", "odradek_example_spark_pipeline")
+
+
 def props_of(entries) -> dict[str, str]:
     return {key: value for key, value, _ in entries}
 
@@ -285,6 +289,11 @@ def test_compose_spark_job_and_prometheus_reach_the_brokers(compose, tmp_path):
     internal = {f"{name}:9092" for name in BROKERS}
     spark = services["spark-job"]
     assert "/opt/odradek/examples/spark_pipeline.py" in spark["command"]
+    # the command's flags are the ones the example accepts
+    command = spark["command"]
+    args = example_pipeline().parse_args(command[command.index("/opt/odradek/examples/spark_pipeline.py") + 1:])
+    assert set(args.bootstrap_servers.split(",")) == internal
+    assert str(args.work_dir) in {v.split(":")[1] for v in spark["volumes"]}
     assert set(spark["environment"]["ODRADEK_BOOTSTRAP_SERVERS"].split(",")) == internal
     prometheus = services["prometheus"]
     assert "./docker/prometheus.yml:/etc/prometheus/prometheus.yml:ro" in prometheus["volumes"]
