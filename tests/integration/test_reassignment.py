@@ -101,7 +101,7 @@ class IdempotentProducerLoad:
         self._thread.join(150)
 
 
-def read_all(bootstrap: str, topic: str, partitions: int) -> list[bytes]:
+def read_all(bootstrap: str, topic: str, partitions: int, where: bool = False) -> list:
     """Every record of the topic, read to the end of each partition (confluent-kafka's consumer)."""
     from confluent_kafka import Consumer, TopicPartition as CTP
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "verify", "enable.auto.commit": False,
@@ -115,7 +115,7 @@ def read_all(bootstrap: str, topic: str, partitions: int) -> list[bytes]:
         while any(positions[p] < ends[p] for p in positions) and time.monotonic() < deadline:
             for msg in consumer.consume(500, timeout=1.0):
                 if msg.error() is None:
-                    values.append(msg.value())
+                    values.append((msg.value(), msg.partition(), msg.offset()) if where else msg.value())
                     positions[msg.partition()] = msg.offset() + 1
         assert all(positions[p] >= ends[p] for p in positions), (positions, ends)
         return values
@@ -148,6 +148,8 @@ def test_all_partitions_move_to_other_brokers_under_idempotent_load(odradek_clus
         assert f"Reassignment of partition {topic}-{p} is complete." in verify.stdout
     assert zk.get_data("/admin/reassign_partitions") == (None, None)
     values = read_all(cluster.bootstrap_servers, topic, partitions)
+    if len(values) != len(set(values)):  # which, where: for the report
+        print("DUPLICATES", read_all(cluster.bootstrap_servers, topic, partitions, where=True))
     assert len(values) == len(set(values)), "a record was written twice"
     assert load.acked <= set(values), f"{len(load.acked - set(values))} acknowledged records lost"
     # the old replicas were deleted (StopReplica with delete)
@@ -157,7 +159,8 @@ def test_all_partitions_move_to_other_brokers_under_idempotent_load(odradek_clus
 
 
 def test_replication_factor_change_list_and_cancel(odradek_cluster_factory, zk_client_factory, tmp_path):
-    cluster = odradek_cluster_factory(brokers=4)
+    # a long session: the SIGSTOPped broker must stay registered (live) while the tool runs a few times
+    cluster = odradek_cluster_factory(brokers=4, overrides={"zookeeper.session.timeout.ms": "30000"})
     zk = zk_client_factory(cluster.zookeeper_connect)
     create_topic(cluster, "grow", {0: [0, 1], 1: [1, 2]})
     create_topic(cluster, "stuck", {0: [0, 1]})
