@@ -409,13 +409,15 @@ async def copy_exactly_once(servers: str, source: str, sink: str, group: str, tr
             positions = {tp: await consumer.position(tp) for tp in tps}
             if all(positions[tp] >= ends[tp] for tp in tps):
                 break
-            batches = await consumer.getmany(timeout_ms=500, max_records=40)
+            batches = await consumer.getmany(timeout_ms=500, max_records=25)
             if not batches:
                 continue
             async with producer.transaction():
                 for records in batches.values():
                     for record in records:
                         await producer.send(sink, record.value.upper(), key=record.key)
+                await producer.flush()
+                print("sent", flush=True)  # written to the output, not committed yet
                 await producer.send_offsets_to_transaction(
                     {tp: records[-1].offset + 1 for tp, records in batches.items()}, group)
             print("committed", sum(map(len, batches.values())), flush=True)
@@ -425,7 +427,7 @@ async def copy_exactly_once(servers: str, source: str, sink: str, group: str, tr
 def test_exactly_once_copy_survives_sigkill_and_restarts(three_broker_cluster, tmp_path):
     servers = three_broker_cluster.bootstrap_servers
     source, sink, group = "eos-in", "eos-out", "eos-group"
-    values = [b"record-%d" % i for i in range(600)]
+    values = [b"record-%d" % i for i in range(1200)]
 
     async def seed():
         await create_topic(servers, source)
@@ -440,14 +442,20 @@ def test_exactly_once_copy_survives_sigkill_and_restarts(three_broker_cluster, t
     print("random seed", seed_value)
     command = [sys.executable, __file__, "copy", servers, source, sink, group, "eos-copier"]
     kills = 0
-    for _ in range(4):
+    # Two kills right after a transaction's records were written (so a zombie transaction must be
+    # aborted), two at a random moment: mid-transaction, during the commit, or between transactions.
+    for mode in rng.sample(["written", "written", "anywhere", "anywhere"], 4):
         copier = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
         try:
             assert copier.stdout.readline().strip() == "started"
-            for _ in range(rng.randint(0, 4)):  # let a few transactions commit
-                if not copier.stdout.readline().startswith("committed"):
-                    break
-            time.sleep(rng.uniform(0, 0.3))  # then land anywhere: mid-transaction, in the commit, between
+            for _ in range(rng.randint(0, 3)):  # let a few transactions commit
+                while (line := copier.stdout.readline()) and not line.startswith("committed"):
+                    pass
+            if mode == "written":
+                while (line := copier.stdout.readline()) and not line.startswith("sent"):
+                    pass
+            else:
+                time.sleep(rng.uniform(0, 0.3))
             if copier.poll() is None:
                 copier.send_signal(signal.SIGKILL)
                 kills += 1
@@ -458,6 +466,7 @@ def test_exactly_once_copy_survives_sigkill_and_restarts(three_broker_cluster, t
     assert finished.returncode == 0, finished.stderr[-3000:]
     assert finished.stdout.strip().endswith("done")
     print(f"{kills} copiers SIGKILLed")
+    assert kills >= 3  # about 48 transactions of input: the copiers cannot all finish before their kill
 
     async def output():
         await wait_until_stable(servers, sink)
@@ -465,6 +474,7 @@ def test_exactly_once_copy_survives_sigkill_and_restarts(three_broker_cluster, t
 
     committed, everything = run(output())
     print(f"output: {len(committed)} committed records, {len(everything)} written")
+    assert len(everything) > len(committed)  # the killed copiers' written transactions were aborted
     counts = Counter(r.value for r in committed)
     assert counts == Counter(value.upper() for value in values)  # every input transformed exactly once
     assert Counter(read_confluent(servers, sink)) == counts
