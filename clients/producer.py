@@ -438,31 +438,77 @@ class AIOProducer:
         return await (await self.send(topic, value, key, partition, timestamp_ms, headers))
 
     async def send_serialized(self, topic: str, record: _Record, partition: int | None = None,
-                              timestamp_ms: int | None = None) -> asyncio.Future:
+                              timestamp_ms: int | None = None, future: Any = None) -> Any:
+        """Queue a record ``serialize`` made; its outcome goes to ``future`` (a new asyncio future if
+        None; the blocking Producer passes its own, anything with done/set_result/set_exception)."""
         if self._closing:
             raise KafkaConnectionError("the producer is closed")
         if not self._started:
             await self.start()
         if self._txn is not None:
             self._txn.check_send()
-        future = asyncio.get_running_loop().create_future()
-        if record.size + _BATCH_OVERHEAD > self.config["max_request_size"]:
-            future.set_exception(MessageTooLargeError(
-                f"the record is about {record.size} bytes, more than max_request_size "
-                f"{self.config['max_request_size']}"))
+        if future is None:
+            future = asyncio.get_running_loop().create_future()
+        if self._too_large(record, future):
             return future
         partitions = await self._wait_for_partitions(topic)
-        if partition is None:
-            partition = self._choose_partition(topic, record, partitions)
-        elif partition not in partitions:
+        if partition is not None and partition not in partitions:
             raise ValueError(f"{topic!r} has no partition {partition} (it has {len(partitions)})")
         await self._wait_for_space()
+        self._append_record(topic, record, partitions, partition, timestamp_ms, future)
+        return future
+
+    def append_now(self, entries: list[tuple[str, _Record, int | None, int | None, Any]], start: int = 0) -> int:
+        """``send_serialized`` for many records in a row without awaiting (the blocking Producer's
+        hand-off): queues ``entries[start:]``, each ``(topic, record, partition, timestamp_ms, future)``,
+        in order, and returns the index of the first one that would have to wait (producer not
+        started, topic not known yet, buffer_memory full), ``len(entries)`` if none: send that one
+        with ``await send_serialized(..., future=future)``, then call again after it. What
+        send_serialized would raise for a record goes to its future."""
+        if not self._started:
+            return start
+        cluster = self._client.cluster
+        limit = self.config["buffer_memory"]
+        known: dict[str, list[int]] = {}  # the metadata cannot change while this runs (no await)
+        for index in range(start, len(entries)):
+            topic, record, partition, timestamp_ms, future = entries[index]
+            partitions = known.get(topic)
+            if partitions is None:
+                partitions = known[topic] = cluster.partitions_for(topic)
+            if not partitions or self._buffered > limit:
+                return index
+            try:
+                if self._closing:
+                    raise KafkaConnectionError("the producer is closed")
+                if self._txn is not None:
+                    self._txn.check_send()
+                if self._too_large(record, future):
+                    continue
+                if partition is not None and partition not in partitions:
+                    raise ValueError(f"{topic!r} has no partition {partition} (it has {len(partitions)})")
+                self._append_record(topic, record, partitions, partition, timestamp_ms, future)
+            except Exception as exc:  # noqa: BLE001 - the record's own error, as send_serialized raises it
+                if not future.done():
+                    future.set_exception(exc)
+        return len(entries)
+
+    def _too_large(self, record: _Record, future: Any) -> bool:
+        if record.size + _BATCH_OVERHEAD <= self.config["max_request_size"]:
+            return False
+        future.set_exception(MessageTooLargeError(
+            f"the record is about {record.size} bytes, more than max_request_size "
+            f"{self.config['max_request_size']}"))
+        return True
+
+    def _append_record(self, topic: str, record: _Record, partitions: list[int], partition: int | None,
+                       timestamp_ms: int | None, future: Any) -> None:
+        if partition is None:
+            partition = self._choose_partition(topic, record, partitions)
         timestamp = _now_ms() if timestamp_ms is None else timestamp_ms
         tp = TopicPartition(topic, partition)
         if self._txn is not None:
             self._txn.maybe_add_partition(tp)  # raises if the transaction ended while we waited
         self._append(tp, record, timestamp, future)
-        return future
 
     async def partitions_for(self, topic: str) -> set[int]:
         """The topic's partitions (looked up, and auto-created where the broker allows, if unknown)."""

@@ -26,59 +26,154 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import logging
 import threading
 from collections import deque
 from typing import Any, Callable, Iterable, Iterator
 
 from ..protocol.errors import RequestTimedOutError
+from .errors import KafkaConnectionError
 from .event_loop_thread import EventLoopThread
 from .producer import AIOProducer, RecordMetadata
 from .transaction_manager import TransactionState
 
+log = logging.getLogger(__name__)
 
-class FutureRecordMetadata(concurrent.futures.Future):
-    """A concurrent future with kafka-python's methods: ``get``, ``add_callback``, ``add_errback``."""
+_PENDING, _SUCCEEDED, _FAILED = 0, 1, 2
+
+
+class FutureRecordMetadata:
+    """The future ``send`` returns: kafka-python's methods (``get``, ``add_callback``, ``add_errback``,
+    ``is_done``, ``succeeded``, ``failed``) and concurrent.futures.Future's (``result``, ``exception``,
+    ``done``, ``add_done_callback``; it cannot be cancelled, as a record handed over cannot).
+
+    Lighter than a concurrent.futures.Future (no Condition per record): one is made per record, and a
+    thread that blocks on one makes its Event only then. The producer's loop completes it.
+    """
+
+    __slots__ = ("_state", "_value", "_callbacks", "_event")
+    # Guards the hand-over of callbacks and of a waiter's Event between the loop and the application's
+    # threads; held only for a few attribute reads and writes, uncontended nearly always.
+    _lock = threading.Lock()
+
+    def __init__(self) -> None:
+        self._state = _PENDING
+        self._value: Any = None
+        self._callbacks: list[Callable[["FutureRecordMetadata"], Any]] | None = None
+        self._event: threading.Event | None = None
+
+    # -- completion (the producer's loop) -------------------------------------------------------------
+    def set_result(self, metadata: RecordMetadata) -> None:
+        self._complete(_SUCCEEDED, metadata)
+
+    def set_exception(self, exception: BaseException) -> None:
+        self._complete(_FAILED, exception)
+
+    def _complete(self, state: int, value: Any) -> None:
+        with self._lock:
+            if self._state is not _PENDING:
+                return
+            self._value, self._state = value, state
+            callbacks, self._callbacks = self._callbacks, None
+            event = self._event
+        if event is not None:
+            event.set()
+        if callbacks:
+            for callback in callbacks:
+                self._run(callback)
+
+    def _run(self, callback: Callable[["FutureRecordMetadata"], Any]) -> None:
+        try:
+            callback(self)
+        except Exception:  # noqa: BLE001 - as concurrent.futures: a failing callback does not stop the others
+            log.exception("exception calling callback for %r", self)
+
+    # -- waiting ----------------------------------------------------------------------------------------
+    def _wait(self, timeout: float | None) -> bool:
+        if self._state is not _PENDING:
+            return True
+        with self._lock:
+            if self._state is not _PENDING:
+                return True
+            if self._event is None:
+                self._event = threading.Event()
+            event = self._event
+        return event.wait(timeout)
 
     def get(self, timeout: float | None = None) -> RecordMetadata:
         """The RecordMetadata; raises the send's KafkaError, or RequestTimedOutError after ``timeout`` s."""
-        try:
-            return self.result(timeout)
-        except concurrent.futures.TimeoutError:
-            raise RequestTimedOutError(f"no answer for the record within {timeout} s") from None
+        if not self._wait(timeout):
+            raise RequestTimedOutError(f"no answer for the record within {timeout} s")
+        if self._state is _FAILED:
+            raise self._value
+        return self._value
+
+    def result(self, timeout: float | None = None) -> RecordMetadata:
+        """concurrent.futures' ``result``: raises the send's error, or TimeoutError after ``timeout`` s."""
+        if not self._wait(timeout):
+            raise concurrent.futures.TimeoutError()
+        if self._state is _FAILED:
+            raise self._value
+        return self._value
+
+    def exception(self, timeout: float | None = None) -> BaseException | None:
+        if not self._wait(timeout):
+            raise concurrent.futures.TimeoutError()
+        return self._value if self._state is _FAILED else None
+
+    # -- callbacks ----------------------------------------------------------------------------------------
+    def add_done_callback(self, function: Callable[["FutureRecordMetadata"], Any]) -> None:
+        """``function(future)`` once done: in the producer's thread, or here at once if already done."""
+        with self._lock:
+            if self._state is _PENDING:
+                if self._callbacks is None:
+                    self._callbacks = []
+                self._callbacks.append(function)
+                return
+        self._run(function)
 
     def add_callback(self, function: Callable[..., Any], *args: Any, **kwargs: Any) -> "FutureRecordMetadata":
         """``function(*args, metadata, **kwargs)`` on success."""
-        def call(future: concurrent.futures.Future) -> None:
-            if not future.cancelled() and future.exception() is None:
-                function(*args, future.result(), **kwargs)
+        def call(future: FutureRecordMetadata) -> None:
+            if future._state is _SUCCEEDED:
+                function(*args, future._value, **kwargs)
         self.add_done_callback(call)
         return self
 
     def add_errback(self, function: Callable[..., Any], *args: Any, **kwargs: Any) -> "FutureRecordMetadata":
         """``function(*args, exception, **kwargs)`` on failure."""
-        def call(future: concurrent.futures.Future) -> None:
-            if not future.cancelled() and future.exception() is not None:
-                function(*args, future.exception(), **kwargs)
+        def call(future: FutureRecordMetadata) -> None:
+            if future._state is _FAILED:
+                function(*args, future._value, **kwargs)
         self.add_done_callback(call)
         return self
 
+    # -- state --------------------------------------------------------------------------------------------
+    def done(self) -> bool:
+        return self._state is not _PENDING
+
     def is_done(self) -> bool:
-        return self.done()
+        return self._state is not _PENDING
 
     def succeeded(self) -> bool:
-        return self.done() and not self.cancelled() and self.exception() is None
+        return self._state is _SUCCEEDED
 
     def failed(self) -> bool:
-        return self.done() and not self.cancelled() and self.exception() is not None
+        return self._state is _FAILED
 
+    def running(self) -> bool:
+        return self._state is _PENDING
 
-def _link(source: asyncio.Future, target: FutureRecordMetadata) -> None:
-    if source.cancelled():
-        target.cancel()
-    elif source.exception() is not None:
-        target.set_exception(source.exception())
-    else:
-        target.set_result(source.result())
+    def cancel(self) -> bool:
+        return False  # kafka-python's record futures cannot be cancelled either
+
+    def cancelled(self) -> bool:
+        return False
+
+    def __repr__(self) -> str:
+        state = {_PENDING: "pending", _SUCCEEDED: "succeeded", _FAILED: "failed"}[self._state]
+        return f"<FutureRecordMetadata {state}>" if self._state is _PENDING else \
+            f"<FutureRecordMetadata {state}: {self._value!r}>"
 
 
 class Producer:
@@ -89,9 +184,9 @@ class Producer:
         self.config = self._aio.config
         self._thread = EventLoopThread("odradek-producer")
         self._closed = False
-        # Records handed to the loop in bulk: one wake-up of the loop per burst, not per record.
-        self._handoff: deque[tuple[Any, ...]] = deque()
-        self._handoff_lock = threading.Lock()
+        # Records handed to the loop in bulk: ``send`` appends (deque.append is atomic) and wakes the
+        # loop only when no drain is scheduled, so a burst costs one call_soon_threadsafe, not one each.
+        self._handoff: deque[tuple[str, Any, int | None, int | None, FutureRecordMetadata]] = deque()
         self._handoff_scheduled = False
         self._handoff_task: asyncio.Task | None = None
         try:
@@ -110,30 +205,49 @@ class Producer:
             self._aio._txn.check_send()  # outside a transaction: raise here, as kafka-python does
         record = self._aio.serialize(topic, value, key, headers)
         result = FutureRecordMetadata()
-        with self._handoff_lock:
-            self._handoff.append((topic, record, partition, timestamp_ms, result))
-            schedule, self._handoff_scheduled = not self._handoff_scheduled, True
-        if schedule:
+        self._handoff.append((topic, record, partition, timestamp_ms, result))
+        # Appended before the flag is read, and the drain clears the flag before it looks at the
+        # queue a last time: one of the two sees the other, so no record is left behind.
+        if not self._handoff_scheduled:
+            self._handoff_scheduled = True
             self._thread.loop.call_soon_threadsafe(self._start_handoff)
         return result
 
     def _start_handoff(self) -> None:
-        self._handoff_task = asyncio.get_running_loop().create_task(self._take_handoff())
+        if self._handoff_task is None or self._handoff_task.done():  # else the running drain takes them
+            self._handoff_task = asyncio.get_running_loop().create_task(self._take_handoff())
 
     async def _take_handoff(self) -> None:
-        """Queue the records ``send`` handed over, in their order (runs on the loop)."""
-        while True:
-            with self._handoff_lock:
-                if not self._handoff:
-                    self._handoff_scheduled = False
+        """Queue the records ``send`` handed over, in their order (runs on the loop, one drain at a time).
+        Records go to the AIOProducer's batches many at a time; only one that must wait (topic
+        unknown yet, buffer_memory full) goes through the awaiting path, and the rest wait behind it."""
+        handoff, aio = self._handoff, self._aio
+        entries: list[tuple[str, Any, int | None, int | None, FutureRecordMetadata]] = []
+        index = 0
+        try:
+            while True:
+                while handoff:
+                    entries = [handoff.popleft() for _ in range(len(handoff))]
+                    index = aio.append_now(entries)
+                    while index < len(entries):
+                        topic, record, partition, timestamp_ms, result = entries[index]
+                        try:
+                            await aio.send_serialized(topic, record, partition, timestamp_ms, future=result)
+                        except Exception as exc:  # noqa: BLE001 - the record's error goes to its future
+                            result.set_exception(exc)
+                        index = aio.append_now(entries, index + 1)
+                self._handoff_scheduled = False
+                if not handoff:
                     return
-                topic, record, partition, timestamp_ms, result = self._handoff.popleft()
-            try:
-                future = await self._aio.send_serialized(topic, record, partition, timestamp_ms)
-            except Exception as exc:
-                result.set_exception(exc)
-                continue
-            future.add_done_callback(lambda done, result=result: _link(done, result))
+                self._handoff_scheduled = True  # a send saw the flag still set: this drain takes its record
+        except BaseException as exc:  # cancelled (the loop stops) or a bug: no record may wait forever
+            error = KafkaConnectionError(f"the record was not handed to the producer: {exc!r}")
+            for *_, result in entries[index:]:
+                result.set_exception(error)
+            while handoff:
+                handoff.popleft()[-1].set_exception(error)
+            self._handoff_scheduled = False
+            raise
 
     async def _handed_over(self) -> None:
         """Wait until every record ``send`` accepted so far is in the AIOProducer's batches."""
