@@ -7,9 +7,13 @@
         producer.flush()
 
 The AIOProducer runs on a private event loop in a daemon thread (an EventLoopThread). ``send``
-serializes in the caller's thread, so bad input raises at once as with kafka-python; the rest of the
-record's life is on the loop, and its outcome reaches a ``FutureRecordMetadata``. Callbacks run in
-the producer's thread, as kafka-python's run in its sender thread: keep them short.
+serializes in the caller's thread, so bad input raises at once as with kafka-python, and appends the
+record to a hand-off queue; the loop is woken once per burst, not once per record, and moves the
+whole burst into the AIOProducer's batches in one go (``AIOProducer.append_now``), awaiting only for a
+record whose topic is not known yet or while buffer_memory is full (the records behind it wait, so
+each partition keeps the order of the sends). The batches complete each record's
+``FutureRecordMetadata`` directly. Callbacks run in the producer's thread, as kafka-python's run in
+its sender thread: keep them short.
 
 With a ``transactional_id`` it has kafka-python's transactional methods, and ``with
 producer.transaction(): ...`` (commit on success, abort on an exception):
