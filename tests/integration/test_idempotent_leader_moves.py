@@ -21,13 +21,12 @@ from __future__ import annotations
 import os
 import threading
 import time
-from pathlib import Path
 
 import pytest
 
 from odradek.clients.admin import Admin, ElectionType, NewTopic
 from odradek.clients.types import TopicPartition
-from odradek.protocol.records import iter_batches
+from tests.integration.log_inspection import duplicates_on_disk, stored_records
 from tests.integration.test_replication import wait_until
 
 pytestmark = pytest.mark.timeout(600)
@@ -77,41 +76,6 @@ class NumberedIdempotentProducer:
         self._thread.join(200)
 
 
-def stored_records(log_dir: Path, partition: int) -> list[tuple[int, bytes, int, int, int]]:
-    """(offset, value, producer id, producer epoch, batch base sequence) of every data record on disk."""
-    directory = Path(log_dir) / f"{TOPIC}-{partition}"
-    if not directory.is_dir():
-        return []
-    out = []
-    for name in sorted(n for n in os.listdir(directory) if n.endswith(".log")):
-        for batch in iter_batches((directory / name).read_bytes()):
-            if batch.is_control:
-                continue
-            for record in batch.records():
-                out.append((record.offset, bytes(record.value), batch.producer_id, batch.producer_epoch,
-                            batch.base_sequence))
-    return out
-
-
-def duplicates_on_disk(cluster) -> tuple[list[str], list[str]]:
-    """Values stored twice in one replica's log, as (same producer epoch, different producer epochs).
-
-    A copy in the same epoch means the leader accepted a retry it should have recognised (a broker bug).
-    A re-send under a bumped epoch (sequence restarted at 0, KIP-360) cannot be recognised by any broker."""
-    same_epoch, cross_epoch = [], []
-    for broker in cluster.brokers:
-        for p in range(PARTITIONS):
-            copies: dict[bytes, list[tuple]] = {}
-            for offset, value, pid, epoch, seq in stored_records(broker.log_dirs, p):
-                copies.setdefault(value, []).append((offset, pid, epoch, seq))
-            for value, where in copies.items():
-                if len(where) > 1:
-                    line = f"broker {broker.broker_id} {TOPIC}-{p} {value.decode()}: " + ", ".join(
-                        f"offset {o} (pid {pid} epoch {e}, batch base seq {s})" for o, pid, e, s in where)
-                    (same_epoch if len({(pid, e) for _, pid, e, _ in where}) == 1 else cross_epoch).append(line)
-    return same_epoch, cross_epoch
-
-
 def assignment_done(zk, wanted: dict[int, list[int]]) -> bool:
     assignment = zk.get_topic_assignments([TOPIC])[TOPIC]
     if assignment.partitions != wanted or assignment.adding_replicas or assignment.removing_replicas:
@@ -159,12 +123,12 @@ def test_idempotent_producer_writes_each_record_once_while_leaders_move(odradek_
             wait_until(lambda: len(load.acked) > acked + 500, WAIT_S, "records acknowledged after the moves")
 
     assert not load.failed, load.failed[:5]
-    same_epoch, cross_epoch = duplicates_on_disk(cluster)
+    same_epoch, cross_epoch = duplicates_on_disk(cluster, TOPIC, PARTITIONS)
     # The broker's part: a retried batch of the same producer epoch is always answered with its original
     # offsets, never appended again (Kafka 2.8's duplicate detection over the last 5 batches).
     assert not same_epoch, f"{len(same_epoch)} records appended twice in one epoch:\n" + "\n".join(same_epoch[:20])
     stored = {value for broker in cluster.brokers for p in range(PARTITIONS)
-              for _, value, *_ in stored_records(broker.log_dirs, p)}
+              for _, value, *_ in stored_records(broker.log_dirs, TOPIC, p)}
     assert load.acked <= stored, f"{len(load.acked - stored)} acknowledged records missing from the logs"
     if cross_epoch:
         # librdkafka's own race (confluentinc/librdkafka#4953, also seen with Apache Kafka): a batch that an
