@@ -13,7 +13,7 @@ import pytest
 
 from odradek.clients.simple_client import SyncSimpleClient
 from odradek.protocol.messages import (
-    AlterConfigsRequest, DescribeConfigsRequest, IncrementalAlterConfigsRequest,
+    AlterConfigsRequest, DescribeConfigsRequest, IncrementalAlterConfigsRequest, MetadataRequest,
 )
 from tests.conftest import new_cluster
 
@@ -64,6 +64,15 @@ def create_topic(confluent_admin, client, name: str, partitions: int = 1, rf: in
     futures = confluent_admin.create_topics([NewTopic(name, partitions, rf, config=config or {})])
     futures[name].result(30)
     client.wait_for_leaders(name)
+    # DescribeConfigs answers from each broker's metadata cache (as Kafka's): wait until every broker's
+    # UpdateMetadata has the topic, not only the one wait_for_leaders asked
+    for node in range(3):
+        for _ in range(300):
+            known = client.send(node, MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name=name)],
+                                                      allow_auto_topic_creation=False))
+            if known.topics[0].error_code == 0:
+                break
+            time.sleep(0.1)
 
 
 def describe(client, node_id: int | None, resource_type: int, name: str, keys=None, version: int = 1) -> dict:
