@@ -1,4 +1,5 @@
-"""DelayedFetch and DelayedProduce: requests parked in the purgatory (Kafka's server/Delayed*.scala).
+"""DelayedFetch and DelayedProduce: requests parked in the purgatory (Kafka's server/Delayed*.scala);
+DelayedPartitionsWait, the per-partition wait DelayedProduce shares with DelayedDeleteRecords.
 
 A fetch that cannot gather ``min_bytes`` waits until a produce to one of its partitions wakes it
 (``check_and_complete``) or ``max_wait_ms`` passes; an acks=-1 produce waits until the high watermark
@@ -98,15 +99,31 @@ class ProduceStatus:
     acks_pending: bool = True
 
 
-class DelayedProduce(DelayedOperation):
+class DelayedPartitionsWait(DelayedOperation):
+    """A request waiting until each of its partitions reaches a required offset on the leader (Kafka's
+    DelayedProduce and DelayedDeleteRecords share this shape). ``statuses`` maps (topic, partition) to a
+    status with ``required_offset``, ``result`` (the partition result to send) and ``acks_pending``; a
+    partition that lost its leader fails NOT_LEADER_OR_FOLLOWER, one still waiting at expiry
+    REQUEST_TIMED_OUT. Subclasses say when a partition is done and what the future resolves to."""
+
     __slots__ = ("statuses", "replica_manager", "future")
 
-    def __init__(self, delay_ms: int, statuses: dict[tuple[str, int], ProduceStatus],
-                 replica_manager: "ReplicaManager", future: asyncio.Future) -> None:
+    def __init__(self, delay_ms: int, statuses: dict[tuple[str, int], Any], replica_manager: "ReplicaManager",
+                 future: asyncio.Future) -> None:
         super().__init__(delay_ms)
         self.statuses = statuses
         self.replica_manager = replica_manager
         self.future = future
+
+    def partition_done(self, partition: Any, status: Any) -> bool:
+        """Whether the leader ``partition`` satisfied ``status`` (setting its result if so)."""
+        raise NotImplementedError
+
+    def fail(self, status: Any, error_code: int) -> None:
+        status.result.error_code = error_code
+
+    def resolve(self) -> None:
+        raise NotImplementedError
 
     def try_complete(self) -> bool:
         for key, status in self.statuses.items():
@@ -114,13 +131,9 @@ class DelayedProduce(DelayedOperation):
                 continue
             partition = self.replica_manager.online_partition(*key)
             if partition is None or not partition.is_leader:
-                status.result.error_code = NotLeaderOrFollowerError.code  # leadership moved while waiting
+                self.fail(status, NotLeaderOrFollowerError.code)  # leadership moved while waiting
                 status.acks_pending = False
-            elif partition.high_watermark >= status.required_offset:
-                # Kafka's checkEnoughReplicasReachOffset: the ISR may have shrunk below
-                # min.insync.replicas while waiting; the records are there but under-replicated.
-                if not partition.enough_replicas_after_append():
-                    status.result.error_code = NotEnoughReplicasAfterAppendError.code
+            elif self.partition_done(partition, status):
                 status.acks_pending = False
         if any(s.acks_pending for s in self.statuses.values()):
             return False
@@ -129,6 +142,23 @@ class DelayedProduce(DelayedOperation):
     def on_complete(self) -> None:
         for status in self.statuses.values():
             if status.acks_pending:
-                status.result.error_code = RequestTimedOutError.code
-        results = {key: s.result for key, s in self.statuses.items()}
-        _resolve(self.future, results)
+                self.fail(status, RequestTimedOutError.code)
+        self.resolve()
+
+
+class DelayedProduce(DelayedPartitionsWait):
+    """An acks=-1 produce: a partition is done when its high watermark passes the appended records."""
+
+    __slots__ = ()
+
+    def partition_done(self, partition: Any, status: "ProduceStatus") -> bool:
+        if partition.high_watermark < status.required_offset:
+            return False
+        # Kafka's checkEnoughReplicasReachOffset: the ISR may have shrunk below
+        # min.insync.replicas while waiting; the records are there but under-replicated.
+        if not partition.enough_replicas_after_append():
+            status.result.error_code = NotEnoughReplicasAfterAppendError.code
+        return True
+
+    def resolve(self) -> None:
+        _resolve(self.future, {key: s.result for key, s in self.statuses.items()})

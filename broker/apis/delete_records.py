@@ -27,14 +27,12 @@ from ...protocol.api_keys import ApiKey
 from ...protocol.errors import (  # type: ignore[attr-defined]
     InvalidTopicError,
     KafkaError,
-    NotLeaderOrFollowerError,
     OffsetOutOfRangeError,
     PolicyViolationError,
-    RequestTimedOutError,
 )
 from ...protocol.messages import DeleteRecordsResponse
 from ..metadata_cache import INTERNAL_TOPICS
-from ..purgatory import DelayedOperation
+from ..delayed_ops import DelayedPartitionsWait
 
 if TYPE_CHECKING:
     from ..kafka_apis import KafkaApis
@@ -60,43 +58,29 @@ class DeleteRecordsStatus:
     acks_pending: bool = False
 
 
-class DelayedDeleteRecords(DelayedOperation):
+class DelayedDeleteRecords(DelayedPartitionsWait):
     """Kafka's DelayedDeleteRecords: complete when every partition's low watermark reached its
     requested offset or the partition failed; on expiry the waiting ones are REQUEST_TIMED_OUT."""
 
-    __slots__ = ("statuses", "replica_manager", "is_alive", "future")
+    __slots__ = ("is_alive",)
 
     def __init__(self, delay_ms: int, statuses: dict[Key, DeleteRecordsStatus], replica_manager: "ReplicaManager",
                  is_alive: Callable[[int], bool], future: asyncio.Future) -> None:
-        super().__init__(delay_ms)
-        self.statuses = statuses
-        self.replica_manager = replica_manager
+        super().__init__(delay_ms, statuses, replica_manager, future)
         self.is_alive = is_alive
-        self.future = future
 
-    def try_complete(self) -> bool:
-        for key, status in self.statuses.items():
-            if not status.acks_pending:
-                continue
-            partition = self.replica_manager.online_partition(*key)
-            if partition is None or not partition.is_leader:
-                status.result.error_code = NotLeaderOrFollowerError.code
-                status.result.low_watermark = INVALID_LOW_WATERMARK
-                status.acks_pending = False
-                continue
-            low = partition.low_watermark(self.is_alive)
-            if low >= status.required_offset:
-                status.result.low_watermark = low
-                status.acks_pending = False
-        if any(s.acks_pending for s in self.statuses.values()):
+    def partition_done(self, partition: Any, status: DeleteRecordsStatus) -> bool:
+        low = partition.low_watermark(self.is_alive)
+        if low < status.required_offset:
             return False
-        return self.force_complete()
+        status.result.low_watermark = low
+        return True
 
-    def on_complete(self) -> None:
-        for status in self.statuses.values():
-            if status.acks_pending:
-                status.result.error_code = RequestTimedOutError.code
-                status.result.low_watermark = INVALID_LOW_WATERMARK
+    def fail(self, status: DeleteRecordsStatus, error_code: int) -> None:
+        status.result.error_code = error_code
+        status.result.low_watermark = INVALID_LOW_WATERMARK
+
+    def resolve(self) -> None:
         if not self.future.done():
             self.future.set_result(None)
 
