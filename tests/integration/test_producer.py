@@ -10,39 +10,13 @@ from kafka.partitioner.default import murmur2 as kafka_python_murmur2
 
 from odradek.clients.producer import AIOProducer, RecordMetadata
 from odradek.clients.types import KafkaConfigurationError
-from odradek.clients.simple_client import SimpleClient
 from odradek.clients.sync_producer import Producer
 from odradek.protocol.errors import KafkaError, MessageTooLargeError
+from tests.integration.helpers import create_topic, read_all, run
 
 pytestmark = pytest.mark.timeout(240)
 
 CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
-
-
-def run(coro, timeout: float = 200):
-    return asyncio.run(asyncio.wait_for(coro, timeout))
-
-
-async def create_topic(servers: str, name: str, partitions: int) -> None:
-    async with SimpleClient(servers) as client:
-        assert (await client.create_topics({name: (partitions, 1)}))[name] == 0
-        await client.wait_for_leaders(name)
-
-
-async def read_all(servers: str, topic: str, partitions: int) -> dict[int, list]:
-    """Every record of every partition, fetched from the leaders."""
-    result = {}
-    async with SimpleClient(servers) as client:
-        for partition in range(partitions):
-            end = (await client.list_offsets(topic, partition, -1))[0]
-            records, offset = [], 0
-            while offset < end:
-                fetched = await client.fetch(topic, partition, offset, max_bytes=4 << 20)
-                assert fetched.error_code == 0
-                records += fetched.records
-                offset = records[-1].offset + 1
-            result[partition] = records
-    return result
 
 
 def kafka_python_partition(key: bytes, partitions: int) -> int:

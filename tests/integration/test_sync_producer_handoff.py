@@ -4,42 +4,15 @@ sends from several threads keep each thread's order, every callback fires, and a
 
 from __future__ import annotations
 
-import asyncio
 import threading
 
 import pytest
 
-from odradek.clients.simple_client import SimpleClient
 from odradek.clients.sync_producer import Producer
 from odradek.protocol.errors import MessageTooLargeError, RequestTimedOutError
+from tests.integration.helpers import create_topic, read_all, run
 
 pytestmark = pytest.mark.timeout(240)
-
-
-def run(coro, timeout: float = 200):
-    return asyncio.run(asyncio.wait_for(coro, timeout))
-
-
-async def create_topic(servers: str, name: str, partitions: int) -> None:
-    async with SimpleClient(servers) as client:
-        assert (await client.create_topics({name: (partitions, 1)}))[name] == 0
-        await client.wait_for_leaders(name)
-
-
-async def read_all(servers: str, topic: str, partitions: int) -> dict[int, list]:
-    """Every record of every partition, fetched from the leaders."""
-    result = {}
-    async with SimpleClient(servers) as client:
-        for partition in range(partitions):
-            end = (await client.list_offsets(topic, partition, -1))[0]
-            records, offset = [], 0
-            while offset < end:
-                fetched = await client.fetch(topic, partition, offset, max_bytes=4 << 20)
-                assert fetched.error_code == 0
-                records += fetched.records
-                offset = records[-1].offset + 1
-            result[partition] = records
-    return result
 
 
 # buffer_memory of 20,000 bytes: the hand-off keeps stopping at a full buffer and waiting on the loop.

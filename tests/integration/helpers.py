@@ -1,0 +1,98 @@
+"""Helpers shared by the integration tests: running a coroutine with a bound, topics made and read back
+through SimpleClient, the console scripts run as a user runs them, and an idempotent confluent-kafka
+producer writing numbered records in a thread."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import subprocess
+import sys
+import threading
+import time
+
+from odradek.clients.simple_client import SimpleClient
+
+
+def run(coro, timeout: float = 200):
+    return asyncio.run(asyncio.wait_for(coro, timeout))
+
+
+async def create_topic(servers: str, name: str, partitions: int) -> None:
+    async with SimpleClient(servers) as client:
+        assert (await client.create_topics({name: (partitions, 1)}))[name] == 0
+        await client.wait_for_leaders(name)
+
+
+async def read_all(servers: str, topic: str, partitions: int) -> dict[int, list]:
+    """Every record of every partition, fetched from the leaders."""
+    result = {}
+    async with SimpleClient(servers) as client:
+        for partition in range(partitions):
+            end = (await client.list_offsets(topic, partition, -1))[0]
+            records, offset = [], 0
+            while offset < end:
+                fetched = await client.fetch(topic, partition, offset, max_bytes=4 << 20)
+                assert fetched.error_code == 0
+                records += fetched.records
+                offset = records[-1].offset + 1
+            result[partition] = records
+    return result
+
+
+def console_tool(name: str, *args: str, stdin: str | None = None, check: bool = True,
+                 timeout: float = 120) -> subprocess.CompletedProcess:
+    """Run odradek-<name> as a user would (the module when the script is not on PATH)."""
+    script = shutil.which(f"odradek-{name}")
+    module = name.replace("-", "_")
+    command = [script] if script else [sys.executable, "-m", f"odradek.clients.cli.{module}"]
+    done = subprocess.run(command + list(args), input=stdin, capture_output=True, text=True, timeout=timeout)
+    if check:
+        assert done.returncode == 0, f"exit {done.returncode}: {done.stdout}{done.stderr}"
+    return done
+
+
+class IdempotentProducerLoad:
+    """confluent-kafka's acks=all idempotent producer writing numbered records ("record-%08d", record n to
+    partition n % partitions) in a thread until the block ends; acknowledged values in ``acked``, delivery
+    errors in ``failed``. RDKAFKA_DEBUG (e.g. "eos,msg") turns on librdkafka's debug log."""
+
+    def __init__(self, bootstrap: str, topic: str, partitions: int, timeout_s: float = 120) -> None:
+        from confluent_kafka import Producer
+        debug = {"debug": os.environ["RDKAFKA_DEBUG"]} if os.environ.get("RDKAFKA_DEBUG") else {}
+        self.producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "acks": "all",
+                                  "linger.ms": 5, "message.timeout.ms": int(timeout_s * 1000), **debug})
+        self.topic, self.partitions, self.timeout_s = topic, partitions, timeout_s
+        self.acked: set[bytes] = set()
+        self.failed: list[str] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _delivered(self, err, msg) -> None:
+        if err is None:
+            self.acked.add(msg.value())
+        else:
+            self.failed.append(str(err))
+
+    def _run(self) -> None:
+        n = 0
+        while not self._stop.is_set():
+            try:
+                self.producer.produce(self.topic, value=b"record-%08d" % n, partition=n % self.partitions,
+                                      on_delivery=self._delivered)
+                n += 1
+            except BufferError:  # local queue full: poll below serves deliveries, then try the same record
+                pass
+            self.producer.poll(0)
+            if n % 50 == 0:
+                time.sleep(0.01)
+        self.producer.flush(self.timeout_s)
+
+    def __enter__(self) -> "IdempotentProducerLoad":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join(self.timeout_s + 30)
