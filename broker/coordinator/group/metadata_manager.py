@@ -229,19 +229,10 @@ class GroupMetadataManager:
     async def store_offsets(self, group: GroupMetadata,
                             offsets: dict[tuple[str, int], OffsetAndMetadata]) -> dict[tuple[str, int], int]:
         """Append the commits; returns the error code per partition (0 where committed and cached)."""
-        errors: dict[tuple[str, int], int] = {}
-        valid = {}
-        for tp, o in offsets.items():
-            if o.metadata is not None and len(o.metadata) > self.max_metadata_size:
-                errors[tp] = 12  # OFFSET_METADATA_TOO_LARGE
-            else:
-                valid[tp] = o
+        errors, valid = self._check_metadata_sizes(offsets)
         if not valid:
             return errors
-        entries = [(fmt.offset_key(group.group_id, t, p), fmt.offset_value(o)) for (t, p), o in valid.items()]
-        code, base_offset = await self._append_batch(group.group_id, entries)
-        if code in _TOO_LARGE:
-            code = InvalidCommitOffsetSizeError.code
+        code, base_offset = await self._append_offsets(group, valid)
         if code == 0 and self.groups.get(group.group_id) is group:
             group.offsets.update(valid)
             for tp in valid:
@@ -254,19 +245,10 @@ class GroupMetadataManager:
                                           offsets: dict[tuple[str, int], OffsetAndMetadata]) -> dict[tuple[str, int], int]:
         """TxnOffsetCommit: append the offsets as a transactional batch of the producer; they stay pending
         (invisible) until the producer's marker lands on this partition (complete_pending_txn_offsets)."""
-        errors: dict[tuple[str, int], int] = {}
-        valid = {}
-        for tp, o in offsets.items():
-            if o.metadata is not None and len(o.metadata) > self.max_metadata_size:
-                errors[tp] = 12  # OFFSET_METADATA_TOO_LARGE
-            else:
-                valid[tp] = o
+        errors, valid = self._check_metadata_sizes(offsets)
         if not valid:
             return errors
-        entries = [(fmt.offset_key(group.group_id, t, p), fmt.offset_value(o)) for (t, p), o in valid.items()]
-        code, base_offset = await self._append_batch(group.group_id, entries, producer=(producer_id, producer_epoch))
-        if code in _TOO_LARGE:
-            code = InvalidCommitOffsetSizeError.code
+        code, base_offset = await self._append_offsets(group, valid, producer=(producer_id, producer_epoch))
         if code == 0 and self.groups.get(group.group_id) is group:
             pending = group.pending_txn_offsets.setdefault(producer_id, {})
             for tp, o in valid.items():
@@ -274,6 +256,29 @@ class GroupMetadataManager:
         for tp in valid:
             errors[tp] = code
         return errors
+
+    def _check_metadata_sizes(self, offsets: dict[tuple[str, int], OffsetAndMetadata]
+                              ) -> tuple[dict[tuple[str, int], int], dict[tuple[str, int], OffsetAndMetadata]]:
+        """(OFFSET_METADATA_TOO_LARGE per partition whose metadata exceeds offset.metadata.max.bytes, the
+        commits that may be written), as Kafka's validateOffsetMetadataLength splits them."""
+        errors: dict[tuple[str, int], int] = {}
+        valid = {}
+        for tp, o in offsets.items():
+            if o.metadata is not None and len(o.metadata) > self.max_metadata_size:
+                errors[tp] = 12  # OFFSET_METADATA_TOO_LARGE
+            else:
+                valid[tp] = o
+        return errors, valid
+
+    async def _append_offsets(self, group: GroupMetadata, valid: dict[tuple[str, int], OffsetAndMetadata],
+                              producer: tuple[int, int] | None = None) -> tuple[int, int]:
+        """Append the commits as one batch; (error code, base offset), a too-large batch answered
+        INVALID_COMMIT_OFFSET_SIZE as Kafka does."""
+        entries = [(fmt.offset_key(group.group_id, t, p), fmt.offset_value(o)) for (t, p), o in valid.items()]
+        code, base_offset = await self._append_batch(group.group_id, entries, producer=producer)
+        if code in _TOO_LARGE:
+            code = InvalidCommitOffsetSizeError.code
+        return code, base_offset
 
     def _next_sequence(self, tp: tuple[str, int], producer_id: int, producer_epoch: int) -> int:
         """The sequence the leader's producer state expects next from this producer (Kafka skips the
