@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import functools
 from types import SimpleNamespace
 
 import pytest
@@ -14,26 +13,12 @@ from odradek.broker.coordinator.group.group_metadata import DEAD, EMPTY, STABLE
 from odradek.broker.replica_manager import ProducePartitionResult
 from odradek.protocol.records import RecordBatchBuilder, iter_batches
 
+from .helpers import DictConfig, run_in_loop
+
 CONFIG = {"offsets.topic.num.partitions": 1, "offsets.commit.required.acks": -1, "offsets.commit.timeout.ms": 5000,
           "offset.metadata.max.bytes": 16, "group.min.session.timeout.ms": 100,
           "group.max.session.timeout.ms": 60000, "group.initial.rebalance.delay.ms": 0, "group.max.size": 3,
           "offsets.load.buffer.size": 1 << 20, "offsets.retention.minutes": 1}
-
-
-def run_in_loop(test):
-    """Each test runs on a fresh event loop (the coordinator's futures and timers need one)."""
-    @functools.wraps(test)
-    def wrapper(*args, **kwargs):
-        return asyncio.run(test(*args, **kwargs))
-    return wrapper
-
-
-class FakeConfig:
-    def __init__(self, **overrides):
-        self.values = {**CONFIG, **overrides}
-
-    def get(self, key):
-        return self.values[key]
 
 
 class FakeReplicaManager:
@@ -51,7 +36,7 @@ class FakeReplicaManager:
 @pytest.fixture
 def coordinator():
     async def make(**overrides):
-        c = GroupCoordinator(1, FakeConfig(**overrides), FakeReplicaManager())
+        c = GroupCoordinator(1, DictConfig(CONFIG, **overrides), FakeReplicaManager())
         c.manager.owned.add(0)
         c.startup()
         return c

@@ -9,7 +9,8 @@ from odradek.broker.apis.offset_apis import OffsetApis
 from odradek.broker.coordinator.group.coordinator import GroupCoordinator
 from odradek.protocol.messages import OffsetCommitRequest, OffsetFetchRequest
 
-from .test_coordinator import FakeConfig, FakeReplicaManager
+from .helpers import DictConfig
+from .test_coordinator import CONFIG, FakeReplicaManager
 
 _Topic = OffsetCommitRequest.OffsetCommitRequestTopic
 _Partition = _Topic.OffsetCommitRequestPartition
@@ -29,7 +30,7 @@ def request(body, version):
 
 def test_commit_then_fetch_round_trips_metadata_and_rejects_unknown_partitions():
     async def main():
-        coordinator = GroupCoordinator(1, FakeConfig(), FakeReplicaManager())
+        coordinator = GroupCoordinator(1, DictConfig(CONFIG), FakeReplicaManager())
         coordinator.manager.owned.add(0)
         api = OffsetApis(SimpleNamespace(metadata_cache=KnownPartitions({("t", 0)})), coordinator)
         commit = OffsetCommitRequest(group_id="g", generation_id_or_member_epoch=-1, member_id="", topics=[

@@ -10,7 +10,8 @@ from odradek.broker.apis.txn_apis import TxnApis
 from odradek.protocol.messages import (AddOffsetsToTxnRequest, AddPartitionsToTxnRequest, EndTxnRequest,
                                        InitProducerIdRequest)
 
-from .test_txn_coordinator import make, run_in_loop  # noqa: F401  (the fixture)
+from .helpers import run_in_loop
+from .test_txn_coordinator import make  # noqa: F401  (the fixture)
 
 _Topic = AddPartitionsToTxnRequest.AddPartitionsToTxnTopic
 

@@ -4,7 +4,6 @@ sender is replaced by a recorder (the integration tests send real markers)."""
 from __future__ import annotations
 
 import asyncio
-import functools
 from types import SimpleNamespace
 
 import pytest
@@ -19,22 +18,12 @@ from odradek.broker.log.log_config import LogConfig
 from odradek.broker.replica_manager import ProducePartitionResult
 from odradek.protocol.records import iter_batches
 
+from .helpers import DictConfig, run_in_loop
+
 CONFIG = {"transaction.state.log.num.partitions": 1, "transaction.state.log.load.buffer.size": 1 << 20,
           "transaction.max.timeout.ms": 60000, "transactional.id.expiration.ms": 1000, "request.timeout.ms": 5000,
           "transaction.state.log.min.isr": 1, "transaction.state.log.segment.bytes": 1 << 20}
 STATE_TP = (TRANSACTION_STATE_TOPIC, 0)
-
-
-def run_in_loop(test):
-    @functools.wraps(test)
-    def wrapper(*args, **kwargs):
-        return asyncio.run(test(*args, **kwargs))
-    return wrapper
-
-
-class Config:
-    def get(self, key):
-        return CONFIG[key]
 
 
 class LogReplicaManager:
@@ -96,7 +85,7 @@ def make(tmp_path):
 
         async def generate():
             return next(ids)
-        c = TransactionCoordinator(1, Config(), rm, None, generate, "PLAINTEXT")
+        c = TransactionCoordinator(1, DictConfig(CONFIG), rm, None, generate, "PLAINTEXT")
         c.markers = MarkerRecorder()
         c.state.on_partition_unloaded = c.markers.remove_for_partition
         if load:

@@ -4,7 +4,6 @@ on abort, and rebuilt from a real __consumer_offsets log (transactional batches 
 from __future__ import annotations
 
 import asyncio
-import functools
 from types import SimpleNamespace
 
 import pytest
@@ -16,23 +15,13 @@ from odradek.broker.log.log_config import LogConfig
 from odradek.broker.replica_manager import ProducePartitionResult
 from odradek.protocol.records.control import ControlRecordType, build_control_batch
 
+from .helpers import DictConfig, run_in_loop
+
 CONFIG = {"offsets.topic.num.partitions": 1, "offsets.commit.required.acks": -1, "offsets.commit.timeout.ms": 5000,
           "offset.metadata.max.bytes": 4096, "group.min.session.timeout.ms": 100,
           "group.max.session.timeout.ms": 60000, "group.initial.rebalance.delay.ms": 0, "group.max.size": 3,
           "offsets.load.buffer.size": 1 << 20, "offsets.retention.minutes": 1}
 OFFSETS_TP = ("__consumer_offsets", 0)
-
-
-def run_in_loop(test):
-    @functools.wraps(test)
-    def wrapper(*args, **kwargs):
-        return asyncio.run(test(*args, **kwargs))
-    return wrapper
-
-
-class Config:
-    def get(self, key):
-        return CONFIG[key]
 
 
 class LogReplicaManager:
@@ -63,7 +52,7 @@ class LogReplicaManager:
 def make(tmp_path):
     def build(rm=None):
         rm = rm or LogReplicaManager(tmp_path)
-        c = GroupCoordinator(1, Config(), rm)
+        c = GroupCoordinator(1, DictConfig(CONFIG), rm)
         return c, rm
     return build
 
