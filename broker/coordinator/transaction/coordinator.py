@@ -137,17 +137,26 @@ class TransactionCoordinator:
         return metadata.producer_epoch == -1 or producer_id == metadata.producer_id or \
             (producer_id == metadata.last_producer_id and is_epoch_exhausted(epoch))
 
+    def _existing_transaction(self, transactional_id: str) -> tuple[int, Any]:
+        """(error, None) or (NONE, entry) for a request about a transactional id that must exist: an empty id
+        is INVALID_REQUEST, a partition this coordinator cannot serve its state's error (loading, not
+        coordinator), an unknown id INVALID_PRODUCER_ID_MAPPING (Kafka's AddPartitionsToTxn and EndTxn)."""
+        if not transactional_id:
+            return INVALID_REQUEST, None
+        code, entry = self.state.get_state(transactional_id)
+        if code != NONE:
+            return code, None
+        if entry is None:
+            return INVALID_PRODUCER_ID_MAPPING, None
+        return NONE, entry
+
     # -- AddPartitionsToTxn / AddOffsetsToTxn -----------------------------------------------------
 
     async def add_partitions(self, transactional_id: str, producer_id: int, producer_epoch: int,
                              partitions: set[tuple[str, int]]) -> int:
-        if not transactional_id:
-            return INVALID_REQUEST
-        code, entry = self.state.get_state(transactional_id)
-        if code != NONE:
-            return code
+        code, entry = self._existing_transaction(transactional_id)
         if entry is None:
-            return INVALID_PRODUCER_ID_MAPPING
+            return code
         metadata = entry.metadata
         if metadata.producer_id != producer_id:
             return INVALID_PRODUCER_ID_MAPPING
@@ -165,13 +174,9 @@ class TransactionCoordinator:
     async def end_transaction(self, transactional_id: str, producer_id: int, producer_epoch: int, commit: bool,
                               from_client: bool = True) -> int:
         """Kafka's endTransaction: write PrepareCommit/PrepareAbort, answer, then send the markers."""
-        if not transactional_id:
-            return INVALID_REQUEST
-        code, entry = self.state.get_state(transactional_id)
-        if code != NONE:
-            return code
+        code, entry = self._existing_transaction(transactional_id)
         if entry is None:
-            return INVALID_PRODUCER_ID_MAPPING
+            return code
         metadata, coordinator_epoch = entry.metadata, entry.coordinator_epoch
         prepared = self._prepare_end(metadata, producer_id, producer_epoch, commit, from_client)
         if isinstance(prepared, int):
