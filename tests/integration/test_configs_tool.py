@@ -3,26 +3,20 @@ topic and broker changes show in --describe and take effect."""
 
 from __future__ import annotations
 
-import shutil
 import subprocess
-import sys
 import time
 import uuid
 
 import pytest
 
 from odradek.clients.admin import Admin, ConfigResource, ConfigResourceType, NewTopic
+from tests.integration.helpers import console_tool
 
 pytestmark = pytest.mark.timeout(240)
 
 
 def configs_tool(*args: str, check: bool = True) -> subprocess.CompletedProcess:
-    script = shutil.which("odradek-configs")
-    command = [script] if script else [sys.executable, "-m", "odradek.clients.cli.configs"]
-    done = subprocess.run(command + list(args), capture_output=True, text=True, timeout=120)
-    if check:
-        assert done.returncode == 0, f"exit {done.returncode}: {done.stdout}{done.stderr}"
-    return done
+    return console_tool("configs", *args, check=check)
 
 
 @pytest.fixture

@@ -4,9 +4,7 @@ kafka-python on the other side of some of the round trips."""
 from __future__ import annotations
 
 import re
-import shutil
 import subprocess
-import sys
 import uuid
 
 import pytest
@@ -15,22 +13,11 @@ from kafka import TopicPartition as KafkaTopicPartition
 
 from odradek.clients.admin import Admin, NewTopic
 from tests.conftest import new_cluster
+from tests.integration.helpers import console_tool as tool
 
 pytestmark = pytest.mark.timeout(300)
 
 PROCESSED = re.compile(r"^Processed a total of (\d+) messages$", re.M)
-
-
-def tool(name: str, *args: str, stdin: str | None = None, check: bool = True,
-         timeout: float = 120) -> subprocess.CompletedProcess:
-    """Run a console script as a user would (the module when the script is not on PATH)."""
-    script = shutil.which(f"odradek-{name}")
-    module = name.replace("-", "_")
-    command = [script] if script else [sys.executable, "-m", f"odradek.clients.cli.{module}"]
-    done = subprocess.run(command + list(args), input=stdin, capture_output=True, text=True, timeout=timeout)
-    if check:
-        assert done.returncode == 0, f"exit {done.returncode}: {done.stdout}{done.stderr}"
-    return done
 
 
 def processed(done: subprocess.CompletedProcess) -> int:

@@ -5,9 +5,7 @@ scenario planned (--dry-run changes nothing) and executed (checked with OffsetFe
 from __future__ import annotations
 
 import re
-import shutil
 import subprocess
-import sys
 import time
 import uuid
 from datetime import datetime, timezone
@@ -23,6 +21,7 @@ from kafka.structs import OffsetAndMetadata as KafkaOffsetAndMetadata  # noqa: E
 from odradek.clients.admin import Admin, NewTopic  # noqa: E402
 from odradek.clients.types import TopicPartition  # noqa: E402
 from tests.conftest import new_cluster  # noqa: E402
+from tests.integration.helpers import console_tool  # noqa: E402
 
 pytestmark = pytest.mark.timeout(300)
 GROUP_OVERRIDES = {"offsets.topic.num.partitions": "3", "group.initial.rebalance.delay.ms": "0"}
@@ -32,12 +31,7 @@ HOUR_MS = 3600 * 1000
 
 
 def groups_tool(*args: str, check: bool = True) -> subprocess.CompletedProcess:
-    script = shutil.which("odradek-consumer-groups")
-    command = [script] if script else [sys.executable, "-m", "odradek.clients.cli.consumer_groups"]
-    done = subprocess.run(command + list(args), capture_output=True, text=True, timeout=120)
-    if check:
-        assert done.returncode == 0, f"exit {done.returncode}: {done.stdout}{done.stderr}"
-    return done
+    return console_tool("consumer-groups", *args, check=check)
 
 
 @pytest.fixture(scope="module")

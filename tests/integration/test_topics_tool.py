@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import re
-import shutil
 import subprocess
-import sys
 import time
 
 import pytest
 
 from odradek.clients.admin import Admin
+from tests.integration.helpers import console_tool
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -20,13 +19,7 @@ PARTITION_LINE = re.compile(r"^\tTopic: (\S+)\tPartition: (\d+)\tLeader: (\d+|no
 
 
 def topics_tool(*args: str, check: bool = True) -> subprocess.CompletedProcess:
-    """Run the console script as a user would (the module when the script is not on PATH)."""
-    script = shutil.which("odradek-topics")
-    command = [script] if script else [sys.executable, "-m", "odradek.clients.cli.topics"]
-    done = subprocess.run(command + list(args), capture_output=True, text=True, timeout=120)
-    if check:
-        assert done.returncode == 0, f"exit {done.returncode}: {done.stdout}{done.stderr}"
-    return done
+    return console_tool("topics", *args, check=check)
 
 
 def wait_for_output(predicate, *args: str, timeout: float = 30.0) -> str:
