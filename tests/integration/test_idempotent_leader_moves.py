@@ -19,61 +19,18 @@ partition logs on disk of every replica are then searched for values stored twic
 from __future__ import annotations
 
 import os
-import threading
-import time
 
 import pytest
 
 from odradek.clients.admin import Admin, ElectionType, NewTopic
 from odradek.clients.types import TopicPartition
+from tests.integration.helpers import IdempotentProducerLoad
 from tests.integration.log_inspection import duplicates_on_disk, stored_records
 from tests.integration.test_replication import wait_until
 
 pytestmark = pytest.mark.timeout(600)
 WAIT_S = 120.0  # upper bound for the cluster to converge; never a speed assertion
 TOPIC, PARTITIONS = "moves", 8
-
-
-class NumberedIdempotentProducer:
-    """confluent-kafka, idempotent, acks=all; every value carries a unique number."""
-
-    def __init__(self, bootstrap: str) -> None:
-        from confluent_kafka import Producer
-        self.producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "acks": "all",
-                                  "linger.ms": 5, "message.timeout.ms": 180000,
-                                  **({"debug": os.environ["RDKAFKA_DEBUG"]} if os.environ.get("RDKAFKA_DEBUG") else {})})
-        self.acked: set[bytes] = set()
-        self.failed: list[str] = []
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def _delivered(self, err, msg) -> None:
-        if err is None:
-            self.acked.add(msg.value())
-        else:
-            self.failed.append(str(err))
-
-    def _run(self) -> None:
-        n = 0
-        while not self._stop.is_set():
-            try:
-                self.producer.produce(TOPIC, value=b"record-%08d" % n, partition=n % PARTITIONS,
-                                      on_delivery=self._delivered)
-                n += 1
-            except BufferError:
-                pass
-            self.producer.poll(0)
-            if n % 50 == 0:
-                time.sleep(0.01)
-        self.producer.flush(180)
-
-    def __enter__(self) -> "NumberedIdempotentProducer":
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self._stop.set()
-        self._thread.join(200)
 
 
 def assignment_done(zk, wanted: dict[int, list[int]]) -> bool:
@@ -112,7 +69,7 @@ def test_idempotent_producer_writes_each_record_once_while_leaders_move(odradek_
     on_23 = {p: [2 + p % 2, 3 - p % 2] for p in range(PARTITIONS)}
     with Admin(cluster.bootstrap_servers) as admin:
         admin.create_topics([NewTopic(TOPIC, replica_assignments=on_01)], timeout_ms=30000)
-        with NumberedIdempotentProducer(cluster.bootstrap_servers) as load:
+        with IdempotentProducerLoad(cluster.bootstrap_servers, TOPIC, PARTITIONS, timeout_s=180) as load:
             wait_until(lambda: len(load.acked) > 500, WAIT_S, "the producer to get going")
             for _ in range(int(os.environ.get("ODRADEK_LEADER_MOVE_ROUNDS", "4"))):
                 move(admin, zk, on_23)

@@ -15,13 +15,13 @@ import json
 import signal
 import subprocess
 import sys
-import threading
 import time
 
 import pytest
 
 from odradek.clients.admin import Admin, NewTopic
 from odradek.clients.types import TopicPartition
+from tests.integration.helpers import IdempotentProducerLoad
 from tests.integration.log_inspection import duplicates_on_disk
 from tests.integration.test_replication import wait_until
 
@@ -61,45 +61,6 @@ def assignment_is(zk, topic: str, wanted: dict[int, list[int]]) -> bool:
 def create_topic(cluster, topic: str, assignment: dict[int, list[int]]) -> None:
     with Admin(cluster.bootstrap_servers) as admin:
         admin.create_topics([NewTopic(topic, replica_assignments=assignment)], timeout_ms=30000)
-
-
-class IdempotentProducerLoad:
-    """confluent-kafka's acks=all idempotent producer writing numbered records to every partition in a thread."""
-
-    def __init__(self, bootstrap: str, topic: str, partitions: int) -> None:
-        from confluent_kafka import Producer
-        self.producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "acks": "all",
-                                  "linger.ms": 5, "message.timeout.ms": 120000})
-        self.topic, self.partitions = topic, partitions
-        self.acked: set[bytes] = set()
-        self.failed: list[str] = []
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def _delivered(self, err, msg) -> None:
-        if err is None:
-            self.acked.add(msg.value())
-        else:
-            self.failed.append(str(err))
-
-    def _run(self) -> None:
-        n = 0
-        while not self._stop.is_set():
-            self.producer.produce(self.topic, value=b"record-%08d" % n, partition=n % self.partitions,
-                                  on_delivery=self._delivered)
-            n += 1
-            self.producer.poll(0)
-            if n % 50 == 0:
-                time.sleep(0.01)
-        self.producer.flush(120)
-
-    def __enter__(self) -> "IdempotentProducerLoad":
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self._stop.set()
-        self._thread.join(150)
 
 
 def read_all(bootstrap: str, topic: str, partitions: int, where: bool = False) -> list:
