@@ -1,12 +1,22 @@
-"""What our Kafka-style admin tools share: usage errors as one line, the argparse wrapper that raises
-them, leftover-argument checks, --command-config reading and Kafka's way of printing an error."""
+"""What all our Kafka-style tools share: usage errors as one line, the argparse wrapper that raises
+them, leftover-argument checks, --command-config reading, Kafka's way of printing an error, the
+tools' common ``main`` (``run_tool``) and the admin-client session the admin tools run in."""
 
 from __future__ import annotations
 
 import argparse
-from typing import Sequence
+import asyncio
+import sys
+from typing import Any, Awaitable, Callable, Sequence, Union
 
 from ...protocol.errors import KafkaError  # type: ignore[attr-defined]
+from ..admin import AIOAdmin
+
+KAFKA_VERSION = "2.8.0 (Odradek)"  # what --version prints (AppInfoParser's version, then ours)
+
+ExceptionTypes = Union[type, tuple]
+# (exception types, report or None): run_tool's "this failure ends the tool with exit code 1"
+Failure = tuple[ExceptionTypes, Union[Callable[[BaseException], None], None]]
 
 
 class UsageError(Exception):
@@ -20,13 +30,17 @@ class Parser(argparse.ArgumentParser):
         raise UsageError(message)
 
 
-def parse_known(parser: argparse.ArgumentParser, argv: Sequence[str]) -> argparse.Namespace:
-    """Parse ``argv``; anything left over is a usage error in jopt-simple's words."""
+def parse_known(parser: argparse.ArgumentParser, argv: Sequence[str],
+                check: Callable[[argparse.Namespace], None] | None = None) -> argparse.Namespace:
+    """Parse ``argv``; anything left over is a usage error in jopt-simple's words. ``check`` then
+    validates the options (the tool's checkArgs), raising ``UsageError``."""
     opts, extra = parser.parse_known_args(argv)
     if extra:
         unknown = next((a for a in extra if a.startswith("-")), extra[0])
         raise UsageError(f"{unknown.lstrip('-')} is not a recognized option" if unknown.startswith("-")
                          else f"Found non-option argument {unknown!r}; options start with --")
+    if check is not None:
+        check(opts)
     return opts
 
 
@@ -54,3 +68,58 @@ def error_message(exc: BaseException) -> str:
         detail = exc.args[0] if exc.args and exc.args[0] else type(exc).message
         return str(detail)
     return str(exc) or type(exc).__name__
+
+
+def tool_args(argv: Sequence[str] | None) -> list[str]:
+    """The command line a tool's ``main(argv)`` works on: ``argv``, else the process's arguments."""
+    return list(sys.argv[1:] if argv is None else argv)
+
+
+def run_tool(parse: Callable[[list[str]], Any], run: Callable[[Any], int | None], argv: Sequence[str] | None,
+             *failures: Failure) -> int:
+    """Every tool's ``main``: parse the command line, then run; returns the exit code.
+
+    * a ``UsageError``, while parsing or running: its one line on stderr, exit 1 (Kafka's
+      ``CommandLineUtils.printUsageAndDie`` minus the usage dump);
+    * ``--version`` (tools that have it): Kafka's version line, exit 0 (printVersionAndDieIfNeeded);
+    * Ctrl-C: exit 130;
+    * an exception matching one of ``failures``, tried in order: its report (``None``: the tool
+      already printed what went wrong), exit 1; anything else is a bug and propagates.
+    ``run`` returns the exit code (``None``: 0).
+    """
+    try:
+        opts = parse(tool_args(argv))
+        if getattr(opts, "version", False) is True:
+            print(KAFKA_VERSION)
+            return 0
+        return run(opts) or 0
+    except KeyboardInterrupt:
+        return 130
+    except UsageError as exc:
+        print(exc, file=sys.stderr)
+        return 1
+    except Exception as exc:
+        for kinds, report in failures:
+            if isinstance(exc, kinds):
+                if report is not None:
+                    report(exc)
+                return 1
+        raise
+
+
+def failure_report(template: str, stderr: bool = False) -> Callable[[BaseException], None]:
+    """A report for ``run_tool``'s failures: ``template`` filled with {exc} (the exception as str()),
+    {message} (``error_message``) and {kind} (its class name), printed on stdout or stderr."""
+    def report(exc: BaseException) -> None:
+        print(template.format(exc=exc, message=error_message(exc), kind=type(exc).__name__),
+              file=sys.stderr if stderr else sys.stdout)
+    return report
+
+
+def run_admin(opts: argparse.Namespace, work: Callable[[AIOAdmin], Awaitable[Any]], **admin_options: Any) -> Any:
+    """Run ``work(admin)`` with an admin client on the tool's --bootstrap-server and client.id
+    (``opts.client_id``), closed afterwards; returns what ``work`` returned."""
+    async def session() -> Any:
+        async with AIOAdmin(opts.bootstrap_server, client_id=opts.client_id, **admin_options) as admin:
+            return await work(admin)
+    return asyncio.run(session())

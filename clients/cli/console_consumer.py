@@ -30,8 +30,9 @@ from typing import Any, BinaryIO, Sequence
 
 from ...protocol.errors import KafkaError
 from ..types import ConsumerRecord, KafkaConfigurationError, TopicPartition
+from .common import run_tool
 from .kafka_properties import (
-    ToolParser, UsageError, consumer_kwargs, key_values, load_properties, require, run_tool,
+    ToolParser, UsageError, consumer_kwargs, key_values, load_properties, require,
 )
 
 DESCRIPTION = "This tool helps to read data from Kafka topics and outputs it to standard output."
@@ -325,12 +326,7 @@ def run(opts: argparse.Namespace, out: BinaryIO | None = None) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    def execute(opts: argparse.Namespace) -> int:
-        if opts.version:
-            print("2.8.0 (Odradek)")
-            return 0
-        return run(opts)
-    return run_tool(parse_args, execute, argv)
+    return run_tool(parse_args, run, argv)
 
 
 if __name__ == "__main__":

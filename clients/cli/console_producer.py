@@ -26,8 +26,9 @@ from typing import Any, BinaryIO, Iterator, Sequence
 
 from ...protocol.errors import KafkaError
 from ..types import KafkaConfigurationError
+from .common import run_tool
 from .kafka_properties import (
-    ToolParser, UsageError, bootstrap_servers, key_values, load_properties, producer_kwargs, require, run_tool,
+    ToolParser, UsageError, bootstrap_servers, key_values, load_properties, producer_kwargs, require,
 )
 
 DESCRIPTION = "This tool helps to read data from standard input and publish it to Kafka."
@@ -229,12 +230,7 @@ def run(opts: argparse.Namespace, stdin: BinaryIO | None = None) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    def execute(opts: argparse.Namespace) -> int:
-        if opts.version:
-            print("2.8.0 (Odradek)")
-            return 0
-        return run(opts)
-    return run_tool(parse_args, execute, argv)
+    return run_tool(parse_args, run, argv)
 
 
 if __name__ == "__main__":

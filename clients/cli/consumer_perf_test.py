@@ -28,8 +28,9 @@ from typing import Any, Sequence
 
 from ...protocol.errors import KafkaError
 from ..types import KafkaConfigurationError
+from .common import failure_report, run_tool
 from .kafka_properties import (
-    ToolParser, UsageError, bootstrap_servers, consumer_kwargs, load_properties, require, run_tool,
+    ToolParser, UsageError, bootstrap_servers, consumer_kwargs, load_properties, require,
 )
 
 DESCRIPTION = "This tool helps in performance test for the full zookeeper consumer"
@@ -216,27 +217,16 @@ async def consume(opts: argparse.Namespace) -> None:
               f"{mb / fetch_s if fetch_s > 0 else 0.0:.4f}, {read / fetch_s if fetch_s > 0 else 0.0:.4f}", flush=True)
 
 
-def run(opts: argparse.Namespace) -> int:
+def run(opts: argparse.Namespace) -> None:
     if not opts.hide_header:
         print((DETAILED_HEADER if opts.show_detailed_stats else HEADER) + NEW_FIELDS, flush=True)
-    try:
-        asyncio.run(consume(opts))
-    except KafkaConfigurationError as exc:
-        print(f"Invalid consumer configuration: {exc}", file=sys.stderr)
-        return 1
-    except (KafkaError, OSError) as exc:
-        print(f"Error while consuming: {exc}", file=sys.stderr)
-        return 1
-    return 0
+    asyncio.run(consume(opts))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    def execute(opts: argparse.Namespace) -> int:
-        if opts.version:
-            print("2.8.0 (Odradek)")
-            return 0
-        return run(opts)
-    return run_tool(parse_args, execute, argv)
+    return run_tool(parse_args, run, argv,
+                    (KafkaConfigurationError, failure_report("Invalid consumer configuration: {exc}", stderr=True)),
+                    ((KafkaError, OSError), failure_report("Error while consuming: {exc}", stderr=True)))
 
 
 if __name__ == "__main__":

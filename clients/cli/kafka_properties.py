@@ -21,7 +21,7 @@ from ..producer import _DEFAULTS as PRODUCER_DEFAULTS  # the producer's accepted
 from .common import Parser, UsageError, parse_known
 
 __all__ = ["UsageError", "ToolParser", "require", "bootstrap_servers", "key_values", "load_properties",
-           "producer_kwargs", "consumer_kwargs", "run_tool"]
+           "producer_kwargs", "consumer_kwargs"]
 
 
 class ToolParser(Parser):
@@ -138,15 +138,3 @@ def consumer_kwargs(props: dict[str, str], warn: TextIO | None = sys.stderr) -> 
     """Kafka consumer properties -> AIOConsumer/Consumer kwargs."""
     return _kwargs(props, CONSUMER_DEFAULTS, warn, "org.apache.kafka.clients.consumer.ConsumerConfig")
 
-
-def run_tool(parse: Any, run: Any, argv: Sequence[str] | None) -> int:
-    """Parse (usage mistakes: one line on stderr, exit 1), then run; Ctrl-C exits 130."""
-    try:
-        opts = parse(sys.argv[1:] if argv is None else list(argv))
-    except UsageError as exc:
-        print(exc, file=sys.stderr)
-        return 1
-    try:
-        return run(opts) or 0
-    except KeyboardInterrupt:
-        return 130

@@ -26,7 +26,8 @@ from typing import Sequence
 
 from ...protocol.errors import KafkaError
 from ..types import KafkaConfigurationError
-from .kafka_properties import ToolParser, UsageError, key_values, load_properties, producer_kwargs, run_tool
+from .common import failure_report, run_tool
+from .kafka_properties import ToolParser, UsageError, key_values, load_properties, producer_kwargs
 
 DESCRIPTION = "This tool is used to verify the producer performance."
 REPORTING_INTERVAL_MS = 5000
@@ -242,27 +243,15 @@ def print_metrics(stats: Stats, producer: object) -> None:
         print(f"{name.ljust(width)}: {value:.3f}")
 
 
-def run(opts: argparse.Namespace) -> int:
+def run(opts: argparse.Namespace) -> None:
     payloads = read_payloads(opts.payload_file, opts.payload_delimiter) if opts.payload_file else None
-    try:
-        asyncio.run(produce(opts, payloads))
-    except KafkaConfigurationError as exc:
-        print(f"Invalid producer configuration: {exc}", file=sys.stderr)
-        return 1
-    except (KafkaError, OSError) as exc:
-        print(f"Error while producing: {exc}", file=sys.stderr)
-        return 1
-    return 0
+    asyncio.run(produce(opts, payloads))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    def execute(opts: argparse.Namespace) -> int:
-        try:
-            return run(opts)
-        except UsageError as exc:
-            print(exc, file=sys.stderr)
-            return 1
-    return run_tool(parse_args, execute, argv)
+    return run_tool(parse_args, run, argv,
+                    (KafkaConfigurationError, failure_report("Invalid producer configuration: {exc}", stderr=True)),
+                    ((KafkaError, OSError), failure_report("Error while producing: {exc}", stderr=True)))
 
 
 if __name__ == "__main__":
