@@ -16,14 +16,16 @@ Users, clients, IPs and broker loggers are not kept by this cluster: naming them
 from __future__ import annotations
 
 import argparse
-import asyncio
 import re
 import sys
 from typing import Any, Sequence
 
 from ...protocol.errors import KafkaError  # type: ignore[attr-defined]
 from ..admin import AIOAdmin, AlterConfigOp, AlterConfigOpType, ConfigEntry, ConfigResource, ConfigResourceType
-from .common import Parser, UsageError, client_id, error_message, parse_known, read_properties
+from .common import (
+    Parser, UsageError, client_id, error_message, failure_report, parse_known, read_properties, run_admin, run_tool,
+    tool_args,
+)
 
 SUPPORTED_TYPES = ("topics", "brokers")
 KAFKA_ONLY_TYPES = ("users", "clients", "broker-loggers", "ips")
@@ -70,9 +72,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:
-    opts = parse_known(build_parser(), argv)
-    _check(opts)
-    return opts
+    return parse_known(build_parser(), argv, _check)
 
 
 def _check(opts: argparse.Namespace) -> None:
@@ -231,26 +231,16 @@ class ConfigCommand:
             self.emit(f"Completed updating default config for {opts.entity} in the cluster.")
 
 
-async def _run(opts: argparse.Namespace) -> None:
-    async with AIOAdmin(opts.bootstrap_server, client_id=opts.client_id) as admin:
-        await ConfigCommand(opts, admin).run()
-
-
 def main(argv: Sequence[str] | None = None) -> int:
-    args = list(sys.argv[1:] if argv is None else argv)
-    try:
-        opts = parse_args(args)
-        asyncio.run(_run(opts))
-    except KeyboardInterrupt:
-        return 130
-    except (UsageError, InvalidConfiguration) as exc:
-        print(exc, file=sys.stderr)
-        return 1
-    except (KafkaError, OSError, ValueError) as exc:
+    args = tool_args(argv)
+
+    def report(exc: BaseException) -> None:
         print(f"Error while executing config command with args '{' '.join(args)}'", file=sys.stderr)
         print(f"{type(exc).__name__}: {error_message(exc)}", file=sys.stderr)
-        return 1
-    return 0
+
+    return run_tool(parse_args, lambda opts: run_admin(opts, lambda admin: ConfigCommand(opts, admin).run()), args,
+                    (InvalidConfiguration, failure_report("{exc}", stderr=True)),
+                    ((KafkaError, OSError, ValueError), report))
 
 
 if __name__ == "__main__":

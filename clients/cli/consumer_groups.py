@@ -14,7 +14,6 @@ scenario/execution flags given without --reset-offsets are refused instead of si
 from __future__ import annotations
 
 import argparse
-import asyncio
 import re
 import sys
 import time
@@ -25,7 +24,7 @@ from ...protocol.errors import KafkaError  # type: ignore[attr-defined]
 from ..admin import EARLIEST, LATEST, AIOAdmin
 from ..admin_groups import ConsumerGroupDescription
 from ..types import TopicPartition
-from .common import Parser, UsageError, client_id, error_message, parse_known
+from .common import Parser, UsageError, client_id, error_message, failure_report, parse_known, run_admin, run_tool
 
 MISSING = "-"
 GROUP_STATES = ("PreparingRebalance", "CompletingRebalance", "Stable", "Dead", "Empty")
@@ -92,9 +91,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:
-    opts = parse_known(build_parser(), argv)
-    _check(opts)
-    return opts
+    return parse_known(build_parser(), argv, _check)
 
 
 def _given(opts: argparse.Namespace, dest: str) -> bool:
@@ -535,30 +532,15 @@ class _Failed(Exception):
     """The command printed its own error lines; exit 1 without another message."""
 
 
-async def _run(opts: argparse.Namespace) -> None:
-    async with AIOAdmin(opts.bootstrap_server, client_id=opts.client_id, request_timeout_ms=opts.timeout) as admin:
-        await ConsumerGroupCommand(opts, admin).run()
+def _run(opts: argparse.Namespace) -> None:
+    run_admin(opts, lambda admin: ConsumerGroupCommand(opts, admin).run(), request_timeout_ms=opts.timeout)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    try:
-        opts = parse_args(sys.argv[1:] if argv is None else argv)
-    except UsageError as exc:
-        print(exc, file=sys.stderr)
-        return 1
-    try:
-        asyncio.run(_run(opts))
-    except KeyboardInterrupt:
-        return 130
-    except UsageError as exc:  # found while running (Kafka's printUsageAndDie from the service)
-        print(exc, file=sys.stderr)
-        return 1
-    except _Failed:
-        return 1
-    except (KafkaError, OSError, ValueError) as exc:
-        print(f"\nError: Executing consumer group command failed due to {error_message(exc)}")
-        return 1
-    return 0
+    # a UsageError found while running is Kafka's printUsageAndDie from the service: run_tool prints it
+    return run_tool(parse_args, _run, argv, (_Failed, None),
+                    ((KafkaError, OSError, ValueError),
+                     failure_report("\nError: Executing consumer group command failed due to {message}")))
 
 
 if __name__ == "__main__":

@@ -19,16 +19,14 @@ and exits 1.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import sys
 from typing import Any, Sequence
 
 from ...protocol.errors import ElectionNotNeededError, KafkaError  # type: ignore[attr-defined]
-from ..admin import AIOAdmin
 from ..admin_partitions import ElectionType
 from ..types import TopicPartition
-from .common import Parser, UsageError, error_message, parse_known, read_properties
+from .common import Parser, UsageError, client_id, error_message, failure_report, parse_known, run_admin, run_tool
 
 __all__ = ["main", "parse_args", "parse_partitions_json", "result_lines"]
 
@@ -79,8 +77,7 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
         raise UsageError("Missing required option(s): --partition")
     if opts.topic is None and opts.partition is not None:
         raise UsageError("Option --partition is only allowed if --topic is used")
-    opts.client_id = read_properties(opts.admin_config).get("client.id", "leader-election-tool") \
-        if opts.admin_config else "leader-election-tool"
+    opts.client_id = client_id(opts.admin_config, "leader-election-tool")
     return opts
 
 
@@ -120,7 +117,7 @@ def _names(partitions: list[TopicPartition]) -> str:
     return ", ".join(f"{t}-{p}" for t, p in partitions)
 
 
-async def _run(opts: argparse.Namespace) -> bool:
+def _run(opts: argparse.Namespace) -> int:
     partitions: Any = None
     if opts.topic is not None:
         partitions = [TopicPartition(opts.topic, opts.partition)]
@@ -130,32 +127,18 @@ async def _run(opts: argparse.Namespace) -> bool:
                 partitions = parse_partitions_json(f.read())
         except OSError as exc:
             raise UsageError(f"cannot read --path-to-json-file {opts.path_to_json_file}: {exc.strerror}") from None
-    async with AIOAdmin(opts.bootstrap_server, client_id=opts.client_id) as admin:
-        results = await admin.elect_leaders(opts.election, partitions)
+    results = run_admin(opts, lambda admin: admin.elect_leaders(opts.election, partitions))
     lines, ok = result_lines(opts.election, results)
     for line in lines:
         print(line)
     if not ok:
         print(f"{sum(1 for line in lines if line.startswith('Error'))} replica(s) could not be elected")
-    return ok
+    return 0 if ok else 1
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    try:
-        opts = parse_args(sys.argv[1:] if argv is None else argv)
-    except UsageError as exc:
-        print(exc, file=sys.stderr)
-        return 1
-    try:
-        return 0 if asyncio.run(_run(opts)) else 1
-    except KeyboardInterrupt:
-        return 130
-    except UsageError as exc:
-        print(exc, file=sys.stderr)
-        return 1
-    except (KafkaError, OSError) as exc:
-        print(f"Error while making request: {error_message(exc)}")
-        return 1
+    return run_tool(parse_args, _run, argv,
+                    ((KafkaError, OSError), failure_report("Error while making request: {message}")))
 
 
 if __name__ == "__main__":

@@ -21,7 +21,6 @@ brokers do not enforce a replication rate yet (a warning says so).
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import sys
 from typing import Any, Sequence
@@ -30,7 +29,7 @@ from ...controller.replica_assignment import assign_replicas_to_brokers
 from ...protocol.errors import KafkaError  # type: ignore[attr-defined]
 from ..admin import AIOAdmin, AlterConfigOp, AlterConfigOpType, ConfigResource, ConfigResourceType
 from ..types import TopicPartition
-from .common import Parser, UsageError, client_id, error_message, parse_known
+from .common import Parser, UsageError, client_id, error_message, failure_report, parse_known, run_admin, run_tool
 
 __all__ = ["main", "parse_args", "parse_reassignment", "parse_topics", "reassignment_json", "propose",
            "status_lines", "list_text"]
@@ -340,31 +339,13 @@ async def _cancel(admin: AIOAdmin, opts: argparse.Namespace) -> None:
 _RUN = {"generate": _generate, "execute": _execute, "verify": _verify, "list": _list, "cancel": _cancel}
 
 
-async def _run(opts: argparse.Namespace) -> None:
-    async with AIOAdmin(opts.bootstrap_server, client_id=opts.client_id) as admin:
-        await _RUN[opts.action](admin, opts)
+def _run(opts: argparse.Namespace) -> None:
+    run_admin(opts, lambda admin: _RUN[opts.action](admin, opts))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    try:
-        opts = parse_args(sys.argv[1:] if argv is None else argv)
-    except UsageError as exc:
-        print(exc, file=sys.stderr)
-        return 1
-    try:
-        asyncio.run(_run(opts))
-    except KeyboardInterrupt:
-        return 130
-    except UsageError as exc:
-        print(exc, file=sys.stderr)
-        return 1
-    except CommandFailed as exc:
-        print(exc)
-        return 1
-    except (KafkaError, OSError, ValueError) as exc:
-        print(f"Error: {error_message(exc)}")
-        return 1
-    return 0
+    return run_tool(parse_args, _run, argv, (CommandFailed, failure_report("{exc}")),
+                    ((KafkaError, OSError, ValueError), failure_report("Error: {message}")))
 
 
 if __name__ == "__main__":

@@ -13,14 +13,13 @@ failed command prints "Error while executing topic command : <message>" and exit
 from __future__ import annotations
 
 import argparse
-import asyncio
 import re
 import sys
 from typing import Any, Sequence
 
 from ...protocol.errors import KafkaError, TopicAlreadyExistsError  # type: ignore[attr-defined]
 from ..admin import AIOAdmin, ConfigResource, ConfigResourceType, NewPartitions, NewTopic, TopicDescription
-from .common import Parser, UsageError, client_id, error_message, parse_known
+from .common import Parser, UsageError, client_id, error_message, failure_report, parse_known, run_admin, run_tool
 
 __all__ = ["main", "parse_args", "UsageError", "error_message", "topic_line", "partition_line"]
 
@@ -77,9 +76,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:
-    opts = parse_known(build_parser(), argv)
-    _check(opts)
-    return opts
+    return parse_known(build_parser(), argv, _check)
 
 
 def _check(opts: argparse.Namespace) -> None:
@@ -261,25 +258,9 @@ def partition_line(partition: Any) -> str:
             f"\tReplicas: {','.join(map(str, partition.replicas))}\tIsr: {','.join(map(str, partition.isr))}")
 
 
-async def _run(opts: argparse.Namespace) -> None:
-    async with AIOAdmin(opts.bootstrap_server, client_id=opts.client_id) as admin:
-        await TopicCommand(opts, admin).run()
-
-
 def main(argv: Sequence[str] | None = None) -> int:
-    try:
-        opts = parse_args(sys.argv[1:] if argv is None else argv)
-    except UsageError as exc:
-        print(exc, file=sys.stderr)
-        return 1
-    try:
-        asyncio.run(_run(opts))
-    except KeyboardInterrupt:
-        return 130
-    except (KafkaError, OSError, ValueError) as exc:
-        print(f"Error while executing topic command : {error_message(exc)}")
-        return 1
-    return 0
+    return run_tool(parse_args, lambda opts: run_admin(opts, lambda admin: TopicCommand(opts, admin).run()), argv,
+                    ((KafkaError, OSError, ValueError), failure_report("Error while executing topic command : {message}")))
 
 
 if __name__ == "__main__":
