@@ -35,7 +35,7 @@ from ...protocol.errors import KafkaError  # type: ignore[attr-defined]
 from ...protocol.messages import FetchRequest
 from ...protocol.records.batch import iter_batches
 from ..simple_client import SimpleClient
-from .common import Parser, UsageError, error_message, parse_known
+from .common import Parser, UsageError, failure_report, parse_known, run_tool
 
 DEBUGGING_CONSUMER_ID = -2  # Kafka's Request.DebuggingConsumerId
 LATEST, EARLIEST = -1, -2
@@ -116,6 +116,9 @@ _HOST_PORT = re.compile(r"^(\[[0-9a-fA-F:.]+\]|[^:\s,]+):[0-9]+$")
 
 
 def parse_args(argv: Sequence[str]) -> VerificationOptions:
+    if not argv:  # as Kafka: no arguments at all prints the tool's purpose with the usage
+        raise UsageError("Validate that all replicas for a set of topics have the same data. "
+                         "Missing required argument \"[broker-list]\"")
     opts = parse_known(_parser(), argv)
     brokers = opts.broker_list or opts.bootstrap_server
     if not brokers:
@@ -300,23 +303,9 @@ async def _run(options: VerificationOptions) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = list(sys.argv[1:] if argv is None else argv)
-    try:
-        if not args:
-            raise UsageError("Validate that all replicas for a set of topics have the same data. "
-                             "Missing required argument \"[broker-list]\"")
-        asyncio.run(_run(parse_args(args)))
-    except KeyboardInterrupt:
-        return 130
-    except UsageError as exc:
-        print(exc, file=sys.stderr)
-        return 1
-    except OffsetMismatch:
-        return 1
-    except (KafkaError, OSError) as exc:
-        print(f"Error while verifying replicas: {type(exc).__name__}: {error_message(exc)}", file=sys.stderr)
-        return 1
-    return 0
+    return run_tool(parse_args, lambda options: asyncio.run(_run(options)), argv, (OffsetMismatch, None),
+                    ((KafkaError, OSError), failure_report("Error while verifying replicas: {kind}: {message}",
+                                                           stderr=True)))
 
 
 if __name__ == "__main__":

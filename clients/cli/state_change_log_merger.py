@@ -30,7 +30,7 @@ import sys
 from datetime import datetime
 from typing import Iterator, Sequence
 
-from .common import Parser, UsageError, parse_known
+from .common import Parser, UsageError, failure_report, parse_known, run_tool
 
 DATE_FORMAT = "yyyy-MM-dd HH:mm:ss,SSS"
 _DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2},[0-9]{3}")
@@ -159,23 +159,16 @@ def merge(options: MergeOptions) -> Iterator[str]:
         yield line
 
 
+def _print_merged(options: MergeOptions) -> None:
+    out = sys.stdout
+    for line in merge(options):
+        out.write(line + "\n")
+    out.flush()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    args = list(sys.argv[1:] if argv is None else argv)
-    try:
-        options = parse_args(args)
-        out = sys.stdout
-        for line in merge(options):
-            out.write(line + "\n")
-        out.flush()
-    except UsageError as exc:
-        print(exc, file=sys.stderr)
-        return 1
-    except OSError as exc:
-        print(f"Error while merging state change logs: {exc}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        return 130
-    return 0
+    return run_tool(parse_args, _print_merged, argv,
+                    (OSError, failure_report("Error while merging state change logs: {exc}", stderr=True)))
 
 
 if __name__ == "__main__":
