@@ -30,6 +30,11 @@ class Parser(argparse.ArgumentParser):
         raise UsageError(message)
 
 
+def add_version_flag(parser: argparse.ArgumentParser) -> None:
+    """--version, for the tools that have it: ``run_tool`` prints ``KAFKA_VERSION`` and exits 0."""
+    parser.add_argument("--version", action="store_true", help="Display Kafka version.")
+
+
 def parse_known(parser: argparse.ArgumentParser, argv: Sequence[str],
                 check: Callable[[argparse.Namespace], None] | None = None) -> argparse.Namespace:
     """Parse ``argv``; anything left over is a usage error in jopt-simple's words. ``check`` then
@@ -68,6 +73,23 @@ def error_message(exc: BaseException) -> str:
         detail = exc.args[0] if exc.args and exc.args[0] else type(exc).message
         return str(detail)
     return str(exc) or type(exc).__name__
+
+
+class AdminCommand:
+    """An admin tool's command (Kafka's TopicService, ConsumerGroupService...): the parsed options,
+    the admin client, and where its output (``emit``) and its notes (``note``) go."""
+
+    def __init__(self, opts: argparse.Namespace, admin: AIOAdmin, out: Any = sys.stdout, err: Any = sys.stderr) -> None:
+        self.opts = opts
+        self.admin = admin
+        self.out = out
+        self.err = err
+
+    def emit(self, line: str = "") -> None:
+        print(line, file=self.out)
+
+    def note(self, line: str) -> None:
+        print(line, file=self.err)
 
 
 def tool_args(argv: Sequence[str] | None) -> list[str]:

@@ -18,13 +18,13 @@ from __future__ import annotations
 import argparse
 import re
 import sys
-from typing import Any, Sequence
+from typing import Sequence
 
 from ...protocol.errors import KafkaError  # type: ignore[attr-defined]
-from ..admin import AIOAdmin, AlterConfigOp, AlterConfigOpType, ConfigEntry, ConfigResource, ConfigResourceType
+from ..admin import AlterConfigOp, AlterConfigOpType, ConfigEntry, ConfigResource, ConfigResourceType
 from .common import (
-    Parser, UsageError, client_id, error_message, failure_report, parse_known, read_properties, run_admin, run_tool,
-    tool_args,
+    AdminCommand, Parser, UsageError, client_id, error_message, failure_report, parse_known, read_properties,
+    run_admin, run_tool, tool_args,
 )
 
 SUPPORTED_TYPES = ("topics", "brokers")
@@ -166,15 +166,7 @@ def _java(value: str | None) -> str:
     return "null" if value is None else value
 
 
-class ConfigCommand:
-    def __init__(self, opts: argparse.Namespace, admin: AIOAdmin, out: Any = sys.stdout) -> None:
-        self.opts = opts
-        self.admin = admin
-        self.out = out
-
-    def emit(self, line: str) -> None:
-        print(line, file=self.out)
-
+class ConfigCommand(AdminCommand):
     async def run(self) -> None:
         await (self._alter() if self.opts.alter else self._describe())
 

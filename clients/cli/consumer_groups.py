@@ -21,10 +21,12 @@ from datetime import datetime
 from typing import Any, Sequence
 
 from ...protocol.errors import KafkaError  # type: ignore[attr-defined]
-from ..admin import EARLIEST, LATEST, AIOAdmin
+from ..admin import EARLIEST, LATEST
 from ..admin_groups import ConsumerGroupDescription
 from ..types import TopicPartition
-from .common import Parser, UsageError, client_id, error_message, failure_report, parse_known, run_admin, run_tool
+from .common import (
+    AdminCommand, Parser, UsageError, client_id, error_message, failure_report, parse_known, run_admin, run_tool,
+)
 
 MISSING = "-"
 GROUP_STATES = ("PreparingRebalance", "CompletingRebalance", "Stable", "Dead", "Empty")
@@ -232,19 +234,7 @@ def parse_reset_plan(text: str, groups: list[str]) -> dict[str, dict[TopicPartit
     return plan
 
 
-class ConsumerGroupCommand:
-    def __init__(self, opts: argparse.Namespace, admin: AIOAdmin, out: Any = sys.stdout, err: Any = sys.stderr) -> None:
-        self.opts = opts
-        self.admin = admin
-        self.out = out
-        self.err = err
-
-    def emit(self, line: str = "") -> None:
-        print(line, file=self.out)
-
-    def note(self, line: str) -> None:
-        print(line, file=self.err)
-
+class ConsumerGroupCommand(AdminCommand):
     def print_error(self, message: str) -> None:
         self.emit(f"\nError: {message}")
 

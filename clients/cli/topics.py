@@ -18,8 +18,10 @@ import sys
 from typing import Any, Sequence
 
 from ...protocol.errors import KafkaError, TopicAlreadyExistsError  # type: ignore[attr-defined]
-from ..admin import AIOAdmin, ConfigResource, ConfigResourceType, NewPartitions, NewTopic, TopicDescription
-from .common import Parser, UsageError, client_id, error_message, failure_report, parse_known, run_admin, run_tool
+from ..admin import ConfigResource, ConfigResourceType, NewPartitions, NewTopic, TopicDescription
+from .common import (
+    AdminCommand, Parser, UsageError, client_id, error_message, failure_report, parse_known, run_admin, run_tool,
+)
 
 __all__ = ["main", "parse_args", "UsageError", "error_message", "topic_line", "partition_line"]
 
@@ -145,15 +147,7 @@ def has_collision_chars(topic: str) -> bool:
     return "." in topic or "_" in topic
 
 
-class TopicCommand:
-    def __init__(self, opts: argparse.Namespace, admin: AIOAdmin, out: Any = sys.stdout) -> None:
-        self.opts = opts
-        self.admin = admin
-        self.out = out
-
-    def emit(self, line: str) -> None:
-        print(line, file=self.out)
-
+class TopicCommand(AdminCommand):
     async def run(self) -> None:
         action = next(a for a in _ACTIONS if getattr(self.opts, a))
         await getattr(self, f"_{action}")()
@@ -260,7 +254,8 @@ def partition_line(partition: Any) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     return run_tool(parse_args, lambda opts: run_admin(opts, lambda admin: TopicCommand(opts, admin).run()), argv,
-                    ((KafkaError, OSError, ValueError), failure_report("Error while executing topic command : {message}")))
+                    ((KafkaError, OSError, ValueError),
+                     failure_report("Error while executing topic command : {message}")))
 
 
 if __name__ == "__main__":
