@@ -30,7 +30,7 @@ from typing import Any, BinaryIO, Sequence
 
 from ...protocol.errors import KafkaError
 from ..types import ConsumerRecord, KafkaConfigurationError, TopicPartition
-from .common import run_tool
+from .common import add_version_flag, run_tool
 from .kafka_properties import (
     ToolParser, UsageError, consumer_kwargs, key_values, load_properties, require,
 )
@@ -80,7 +80,7 @@ def build_parser() -> ToolParser:
         help="Set to read_committed in order to filter out transactional messages which are not committed. Set "
              "to read_uncommitted to read all messages. (default: read_uncommitted)")
     add("--group", metavar="<String: consumer group id>", help="The consumer group id of the consumer.")
-    add("--version", action="store_true", help="Display Kafka version.")
+    add_version_flag(parser)
     return parser
 
 

@@ -26,7 +26,7 @@ from typing import Any, BinaryIO, Iterator, Sequence
 
 from ...protocol.errors import KafkaError
 from ..types import KafkaConfigurationError
-from .common import run_tool
+from .common import add_version_flag, run_tool
 from .kafka_properties import (
     ToolParser, UsageError, bootstrap_servers, key_values, load_properties, producer_kwargs, require,
 )
@@ -100,7 +100,7 @@ def build_parser() -> ToolParser:
         help="A mechanism to pass user-defined properties in the form key=value to the producer.")
     add("--producer.config", dest="producer_config", metavar="<String: config file>",
         help="Producer config properties file. Note that [producer-property] takes precedence over this config.")
-    add("--version", action="store_true", help="Display Kafka version.")
+    add_version_flag(parser)
     return parser
 
 

@@ -28,7 +28,7 @@ from typing import Any, Sequence
 
 from ...protocol.errors import KafkaError
 from ..types import KafkaConfigurationError
-from .common import failure_report, run_tool
+from .common import add_version_flag, failure_report, run_tool
 from .kafka_properties import (
     ToolParser, UsageError, bootstrap_servers, consumer_kwargs, load_properties, require,
 )
@@ -73,7 +73,7 @@ def build_parser() -> ToolParser:
         help="The date format to use for formatting the time field. See java.text.SimpleDateFormat for "
              "options. (default: yyyy-MM-dd HH:mm:ss:SSS)")
     add("--hide-header", action="store_true", help="If set, skips printing the header for the stats")
-    add("--version", action="store_true", help="Display Kafka version.")
+    add_version_flag(parser)
     return parser
 
 
