@@ -85,10 +85,11 @@ def build_parser() -> ToolParser:
 
 
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:
+    return build_parser().parse_strict(argv, _check)
+
+
+def _check(opts: argparse.Namespace) -> None:
     """ConsoleConsumer.ConsumerConfig's checks, in Kafka 2.8's order and wording."""
-    opts = build_parser().parse_strict(argv)
-    if opts.version:
-        return opts
     if (opts.topic is None) == (opts.whitelist is None):
         raise UsageError("Exactly one of whitelist/topic is required.")
     if opts.partition is not None:
@@ -119,7 +120,6 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
             raise UsageError(f"Invalid --whitelist {opts.whitelist!r}: {exc}") from None
     opts.consumer = consumer_properties(opts)
     opts.formatter_props = key_values(opts.property, "--property")
-    return opts
 
 
 def _start_offset(opts: argparse.Namespace) -> str | int:

@@ -78,9 +78,11 @@ def build_parser() -> ToolParser:
 
 
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:
-    opts = build_parser().parse_strict(argv)
-    if opts.version:
-        return opts
+    return build_parser().parse_strict(argv, _check)
+
+
+def _check(opts: argparse.Namespace) -> None:
+    """ConsumerPerformance.ConsumerPerfConfig's checks, then the consumer's properties."""
     require(opts, "topic", "messages")
     opts.servers = bootstrap_servers(opts)
     for flag in ("messages", "fetch_size", "timeout", "reporting_interval"):
@@ -98,7 +100,6 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     })
     props.setdefault("client.id", "perf-consumer-client")
     opts.kwargs = consumer_kwargs(props)
-    return opts
 
 
 class JavaDateFormat:

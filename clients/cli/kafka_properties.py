@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from typing import Any, Iterable, Sequence, TextIO
+from typing import Any, Callable, Iterable, Sequence, TextIO
 
 from ..consumer import DEFAULT_CONFIG as CONSUMER_DEFAULTS
 from ..producer import _DEFAULTS as PRODUCER_DEFAULTS  # the producer's accepted kwargs and their defaults
@@ -30,8 +30,14 @@ class ToolParser(Parser):
     def __init__(self, prog: str, description: str) -> None:
         super().__init__(prog=prog, description=description, allow_abbrev=False)
 
-    def parse_strict(self, argv: Sequence[str]) -> argparse.Namespace:
-        return parse_known(self, list(argv))
+    def parse_strict(self, argv: Sequence[str],
+                     check: Callable[[argparse.Namespace], None] | None = None) -> argparse.Namespace:
+        """Parse, then ``check`` the options unless --version was asked for (Kafka prints the version
+        before checking anything else)."""
+        opts = parse_known(self, list(argv))
+        if check is not None and not getattr(opts, "version", False):
+            check(opts)
+        return opts
 
 
 def require(opts: argparse.Namespace, *names: str) -> None:
