@@ -19,6 +19,19 @@ def run(coro, timeout: float = 200):
     return asyncio.run(asyncio.wait_for(coro, timeout))
 
 
+def wait_until(condition, timeout: float = 90.0, what: str = "condition"):
+    """Poll ``condition`` until it returns something truthy (returned); fail naming ``what`` after ``timeout``
+    seconds, an upper bound for the cluster to converge, never a speed assertion."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
+        time.sleep(0.2)
+
+
 async def create_topic(servers: str, name: str, partitions: int) -> None:
     async with SimpleClient(servers) as client:
         assert (await client.create_topics({name: (partitions, 1)}))[name] == 0

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import time
 
 import pytest
 
@@ -16,25 +15,15 @@ from odradek.protocol.errors import (  # type: ignore[attr-defined]
     TopicAlreadyExistsError, UnknownTopicOrPartitionError,
 )
 from odradek.protocol.messages import CreatePartitionsRequest
+from tests.integration.helpers import wait_until
 
 pytestmark = pytest.mark.timeout(180)
-
-
-def wait_until(check, what: str, timeout: float = 30.0):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what} did not happen within {timeout} s")
-        time.sleep(0.1)
 
 
 def described_with(admin, topic: str, partitions: int):
     """The description once the broker asked has the controller's news of ``partitions`` partitions."""
     return wait_until(lambda: next((d for d in admin.describe_topics([topic]) if len(d.partitions) == partitions),
-                                   None), f"{topic} with {partitions} partitions in the metadata")
+                                   None), what=f"{topic} with {partitions} partitions in the metadata")
 
 
 def field(entry: dict, *names: str):
@@ -59,7 +48,7 @@ def test_create_describe_delete_topic(admin):
     result = admin.create_topics([NewTopic("admin-events", num_partitions=3, replication_factor=3)])
     assert result == {"admin-events": None}
     # Other brokers learn of the topic through the controller's UpdateMetadata a moment later (as in Kafka).
-    wait_until(lambda: "admin-events" in admin.list_topics(), "the new topic in the topic list")
+    wait_until(lambda: "admin-events" in admin.list_topics(), what="the new topic in the topic list")
     [description] = admin.describe_topics(["admin-events"])
     assert description.topic == "admin-events" and not description.is_internal
     assert description.topic_id.int != 0
@@ -74,14 +63,14 @@ def test_create_describe_delete_topic(admin):
     assert len({p.replicas[0] for p in description.partitions}) == 3
 
     assert admin.delete_topics(["admin-events"]) == {"admin-events": None}
-    wait_until(lambda: "admin-events" not in admin.list_topics(), "the deleted topic leaving the topic list")
+    wait_until(lambda: "admin-events" not in admin.list_topics(), what="the deleted topic leaving the topic list")
     def unknown() -> bool:
         try:
             admin.describe_topics(["admin-events"])
         except UnknownTopicOrPartitionError:
             return True
         return False
-    wait_until(unknown, "describing the deleted topic failing with UNKNOWN_TOPIC_OR_PARTITION")
+    wait_until(unknown, what="describing the deleted topic failing with UNKNOWN_TOPIC_OR_PARTITION")
 
 
 def test_create_with_configs_and_broker_defaults(admin):
@@ -105,7 +94,7 @@ def test_errors_carry_the_code_and_the_brokers_message(admin):
     with pytest.raises(InvalidReplicationFactorError) as caught:
         admin.create_topics([NewTopic("admin-too-wide", 1, 4)])
     assert "4" in str(caught.value)
-    wait_until(lambda: "admin-once" in admin.list_topics(), "the new topic in the topic list")
+    wait_until(lambda: "admin-once" in admin.list_topics(), what="the new topic in the topic list")
     assert "admin-too-wide" not in admin.list_topics()
     with pytest.raises(UnknownTopicOrPartitionError):
         admin.delete_topics(["admin-never-created"])
@@ -129,7 +118,7 @@ def test_kafka_python_admin_client_creates_describes_deletes(three_broker_cluste
         client.create_topics([kafka_admin.NewTopic("kp-admin", num_partitions=2, replication_factor=2)])
         # kafka-python asks any broker: wait until the one it picks has the controller's metadata.
         [described] = wait_until(lambda: [t for t in client.describe_topics(["kp-admin"]) if t["error_code"] == 0],
-                                 "kafka-python describing its topic")
+                                 what="kafka-python describing its topic")
         assert "kp-admin" in client.list_topics()
         # kafka-python 2.x names the fields topic/partition/replicas, 3.x as the protocol does.
         assert field(described, "name", "topic") == "kp-admin" and described["error_code"] == 0
@@ -141,7 +130,7 @@ def test_kafka_python_admin_client_creates_describes_deletes(three_broker_cluste
         [ours] = admin.describe_topics(["kp-admin"])
         assert {p.partition: sorted(p.replicas) for p in ours.partitions} == replicas
         client.delete_topics(["kp-admin"])
-        wait_until(lambda: "kp-admin" not in admin.list_topics(), "kafka-python's delete")
+        wait_until(lambda: "kp-admin" not in admin.list_topics(), what="kafka-python's delete")
     finally:
         client.close()
 

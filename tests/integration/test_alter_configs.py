@@ -16,6 +16,7 @@ from odradek.protocol.messages import (
     AlterConfigsRequest, DescribeConfigsRequest, IncrementalAlterConfigsRequest, MetadataRequest,
 )
 from tests.conftest import new_cluster
+from tests.integration.helpers import wait_until
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -24,17 +25,6 @@ DYNAMIC_TOPIC_CONFIG, DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG, DEFA
 INVALID_CONFIG, INVALID_REQUEST, UNKNOWN_TOPIC_OR_PARTITION = 40, 42, 3
 # A retention check every second, so "takes effect live" shows within a test.
 OVERRIDES = {"log.retention.check.interval.ms": "1000"}
-
-
-def wait_until(check, what: str, timeout: float = 30.0):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what} did not happen within {timeout} s")
-        time.sleep(0.1)
 
 
 @pytest.fixture(scope="module")
@@ -119,13 +109,13 @@ def test_confluent_alter_configs_shows_everywhere_and_applies_live(cluster, clie
         producer.produce("ac-live", value=b"y" * 300)
         producer.flush(10)
     for broker in range(3):
-        wait_until(lambda: len(segments(cluster, broker, "ac-live")) >= 3, f"broker {broker} rolling segments")
+        wait_until(lambda: len(segments(cluster, broker, "ac-live")) >= 3, what=f"broker {broker} rolling segments")
 
     # retention.ms lowered live: the old segments go at the next retention check on every broker.
     resource = ConfigResource("topic", "ac-live", set_config={"segment.bytes": "1000", "retention.ms": "1"})
     confluent_admin.alter_configs([resource])[resource].result(30)
     for broker in range(3):
-        wait_until(lambda: len(segments(cluster, broker, "ac-live")) == 1, f"broker {broker} deleting segments")
+        wait_until(lambda: len(segments(cluster, broker, "ac-live")) == 1, what=f"broker {broker} deleting segments")
 
     # AlterConfigs replaces the whole set: a key left out goes back to the broker's default.
     resource = ConfigResource("topic", "ac-live", set_config={"cleanup.policy": "compact"})
@@ -283,16 +273,16 @@ def test_dynamic_broker_configs(cluster, client, confluent_admin):
     # (librdkafka refuses an empty broker name: a raw AlterConfigs, as kafka-configs --entity-default sends)
     assert alter_broker_raw(client, "", {"log.segment.bytes": "3000000"}) == (0, None)
     wait_until(lambda: getattr(describe(client, 2, BROKER, "").get("log.segment.bytes"), "config_source", None)
-               == DYNAMIC_DEFAULT_BROKER_CONFIG, "broker 2 describing the cluster default")
+               == DYNAMIC_DEFAULT_BROKER_CONFIG, what="broker 2 describing the cluster default")
     for broker, expected in ((0, "3000000"), (2, "3000000"), (1, "2000000")):
         wait_until(lambda: describe(client, broker, TOPIC, "ac-broker-defaults", ["segment.bytes"])
-                   ["segment.bytes"].value == expected, f"broker {broker} taking the cluster default")
+                   ["segment.bytes"].value == expected, what=f"broker {broker} taking the cluster default")
     # Clean up for other tests in the module.
     assert alter_broker_raw(client, "", {}) == (0, None)
     resource = ConfigResource("broker", "1", set_config={})
     confluent_admin.alter_configs([resource])[resource].result(30)
     wait_until(lambda: describe(client, 1, TOPIC, "ac-broker-defaults", ["segment.bytes"])
-               ["segment.bytes"].value == "1073741824", "broker 1 back to the static default")
+               ["segment.bytes"].value == "1073741824", what="broker 1 back to the static default")
 
 
 def alter_broker_raw(client, name: str, configs: dict) -> tuple:

@@ -9,7 +9,7 @@ rebalance they stay with the other brokers).
 from __future__ import annotations
 
 from tests.integration.test_leader_election_tool import leaders, preferred, unbalance
-from tests.integration.test_replication import wait_until
+from tests.integration.helpers import wait_until
 
 WAIT_S = 90.0  # upper bound for the cluster to converge; never a speed assertion
 

@@ -23,6 +23,7 @@ from odradek.clients.group.listener import ConsumerRebalanceListener  # noqa: E4
 from odradek.clients.group.offsets import CommitFailedError  # noqa: E402
 from odradek.clients.sync_consumer import Consumer  # noqa: E402
 from odradek.clients.types import OffsetAndMetadata, TopicPartition  # noqa: E402
+from tests.integration.helpers import wait_until  # noqa: E402
 
 GROUP_OVERRIDES = {"offsets.topic.num.partitions": "3", "group.initial.rebalance.delay.ms": "0"}
 FAST = {"session_timeout_ms": 6000, "heartbeat_interval_ms": 500}  # 6 s: the broker's minimum session timeout
@@ -46,16 +47,6 @@ def produce(bootstrap: str, topic: str, partitions: int, values: list[bytes]) ->
         producer.send(topic, value=value, partition=i % partitions)
     producer.flush()
     producer.close()
-
-
-def wait_until(condition, timeout: float = 90.0, what: str = "condition"):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 class Recorder(ConsumerRebalanceListener):

@@ -12,7 +12,7 @@ import signal
 import time
 
 from odradek.clients.simple_client import SyncSimpleClient
-from tests.integration.test_replication import wait_until
+from tests.integration.helpers import wait_until
 
 SESSION_S = 6.0  # tests/conftest.py's zookeeper.session.timeout.ms
 # Kafka's promise: a new controller within the session timeout plus a few seconds (the failure bound here)

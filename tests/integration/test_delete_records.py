@@ -12,24 +12,13 @@ import pytest
 
 from odradek.clients.simple_client import SyncSimpleClient
 from odradek.protocol.messages import DeleteRecordsRequest
-from tests.conftest import new_cluster
+from tests.integration.helpers import wait_until
 
 pytestmark = pytest.mark.timeout(300)
 
 OFFSET_OUT_OF_RANGE, NOT_LEADER_OR_FOLLOWER, UNKNOWN_TOPIC_OR_PARTITION, REQUEST_TIMED_OUT = 1, 6, 3, 7
 POLICY_VIOLATION = 44
 EARLIEST = -2
-
-
-def wait_until(check, what: str, timeout: float = 30.0):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what} did not happen within {timeout} s")
-        time.sleep(0.1)
 
 
 @pytest.fixture
@@ -56,7 +45,7 @@ def leader_of(client, topic: str, partition: int = 0, not_in: tuple = ()) -> int
     def found():
         leader = client.metadata([topic]).leader_for(topic, partition)
         return [leader] if leader is not None and leader not in not_in else None  # a list: broker 0 is falsy
-    return wait_until(found, f"a leader for {topic}-{partition} other than {not_in}")[0]
+    return wait_until(found, what=f"a leader for {topic}-{partition} other than {not_in}")[0]
 
 
 def segment_bases(cluster, broker_id: int, topic: str, partition: int = 0) -> list[int]:
@@ -113,7 +102,7 @@ def test_confluent_delete_records_moves_the_log_start_everywhere(cluster):
         cluster.start_broker(leader)
         # And once more with the restarted broker back in the ISR: stop the new leader too.
         wait_until(lambda: delete_raw(client, new_leader, "dr-events", {0: 100})[0] == (0, 100),
-                   "the restarted broker reporting its log start offset")
+                   what="the restarted broker reporting its log start offset")
         cluster.stop_broker(new_leader)
         leader_of(client, "dr-events", not_in=(new_leader,))
         assert client.list_offsets("dr-events", 0, EARLIEST)[0] == 100
@@ -160,4 +149,4 @@ def test_delete_records_errors_and_timeout(cluster):
             cluster.kill_broker(follower, signal.SIGCONT)
         assert client.list_offsets("dr-errors", 0, EARLIEST)[0] == 15
         wait_until(lambda: delete_raw(client, leader, "dr-errors", {0: 15}) == {0: (0, 15)},
-                   "the resumed follower catching up with the log start offset")
+                   what="the resumed follower catching up with the log start offset")

@@ -16,7 +16,8 @@ import pytest
 
 from odradek.clients.cluster_metadata import PartitionInfo
 from odradek.controller.zk_client import KafkaZkClient
-from tests.integration.test_replication import log_bytes, wait_until
+from tests.integration.helpers import wait_until
+from tests.integration.test_replication import log_bytes
 
 TOPIC = "replicated"  # log_bytes' default topic
 ASSIGNMENT = {0: [0, 1, 2]}  # broker 0 is the preferred, hence the first, leader

@@ -26,7 +26,7 @@ from odradek.clients.admin import Admin, ElectionType, NewTopic
 from odradek.clients.types import TopicPartition
 from tests.integration.helpers import IdempotentProducerLoad
 from tests.integration.log_inspection import duplicates_on_disk, stored_records
-from tests.integration.test_replication import wait_until
+from tests.integration.helpers import wait_until
 
 pytestmark = pytest.mark.timeout(600)
 WAIT_S = 120.0  # upper bound for the cluster to converge; never a speed assertion

@@ -22,7 +22,7 @@ from odradek.clients.cli.leader_election import parse_partitions_json
 from odradek.clients.cli.common import UsageError
 from odradek.clients.types import TopicPartition
 from odradek.protocol.errors import ElectionNotNeededError  # type: ignore[attr-defined]
-from tests.integration.test_replication import wait_until
+from tests.integration.helpers import wait_until
 
 WAIT_S = 90.0  # upper bound for the cluster to converge; never a speed assertion
 NO_AUTO_REBALANCE = {"auto.leader.rebalance.enable": "false"}

@@ -8,7 +8,6 @@ and under-replicated partitions after a broker is SIGKILLed.
 from __future__ import annotations
 
 import signal
-import time
 import urllib.request
 import uuid
 
@@ -20,6 +19,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from tests.conftest import TEST_BROKER_OVERRIDES
 
 from odradek.clients.cli.local_cluster import LocalCluster
+from tests.integration.helpers import wait_until
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -58,17 +58,6 @@ def total(cluster: LocalCluster, name: str, **labels: str) -> float:
         if broker.alive():
             out += value(scrape(url), name, **labels) or 0.0
     return out
-
-
-def wait_until(condition, timeout: float = 60.0, what: str = "condition"):
-    deadline = time.monotonic() + timeout
-    while True:
-        result = condition()
-        if result:
-            return result
-        if time.monotonic() >= deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.3)
 
 
 def create_topic(cluster: LocalCluster, partitions: int = 1) -> str:

@@ -17,13 +17,12 @@ import subprocess
 import sys
 import time
 
-import pytest
 
 from odradek.clients.admin import Admin, NewTopic
 from odradek.clients.types import TopicPartition
 from tests.integration.helpers import IdempotentProducerLoad
 from tests.integration.log_inspection import duplicates_on_disk
-from tests.integration.test_replication import wait_until
+from tests.integration.helpers import wait_until
 
 WAIT_S = 90.0  # upper bound for the cluster to converge; never a speed assertion
 

@@ -9,13 +9,12 @@ that has every acknowledged record; with two of three brokers down acks=-1 is re
 from __future__ import annotations
 
 import asyncio
-import time
 from pathlib import Path
 
-import pytest
 
 from odradek.clients.simple_client import SimpleClient
 from odradek.controller.zk_client import KafkaZkClient
+from tests.integration.helpers import wait_until
 
 TOPIC = "replicated"
 LAG_MS = 2000
@@ -30,18 +29,6 @@ def log_bytes(cluster, broker_id: int, topic: str = TOPIC, partition: int = 0) -
     """The concatenated segment files of one replica, in offset order."""
     files = sorted(Path(cluster.brokers[broker_id].log_dirs, f"{topic}-{partition}").glob("*.log"))
     return b"".join(f.read_bytes() for f in files)
-
-
-def wait_until(condition, timeout: float, what: str):
-    """Poll ``condition`` until it returns something truthy; fail naming ``what`` after ``timeout``."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = condition()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out after {timeout:g} s waiting for {what}")
-        time.sleep(0.2)
 
 
 def partition_state(zk: KafkaZkClient, partition: int = 0):

@@ -23,6 +23,7 @@ import pytest
 from odradek.broker.log.txn_index import TransactionIndex
 from odradek.clients.simple_client import SimpleClient
 from odradek.protocol.messages import FetchRequest, WriteTxnMarkersRequest
+from tests.integration.helpers import wait_until
 
 TOPIC = "txn-events"
 PARTITIONS = 3
@@ -34,17 +35,6 @@ COORDINATOR_EPOCH = 3
 
 _Marker = WriteTxnMarkersRequest.WritableTxnMarker
 _MarkerTopic = _Marker.WritableTxnMarkerTopic
-
-
-def wait_until(condition, timeout: float, what: str):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = condition()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out after {timeout:g} s waiting for {what}")
-        time.sleep(0.2)
 
 
 def run(coro):
