@@ -510,6 +510,10 @@ class Log:
             raise ValueError(f"cannot truncate to a negative offset {target_offset}")
         with self._lock:
             if target_offset >= self.log_end_offset:
+                # Nothing to remove, but the epoch cache may still end in an epoch this broker assigned
+                # as leader without appending to it; left there, a follower fetching with it as its last
+                # epoch is told it diverged again and again (Kafka's Log.truncateTo does the same).
+                self.leader_epoch_cache.truncate_from_end(self.log_end_offset)
                 return False
             if target_offset < self._bases[0]:
                 self.truncate_fully_and_start_at(target_offset)

@@ -66,11 +66,28 @@ def run(coro):
     return asyncio.run(asyncio.wait_for(coro, 180))
 
 
-async def wait_until(predicate, timeout: float = 90.0) -> None:
+async def wait_until(predicate, timeout: float = 90.0, explain=None) -> None:
     deadline = time.monotonic() + timeout
     while not await predicate():
-        assert time.monotonic() < deadline, "condition not reached in time"
+        if time.monotonic() >= deadline:
+            detail = await explain() if explain is not None else ""
+            raise AssertionError(f"condition not reached in {timeout:g} s {detail}")
         await asyncio.sleep(0.5)
+
+
+async def isr_views(cluster) -> str:
+    """Each broker's metadata view of the topic's leaders and ISRs (for a failure report)."""
+    views = []
+    for broker in cluster.brokers:
+        address = f"{cluster.host}:{broker.port}"
+        try:
+            async with SimpleClient(address, retries=0, request_timeout=5) as client:
+                md = await client.metadata([TOPIC])
+            view = {p: (s.leader, s.isr) for p, s in sorted(md.topics[TOPIC].partitions.items())}
+        except Exception as e:  # a broker that cannot answer is part of the picture
+            view = repr(e)
+        views.append(f"broker {broker.broker_id} sees (leader, isr) {view}")
+    return "; ".join(views)
 
 
 def test_acknowledged_records_survive_every_fault_and_replicas_agree(odradek_cluster_factory):
@@ -128,7 +145,7 @@ def test_acknowledged_records_survive_every_fault_and_replicas_agree(odradek_clu
             async def full_isr():
                 md = await client.metadata([TOPIC])
                 return all(len(p.isr) == 3 for p in md.topics[TOPIC].partitions.values())
-            await wait_until(full_isr)
+            await wait_until(full_isr, explain=lambda: isr_views(cluster))
             md = await client.metadata([TOPIC])
             found: dict[int, list[tuple[int, bytes]]] = {}
             hws = {}

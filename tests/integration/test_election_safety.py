@@ -189,3 +189,32 @@ def test_acks_all_with_two_of_three_replicas_frozen(odradek_cluster_factory, zk_
     assert read_all(cluster) == first + [b"in-flight"] + last
     log = wait_replicas_identical(cluster, "the returned followers to hold the leader's log byte for byte")
     assert b"refused" not in log
+
+
+def test_a_replica_whose_last_epoch_holds_nothing_rejoins_the_isr(odradek_cluster_factory, zk_client_factory):
+    """Broker 1 leads an epoch in which nothing is written, then freezes past its ZooKeeper session; broker 0
+    leads a newer epoch and takes writes. Broker 1 goes on with the empty epoch last in its cache (a restart
+    would have dropped it in recovery). The leader says the older epoch ends at broker 1's log end, so
+    truncating there removes no record, but it must drop the empty epoch (Kafka's Log.truncateTo): otherwise
+    every fetch diverges again and broker 1 never rejoins the ISR."""
+    cluster = odradek_cluster_factory(brokers=2, overrides=OVERRIDES)
+    zk = zk_client_factory(cluster.zookeeper_connect)
+    create_topic(cluster, assignment={0: [0, 1]})
+    first = [b"first-%02d" % i for i in range(10)]
+    assert produce(cluster, first, acks=-1) == [0] * len(first)
+
+    cluster.stop_broker(0)  # controlled shutdown: broker 1 leads a new epoch, and nothing is written in it
+    wait_until(lambda: partition_state(zk).leader == 1, WAIT_S, "broker 1 to lead")
+    cluster.start_broker(0)
+    wait_until(lambda: sorted(partition_state(zk).isr) == [0, 1], WAIT_S, "broker 0 to rejoin the ISR")
+    cluster.kill_broker(1, signal.SIGSTOP)
+    try:
+        wait_until(lambda: partition_state(zk).leader == 0 and 1 not in zk.get_all_brokers(), WAIT_S,
+                   "broker 0 to lead once broker 1's session ended")
+        second = [b"second-%02d" % i for i in range(10)]
+        assert produce(cluster, second, acks=1) == [0] * len(second)
+    finally:
+        cluster.kill_broker(1, signal.SIGCONT)
+    wait_until(lambda: sorted(partition_state(zk).isr) == [0, 1], WAIT_S, "broker 1 to rejoin the ISR")
+    assert read_all(cluster) == first + second
+    wait_until(lambda: log_bytes(cluster, 0) == log_bytes(cluster, 1), WAIT_S, "the replicas to agree byte for byte")

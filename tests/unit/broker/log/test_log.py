@@ -184,6 +184,20 @@ def test_follower_truncation(tmp_path):
     assert log.leader_epoch_cache.entries == []
 
 
+def test_truncation_at_the_log_end_drops_an_epoch_that_holds_nothing(tmp_path):
+    # A broker made leader at epoch 3 that appended nothing before losing leadership: its cache ends in
+    # (3, 4) with the log ending at 4. The new leader says epoch 2 ends at 4, so the follower truncates
+    # to 4; no record goes, but epoch 3 must, or every later fetch (last fetched epoch 3) diverges again.
+    log = new_log(tmp_path)
+    log.append_as_follower(make_batch(2, base_offset=0, epoch=1) + make_batch(2, base_offset=2, epoch=2))
+    log.leader_epoch_cache.assign(3, log.log_end_offset)
+    assert log.latest_epoch == 3
+    assert not log.truncate_to(4)
+    assert log.log_end_offset == 4
+    assert log.leader_epoch_cache.entries == [(1, 0), (2, 2)]
+    assert log.latest_epoch == 2
+
+
 def test_fetch_offset_by_timestamp(tmp_path):
     log = new_log(tmp_path, segment_bytes=400)
     for i in range(10):
