@@ -32,7 +32,7 @@ from ..protocol.errors import (InvalidReplicaAssignmentError, KafkaError,  # typ
                                NoReassignmentInProgressError, UnknownServerError, UnknownTopicOrPartitionError)
 from .channel_manager import ControllerBrokerRequestBatch
 from .controller_context import ControllerContext, ReplicaAssignment, TopicPartition
-from .event_manager import ControllerEvent, PartitionReassignmentIsrChange
+from .event_manager import ControllerEvent, PartitionReassignmentIsrChange, TopicDeletion
 from .leader_and_isr_writer import LeaderAndIsrWriter, ZkCall
 from .partition_state_machine import ElectionKind, ElectionStrategy, PartitionState, PartitionStateMachine
 from .replica_state_machine import ReplicaState, ReplicaStateMachine
@@ -171,12 +171,23 @@ class PartitionReassigner:
                        ) -> dict[TopicPartition, KafkaError | None]:
         """Kafka's maybeTriggerPartitionReassignment."""
         results: dict[TopicPartition, KafkaError | None] = {}
+        marked = await self._marked_for_deletion(to_reassign)
         for tp, assignment in sorted(to_reassign.items()):
-            if self.context.is_topic_queued_for_deletion(tp[0]) or not self.context.replicas(tp):
+            # A topic whose deletion waits for its reassignments (topic_deletion_manager.py) takes no new
+            # move (Kafka refuses a queued topic), but a cancellation or a resumption goes through.
+            if self.context.is_topic_queued_for_deletion(tp[0]) or not self.context.replicas(tp) or tp[0] in marked:
                 results[tp] = UnknownTopicOrPartitionError("The partition does not exist.")
                 continue
             results[tp] = await self._safely(tp, assignment)
         return results
+
+    async def _marked_for_deletion(self, to_reassign: dict[TopicPartition, ReplicaAssignment]) -> set[str]:
+        """Topics under /admin/delete_topics among those that would start a new move (read only if any)."""
+        new_moves = {tp[0] for tp, a in to_reassign.items()
+                     if a.is_being_reassigned and a != self.context.full_assignment(tp)}
+        if not new_moves:
+            return set()
+        return new_moves & set(await self.run(self.zk.get_topics_marked_for_deletion))
 
     async def _safely(self, tp: TopicPartition, assignment: ReplicaAssignment) -> KafkaError | None:
         try:
@@ -225,6 +236,9 @@ class PartitionReassigner:
         batch.send(ctx.epoch)
         state_change_log.info("%s Completed reassignment of partition %s-%d to %s: %s", self._prefix(), *tp, target,
                               self.writer.describe(tp))
+        if not any(p[0] == tp[0] for p in ctx.partitions_being_reassigned()):
+            # a deletion held for this topic's reassignments may start (Kafka's resumeDeletionForTopics)
+            self.enqueue_threadsafe(TopicDeletion())
 
     async def _update_current(self, tp: TopicPartition, assignment: ReplicaAssignment) -> None:
         """U1/U2: write RS/AR/RR; replicas of an earlier reassignment that are no longer wanted are removed."""

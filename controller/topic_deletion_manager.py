@@ -7,6 +7,15 @@ ReplicaDeletionSuccessful, an error or a dead broker ReplicaDeletionIneligible, 
 (broker startup, a new deletion event, controller failover). Once every replica of a topic is
 deleted, its replicas become NonExistentReplica, its partitions NonExistentPartition, and its
 znodes are removed.
+
+A topic with a partition being reassigned is ineligible for deletion (Kafka 2.8's
+markTopicIneligibleForDeletion "topic reassignment in progress"): its marker stays in
+/admin/delete_topics and the topic stays fully served until the last of its reassignments completes
+or is cancelled; the reassigner then raises a TopicDeletion event and the deletion starts (Kafka's
+resumeDeletionForTopics after onPartitionReassignment). Unlike Kafka, a held topic is not queued in
+the context: Kafka's queued-but-ineligible topic is dropped from brokers' metadata by the next
+UpdateMetadata and skipped by elections, which can leave the reassignment it waits for unable to
+finish. Kafka also resumes after the first partition of the topic completes; we wait for all of them.
 """
 
 from __future__ import annotations
@@ -35,6 +44,10 @@ class TopicDeletionManager:
         self.controller_id = controller_id
         self.enabled = enabled
         self.new_batch = new_batch
+        self.held: set[str] = set()   # marked, waiting for a reassignment (Kafka's topicsIneligibleForDeletion)
+
+    def is_reassigning(self, topic: str) -> bool:
+        return any(tp[0] == topic for tp in self.context.partitions_being_reassigned())
 
     async def process_markers(self, marked: set[str]) -> bool:
         """Queue marked topics for deletion (or drop the markers); True if some topic is queued."""
@@ -48,6 +61,17 @@ class TopicDeletionManager:
             if not self.enabled:
                 return False
         fresh = sorted((marked & ctx.all_topics) - ctx.topics_to_be_deleted)
+        held = {topic for topic in fresh if self.is_reassigning(topic)}
+        newly_held = held - self.held
+        if newly_held:
+            log.info("Controller %d: halted deletion of topics %s due to topic reassignment in progress",
+                     self.controller_id, sorted(newly_held))
+        resumed = sorted((self.held & set(fresh)) - held)
+        if resumed:
+            log.info("Controller %d: reassignment of topics %s done; resuming their deletion", self.controller_id,
+                     resumed)
+        self.held = held
+        fresh = [topic for topic in fresh if topic not in held]
         if fresh:
             log.info("Controller %d: deleting topics %s", self.controller_id, fresh)
             ctx.queue_topic_deletion(fresh)

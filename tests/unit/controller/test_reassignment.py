@@ -51,6 +51,7 @@ class ReassignZk(FakeZk):
         self.topic_writes = []
         self.request = None
         self.watched = []
+        self.marked_for_deletion = []  # /admin/delete_topics
 
     def set_topic_assignment(self, topic, assignment, expected_version=-1, epoch_zk_version=None):
         self.topic_writes.append(assignment)
@@ -61,6 +62,9 @@ class ReassignZk(FakeZk):
 
     def set_partition_reassignment(self, reassignment, epoch_zk_version=None):
         self.request = reassignment or None
+
+    def get_topics_marked_for_deletion(self):
+        return list(self.marked_for_deletion)
 
     def watch_data(self, path, callback):
         self.watched.append(path)
