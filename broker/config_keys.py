@@ -298,6 +298,14 @@ _BROKER_KEYS: list[Key] = [
     K("replica.fetch.max.bytes", I, 1048576, "Bytes fetched per partition by a follower", at_least(0)),
     K("replica.fetch.wait.max.ms", I, 500, "Max wait of a follower fetch request"),
     K("replica.fetch.min.bytes", I, 1, "Min bytes for a follower fetch response"),
+    # Replication throttling (broker/replication_quota.py). The two rates are dynamic-only in Kafka 2.8
+    # (DynamicConfig.Broker); we also take them from the static config and the cluster default.
+    K("leader.replication.throttled.rate", L, LONG_MAX, "Bytes/s a leader sends to throttled replicas",
+      at_least(0)),
+    K("follower.replication.throttled.rate", L, LONG_MAX, "Bytes/s a follower fetches for throttled replicas",
+      at_least(0)),
+    K("replication.quota.window.num", I, 11, "Samples kept for replication quotas", at_least(1)),
+    K("replication.quota.window.size.seconds", I, 1, "Time span of each replication quota sample", at_least(1)),
     K("replica.fetch.backoff.ms", I, 1000, "Sleep after a partition fetch error", at_least(0)),
     K("replica.fetch.response.max.bytes", I, 10485760, "Max bytes of a whole follower fetch response",
       at_least(0)),
@@ -359,7 +367,7 @@ BROKER_KEYS: dict[str, Key] = {k.name: k for k in _BROKER_KEYS}
 # Real Kafka keys (or prefixes) Odradek does not implement: reported as unsupported, not as typos.
 UNSUPPORTED_PREFIXES = ("ssl.", "sasl.", "listener.name.", "zookeeper.ssl.", "zookeeper.clientCnxnSocket",
                         "authorizer.", "super.users", "principal.builder.class", "security.providers",
-                        "quota.", "replication.quota.", "alter.log.dirs.replication.quota.", "client.quota.",
+                        "quota.", "alter.log.dirs.replication.quota.", "client.quota.",
                         "metric.reporters", "kafka.metrics.", "metrics.recording.level", "create.topic.policy.",
                         "alter.config.policy.", "replica.selector.class", "password.encoder.", "delegation.token.",
                         "connection.failed.authentication.delay.ms", "connections.max.reauth.ms",

@@ -71,6 +71,9 @@ class DelayedFetch(DelayedOperation):
                 if self.params.read_committed:
                     continue  # ahead of the LSO: wait for it to get there (no busy answer loop)
                 return self.force_complete()
+            if not self.params.committed_only and \
+                    self.replica_manager.should_leader_throttle(partition, self.params.replica_id):
+                continue  # Kafka's DelayedFetch: a throttled follower's bytes do not count toward min_bytes
             if end > spec.fetch_offset:
                 if min_bytes <= 1:
                     return self.force_complete()

@@ -11,6 +11,8 @@ notification it has not processed yet and applies them:
 - ``brokers/<id>`` and ``brokers/<default>``: the dynamic broker configs of this broker and the
   cluster-wide defaults. Only the log keys that are synonyms of topic keys can be dynamic here
   (Kafka's DynamicLogConfig); they change the topic defaults of every log without an override.
+  The replication throttle rates are dynamic too (Kafka's DynamicConfig.Broker); they and the topics'
+  throttled-replica lists go to ``replication_quotas`` (broker/replication_quota.py) when it is set.
 
 Notifications are processed in sequence order, each once; at start-up every existing one is
 processed (cheap and idempotent), as Kafka does. Kafka also purges notifications older than 15
@@ -36,7 +38,8 @@ DEFAULT_ENTITY = "<default>"  # Kafka's ConfigEntityName.Default: the cluster-wi
 DYNAMIC_BROKER_KEYS: frozenset[str] = frozenset(
     {syn for syn in TOPIC_SYNONYMS.values() if syn is not None and syn != "log.message.format.version"}
     | {"log.roll.hours", "log.roll.jitter.hours", "log.retention.minutes", "log.retention.hours",
-       "log.flush.scheduler.interval.ms"})
+       "log.flush.scheduler.interval.ms"}
+    | {"leader.replication.throttled.rate", "follower.replication.throttled.rate"})
 
 
 class DynamicConfigManager:
@@ -57,6 +60,7 @@ class DynamicConfigManager:
         self._processing: asyncio.Lock | None = None
         self._pending: asyncio.Task | None = None
         self.applied_changes = 0  # notifications processed (tests and metrics)
+        self.replication_quotas: Any = None  # broker.replication_quota.ReplicationQuotas, set by the server
 
     # -- lifecycle --------------------------------------------------------------------------------
 
@@ -116,6 +120,8 @@ class DynamicConfigManager:
             overrides = self.zk.get_entity_config("topics", entity_name)
             log.info("Processing override for entityPath: topics/%s with config: %s", entity_name, overrides)
             self.log_manager.update_topic_config(entity_name, overrides)
+            if self.replication_quotas is not None:
+                self.replication_quotas.apply_topic_config(entity_name, overrides)
         elif entity_type == "brokers" and entity_name in (DEFAULT_ENTITY, str(self.broker_id)):
             self.load_broker_configs()
         # other entities (clients, users, other brokers) have nothing to change here
@@ -127,6 +133,8 @@ class DynamicConfigManager:
         self.effective_config = merged_config(self.static_config, self.dynamic_default, self.dynamic_broker)
         if self.log_manager is not None:
             self.log_manager.update_topic_defaults(self.effective_config.topic_defaults())
+        if self.replication_quotas is not None:
+            self.replication_quotas.apply_broker_config(self.effective_config)
         if self.dynamic_default or self.dynamic_broker:
             log.info("Dynamic broker configs: per-broker %s, cluster default %s", self.dynamic_broker,
                      self.dynamic_default)

@@ -11,6 +11,11 @@ watermark is min(the leader's, our log end) and its log start offset follows the
 
 Everything runs on the broker's event loop, like the rest of the replica manager; the fetcher only
 changes a partition whose state it checked after each await (a LeaderAndIsr may have replaced it).
+
+Replication throttling (``broker/replication_quota.py``, Kafka's ReplicaFetcherThread): while the
+follower quota is exceeded, throttled partitions that are not caught up are left out of the fetch; if
+nothing is left the fetcher waits ``replica.fetch.backoff.ms``, as Kafka's fetcher does when it has no
+partition to fetch. Bytes fetched for throttled partitions are recorded against the quota.
 """
 
 from __future__ import annotations
@@ -73,6 +78,7 @@ class PartitionFetchState:
     truncating: bool = True
     delayed_until: float = 0.0  # monotonic seconds; after an error the partition waits a backoff
     lag: int = 0  # leader's high watermark minus our log end at the last fetch (FetcherLagMetrics)
+    in_sync: bool = False  # Kafka's isReplicaInSync: a fetch found us at the leader's high watermark
 
 
 def complete_batches(records: Any) -> memoryview | None:
@@ -148,9 +154,12 @@ class ReplicaFetcher:
                 truncating = [k for k, s in self.partitions.items() if s.truncating and self._ready(s)]
                 if truncating:
                     await self._truncate(conn, truncating)
-                fetching = [k for k, s in self.partitions.items() if not s.truncating and self._ready(s)]
+                ready = [k for k, s in self.partitions.items() if not s.truncating and self._ready(s)]
+                fetching = [k for k in ready if not self._should_throttle(k)]
                 if fetching:
                     await self._fetch(conn, fetching)
+                elif ready:  # all held back by the follower quota (Kafka backs off fetchBackOffMs)
+                    await self._sleep(self.settings.backoff_ms / 1000)
                 elif not truncating:  # everything is backing off: sleep until the first is due
                     due = min(s.delayed_until for s in self.partitions.values())
                     await self._sleep(max(0.0, due - time.monotonic()))
@@ -163,6 +172,14 @@ class ReplicaFetcher:
                     await self._conn.close()
                     self._conn = None
                 await self._sleep(self.settings.backoff_ms / 1000)
+
+    def _should_throttle(self, key: Key) -> bool:
+        """Kafka's shouldFollowerThrottle."""
+        quotas = self.manager.replica_manager.replication_quotas
+        if quotas.should_follower_throttle(key, self.partitions[key].in_sync):
+            quotas.follower.throttle_events += 1
+            return True
+        return False
 
     @staticmethod
     def _ready(state: PartitionFetchState) -> bool:
@@ -296,7 +313,11 @@ class ReplicaFetcher:
         if batches is not None:
             log_.append_as_follower(batches)
             self.manager.replica_manager.topic_stats.record_replication_bytes_in(len(batches))
+            follower_quota = self.manager.replica_manager.replication_quotas.follower
+            if follower_quota.is_throttled(partition.key):
+                follower_quota.record(len(batches))
         state.lag = max(0, answer.high_watermark - log_.log_end_offset)
+        state.in_sync = state.lag == 0
         # Kafka's processPartitionData: the follower's HW never passes its own log end.
         log_.update_high_watermark(min(answer.high_watermark, log_.log_end_offset))
         leader_start = answer.log_start_offset

@@ -32,6 +32,7 @@ from .metrics.topic_stats import BrokerTopicStats
 from .metadata_cache import MetadataCache
 from .partition import Partition, monotonic_ms
 from .purgatory import AsyncTimerDriver, DelayedOperationPurgatory, Timer
+from .replication_quota import ReplicationQuotas
 
 log = logging.getLogger(__name__)
 
@@ -101,6 +102,9 @@ class ReplicaManager:
         self.partitions: dict[tuple[str, int], Partition] = {}
         self.controller_epoch = 0
         self.topic_stats = BrokerTopicStats()  # per-topic bytes and records (broker/metrics)
+        # Replication throttles (leader side here, follower side in the replica fetcher); the server
+        # replaces it with one built from its config and fed by the dynamic config manager.
+        self.replication_quotas = ReplicationQuotas(broker_id)
         self.isr_shrinks = 0  # ISR changes started as leader (IsrShrinksPerSec / IsrExpandsPerSec)
         self.isr_expands = 0
         self.fetch_purgatory = DelayedOperationPurgatory("Fetch", Timer())
@@ -349,6 +353,9 @@ class ReplicaManager:
                                       read_committed=read_committed,
                                       leader_only=params.replica_id != DEBUGGING_CONSUMER_ID)
                 if not committed_only:
+                    if data.records and self.should_leader_throttle(partition, params.replica_id):
+                        data = data._replace(records=b"")  # Kafka: throttled and over the quota: no records
+                        self.replication_quotas.leader.throttle_events += 1
                     self._update_follower(partition, params.replica_id, spec.fetch_offset, leader_end,
                                           spec.log_start_offset)
                 log_ = partition.log
@@ -366,6 +373,10 @@ class ReplicaManager:
         return results
 
     # -- the leader's view of its followers -------------------------------------------------------
+
+    def should_leader_throttle(self, partition: Partition, replica_id: int) -> bool:
+        """Kafka's shouldLeaderThrottle: a follower outside the ISR, a throttled partition, quota exceeded."""
+        return self.replication_quotas.should_leader_throttle(partition.key, partition.isr, replica_id)
 
     def _check_follower(self, partition: Partition, replica_id: int, spec: FetchSpec
                         ) -> FetchPartitionResult | None:

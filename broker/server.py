@@ -51,6 +51,7 @@ from .isr_manager import PROPAGATION_CHECK_INTERVAL_MS, IsrManager
 from .producer_id_manager import ProducerIdManager
 from .replica_fetcher import FetcherSettings, ReplicaFetcherManager
 from .replica_manager import ReplicaManager
+from .replication_quota import ReplicationQuotas
 
 log = logging.getLogger("odradek.server")
 
@@ -117,6 +118,7 @@ class KafkaServer:
         cache.cluster_id = cluster_id
         self.replica_manager = ReplicaManager(self.broker_id, self.log_manager, cache)
         self.replica_manager.topic_stats = self.metrics.topic_stats
+        self._start_replication_quotas(dynamic, topic_configs)
         self.replica_manager.start()
         self._start_replication(zk)
         services = BrokerServices(cfg, self.broker_id, cache, self.replica_manager, lambda: self.broker_epoch,
@@ -198,6 +200,17 @@ class KafkaServer:
             endpoints.append((e.name, e.host or socket.getfqdn(), port))
         protocols = {e.name: e.security_protocol for e in self.config.listeners}
         return BrokerInfo(self.broker_id, endpoints, self.config.get("broker.rack"), protocols)
+
+    def _start_replication_quotas(self, dynamic: DynamicConfigManager, topic_configs: dict) -> None:
+        """Replication throttles from the broker's rates in force and every topic's throttled replicas
+        (Kafka's DynamicConfigManager applies all stored entity configs at start-up); later changes
+        come through the dynamic config manager."""
+        assert self.replica_manager is not None
+        quotas = self.replica_manager.replication_quotas = ReplicationQuotas.from_config(self.config, self.broker_id)
+        quotas.apply_broker_config(dynamic.effective_config)
+        for topic, overrides in topic_configs.items():
+            quotas.apply_topic_config(topic, overrides)
+        dynamic.replication_quotas = quotas
 
     def _start_replication(self, zk: KafkaZkClient) -> None:
         """Replica fetchers (follower side) and the ISR manager (leader side) of the replica manager."""

@@ -4,6 +4,16 @@ Fetch sessions (KIP-227, ``broker/fetch_session.py``) decide which partitions ar
 answered: a sessionless or full fetch answers every requested partition (COMPAT G9), an incremental
 one reads the whole session and answers only the partitions that changed. Session errors
 (FETCH_SESSION_ID_NOT_FOUND, INVALID_FETCH_SESSION_EPOCH) are top-level, with no partitions.
+
+zstd needs Fetch v10 (KIP-110). As Kafka 2.8's KafkaApis.maybeConvertFetchedData, a consumer fetching
+below v10 from a topic whose ``compression.type`` is zstd gets UNSUPPORTED_COMPRESSION_TYPE for that
+partition. Batches a producer compressed with zstd (``compression.type=producer``) are never handed to
+such a consumer either: it gets the batches before the first zstd one, or the same error when that one
+comes first. Kafka 2.8 does this only for v0-3 (down-conversion cannot convert zstd) and sends v4-9 the
+zstd batch, which their clients cannot decompress.
+
+A follower's fetch records the bytes of leader-throttled partitions against the leader's replication
+quota once the response is built (Kafka's sizeOfThrottledPartitions / quotas.leader.record).
 """
 
 from __future__ import annotations
@@ -12,9 +22,12 @@ from typing import TYPE_CHECKING, Any
 
 from ...protocol.api_keys import ApiKey
 from ...protocol.errors import (  # type: ignore[attr-defined]
-    FetchSessionIdNotFoundError, InvalidFetchSessionEpochError,
+    FetchSessionIdNotFoundError, InvalidFetchSessionEpochError, UnsupportedCompressionTypeError,
 )
 from ...protocol.messages import FetchResponse
+from ...protocol.records import Compression
+from ...protocol.records.batch import ATTRIBUTES_OFFSET, CODEC_MASK
+from ..log.segment import walk_headers
 from ..delayed_ops import FetchSpec
 from ..fetch_session import FetchAnswer, FetchContext, FetchManager, FetchSessionCache
 from ..replica_manager import FetchParams
@@ -28,6 +41,7 @@ _TopicResponse = FetchResponse.FetchableTopicResponse
 _PartitionData = _TopicResponse.PartitionData
 _DivergingEpoch = _PartitionData.EpochEndOffset
 _AbortedTransaction = _PartitionData.AbortedTransaction
+ZSTD_MIN_FETCH_VERSION = 10
 
 
 class FetchApi:
@@ -50,8 +64,36 @@ class FetchApi:
                                                  is_follower=body.replica_id >= 0)
         result = self.replica_manager.fetch_messages(params, context.specs())
         if isinstance(result, dict):
-            return _response(body, context, result)
-        return _respond_when_done(body, context, result)
+            return self._response(body, version, context, result)
+        return self._respond_when_done(body, version, context, result)
+
+    async def _respond_when_done(self, body: Any, version: int, context: FetchContext, pending: Any) -> Any:
+        return self._response(body, version, context, await pending)
+
+    def _response(self, body: Any, version: int, context: FetchContext, results: dict) -> Any:
+        response = _response(body, context, results)
+        if body.replica_id >= 0:
+            self._record_leader_throttled_bytes(response)
+        elif version < ZSTD_MIN_FETCH_VERSION:
+            for topic in response.responses:
+                zstd_topic = self._topic_compression(topic.topic) == "zstd"
+                for data in topic.partitions:
+                    _refuse_zstd(data, zstd_topic)
+        return response
+
+    def _record_leader_throttled_bytes(self, response: Any) -> None:
+        quota = self.replica_manager.replication_quotas.leader
+        size = sum(len(data.records or b"") for topic in response.responses for data in topic.partitions
+                   if quota.is_throttled((topic.topic, data.partition_index)))
+        quota.record(size)
+
+    def _topic_compression(self, topic: str) -> str:
+        """The topic's compression.type: its override, else the broker's default (``producer``)."""
+        log_manager = self.replica_manager.log_manager
+        value = log_manager.topic_configs.get(topic, {}).get("compression.type")
+        if value is None:
+            value = log_manager.topic_defaults.get("compression.type", "producer")
+        return str(value).strip().lower()
 
     def error_response(self, request: "Request", error_code: int) -> Any:
         body = request.body
@@ -61,10 +103,6 @@ class FetchApi:
             _TopicResponse(topic=t.topic, partitions=[
                 _PartitionData(partition_index=p.partition, error_code=error_code, high_watermark=-1,
                                records=b"") for p in t.partitions]) for t in body.topics])
-
-
-async def _respond_when_done(body: Any, context: FetchContext, pending: Any) -> Any:
-    return _response(body, context, await pending)
 
 
 def _response(body: Any, context: FetchContext, results: dict) -> Any:
@@ -88,6 +126,32 @@ def _response(body: Any, context: FetchContext, results: dict) -> Any:
         topics[-1].partitions.append(data)
     return FetchResponse(throttle_time_ms=0, error_code=answer.error_code, session_id=answer.session_id,
                          responses=topics)
+
+
+def _refuse_zstd(data: Any, zstd_topic: bool) -> None:
+    """A consumer below Fetch v10 gets no zstd batch (see the module doc)."""
+    if data.error_code:
+        return
+    keep = None if zstd_topic else _before_first_zstd_batch(data.records)
+    if keep is None:
+        data.error_code = UnsupportedCompressionTypeError.code
+        data.high_watermark = data.last_stable_offset = data.log_start_offset = -1  # Kafka's partitionResponse
+        data.aborted_transactions = None
+        data.records = b""
+    else:
+        data.records = keep
+
+
+def _before_first_zstd_batch(records: Any) -> Any:
+    """``records`` up to the first zstd batch; None when the first batch is one."""
+    if not records:
+        return records
+    view = memoryview(records)
+    for header in walk_headers(view):
+        at = header.position + ATTRIBUTES_OFFSET
+        if int.from_bytes(view[at:at + 2], "big") & CODEC_MASK == Compression.ZSTD:
+            return view[:header.position] if header.position else None
+    return records
 
 
 def register(apis: "KafkaApis", services: "BrokerServices") -> FetchApi:

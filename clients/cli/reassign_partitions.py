@@ -14,8 +14,9 @@ JSON as Kafka's: ``{"version":1,"topics":[{"topic":"foo"}]}`` and ``{"version":1
 "foo","partition":0,"replicas":[1,2],"log_dirs":["any","any"]}]}``. A usage mistake prints one line on
 stderr and exits 1; a failed command prints Kafka's message on stdout and exits 1.
 
-``--throttle`` writes Kafka's leader/follower.replication.throttled.replicas topic configs, but the
-brokers do not enforce a replication rate yet (a warning says so).
+``--throttle`` writes Kafka's leader/follower.replication.throttled.replicas topic configs and the
+leader/follower.replication.throttled.rate broker configs of the brokers involved (Kafka's
+modifyInterBrokerThrottle); ``--verify`` clears both once nothing moves (clearAllThrottles).
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ __all__ = ["main", "parse_args", "parse_reassignment", "parse_topics", "reassign
 _ACTIONS = ("generate", "execute", "verify", "list", "cancel")
 ANY_LOG_DIR = "any"
 LEADER_THROTTLE, FOLLOWER_THROTTLE = "leader.replication.throttled.replicas", "follower.replication.throttled.replicas"
+BROKER_THROTTLE_RATES = ("leader.replication.throttled.rate", "follower.replication.throttled.rate")
 CANNOT_EXECUTE = ("Cannot execute because there is an existing partition assignment.  Use --additional to override "
                   "this and create a new partition assignment in addition to the existing one. The --additional "
                   "flag can also be used to change the throttle by resubmitting the current reassignment.")
@@ -269,9 +271,12 @@ async def _execute(admin: AIOAdmin, opts: argparse.Namespace) -> None:
     if opts.throttle >= 0:
         print(VERIFY_PERIODICALLY)
         await _set_throttled_replicas(admin, plan, current)
+        brokers = {b for tp in plan for b in plan[tp] + current.get(tp, [])}  # calculateReassigningBrokers
+        await admin.incremental_alter_configs({
+            ConfigResource(ConfigResourceType.BROKER, str(b)): [AlterConfigOp(k, str(opts.throttle))
+                                                                for k in BROKER_THROTTLE_RATES]
+            for b in sorted(brokers)})
         print(f"The inter-broker throttle limit was set to {opts.throttle} B/s")
-        print("Warning: odradek brokers do not enforce a replication throttle rate yet; only the throttled "
-              "replicas were recorded in the topic configs.")
     errors = {tp: e for tp, e in (await admin.alter_partition_reassignments(plan)).items() if e is not None}
     if errors:
         raise CommandFailed("Error reassigning partition(s):\n" + "\n".join(
@@ -298,6 +303,14 @@ async def _set_throttled_replicas(admin: AIOAdmin, plan: Plan, current: Plan) ->
 
 
 async def _clear_throttles(admin: AIOAdmin, topics: set[str]) -> None:
+    # Kafka clears the rates of the live brokers and the target replicas; we skip dead brokers, which
+    # would only time out (their znode keeps the rate until a later --verify).
+    brokers = sorted(b.node_id for b in (await admin.describe_cluster()).brokers)
+    print(f"Clearing broker-level throttles on broker{'' if len(brokers) == 1 else 's'} {','.join(map(str, brokers))}")
+    await admin.incremental_alter_configs({
+        ConfigResource(ConfigResourceType.BROKER, str(b)): [AlterConfigOp(k, None, AlterConfigOpType.DELETE)
+                                                            for k in BROKER_THROTTLE_RATES]
+        for b in brokers})
     print(f"Clearing topic-level throttles on topic{'' if len(topics) == 1 else 's'} {','.join(sorted(topics))}")
     await admin.incremental_alter_configs({
         ConfigResource(ConfigResourceType.TOPIC, topic): [AlterConfigOp(key, None, AlterConfigOpType.DELETE)

@@ -1,0 +1,201 @@
+"""Replication throttling: Kafka 2.8's ReplicationQuotaManager, leader and follower side.
+
+A reassignment run with ``--throttle`` sets two kinds of config (Kafka's KIP-73):
+
+- dynamic broker configs ``leader.replication.throttled.rate`` / ``follower.replication.throttled.rate``
+  (bytes/s, default Long.MAX_VALUE = unthrottled): the rate one broker may send as leader, or fetch as
+  follower, for the throttled replicas;
+- topic configs ``leader.replication.throttled.replicas`` / ``follower.replication.throttled.replicas``:
+  ``"partition:broker,..."`` or ``"*"``; a broker throttles the partitions listed with its own id.
+
+Throttled bytes are recorded into a rate measured as Kafka's SimpleRate over
+``replication.quota.window.num`` samples of ``replication.quota.window.size.seconds``; the quota is
+exceeded while that rate is above the configured bound. The replica manager (leader side) and the
+replica fetcher (follower side) ask ``is_throttled`` / ``is_quota_exceeded`` and ``record`` what they
+move; replicas in the ISR are never throttled (Kafka's shouldLeaderThrottle / shouldFollowerThrottle).
+Everything runs on the broker's event loop: no locks.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping
+
+log = logging.getLogger(__name__)
+
+LEADER_RATE = "leader.replication.throttled.rate"
+FOLLOWER_RATE = "follower.replication.throttled.rate"
+LEADER_REPLICAS = "leader.replication.throttled.replicas"
+FOLLOWER_REPLICAS = "follower.replication.throttled.replicas"
+UNTHROTTLED = 2**63 - 1  # Kafka's QuotaBytesPerSecondDefault (Long.MAX_VALUE)
+ALL_REPLICAS = "*"       # Kafka's AllReplicas wildcard: every partition of the topic
+
+
+def monotonic_ms() -> float:
+    return time.monotonic() * 1000
+
+
+@dataclass
+class _Sample:
+    start_ms: float
+    total: float = 0.0
+
+
+class SimpleRate:
+    """Kafka's SampledStat + SimpleRate: a ring of ``num_samples`` windows of ``window_ms``; the rate is
+    the sum of the live samples over the time since the oldest one began, but never over less than one
+    window (SimpleRate, unlike Rate, does not pad a young sensor to the full window count, so the
+    quota bites from the first second)."""
+
+    def __init__(self, num_samples: int = 11, window_ms: float = 1000) -> None:
+        self.num_samples = max(1, num_samples)
+        self.window_ms = window_ms
+        self._samples: list[_Sample] = []
+        self._current = 0
+
+    def record(self, value: float, now_ms: float) -> None:
+        sample = self._current_sample(now_ms)
+        if now_ms - sample.start_ms >= self.window_ms:  # Sample.isComplete: move to the next slot
+            self._current = (self._current + 1) % self.num_samples
+            if self._current >= len(self._samples):
+                self._samples.append(_Sample(now_ms))
+            else:
+                self._samples[self._current] = _Sample(now_ms)
+            sample = self._samples[self._current]
+        sample.total += value
+
+    def measure(self, now_ms: float) -> float:
+        """Bytes per second."""
+        self._purge_obsolete(now_ms)
+        oldest = min(s.start_ms for s in self._current_samples(now_ms))
+        elapsed_ms = max(now_ms - oldest, self.window_ms)
+        return sum(s.total for s in self._samples) / (elapsed_ms / 1000)
+
+    def _current_sample(self, now_ms: float) -> _Sample:
+        if not self._samples:
+            self._samples.append(_Sample(now_ms))
+        return self._samples[self._current]
+
+    def _current_samples(self, now_ms: float) -> list[_Sample]:
+        self._current_sample(now_ms)
+        return self._samples
+
+    def _purge_obsolete(self, now_ms: float) -> None:
+        """Samples older than the whole window restart empty at ``now`` (SampledStat.purgeObsoleteSamples)."""
+        expire_age = self.num_samples * self.window_ms
+        for i, sample in enumerate(self._samples):
+            if now_ms - sample.start_ms >= expire_age:
+                self._samples[i] = _Sample(now_ms)
+
+
+class ReplicationQuotaManager:
+    """One direction's quota (leader or follower) of one broker: the bound, the throttled partitions
+    per topic, and the rate of throttled bytes moved."""
+
+    def __init__(self, kind: str, num_samples: int = 11, window_seconds: float = 1,
+                 clock: Callable[[], float] = monotonic_ms) -> None:
+        self.kind = kind
+        self.clock = clock
+        self.bound = UNTHROTTLED
+        self.rate = SimpleRate(num_samples, window_seconds * 1000)
+        self._throttled: dict[str, frozenset[int] | str] = {}
+        self.throttled_bytes = 0  # total bytes recorded (for metrics and tests)
+        self.throttle_events = 0  # times a throttled partition was held back
+
+    def update_quota(self, bytes_per_second: int) -> None:
+        if bytes_per_second != self.bound:
+            log.info("%s replication throttle: %s", self.kind,
+                     "none" if bytes_per_second >= UNTHROTTLED else f"{bytes_per_second} B/s")
+        self.bound = bytes_per_second
+
+    def mark_throttled(self, topic: str, partitions: frozenset[int] | str) -> None:
+        self._throttled[topic] = partitions
+
+    def remove_throttle(self, topic: str) -> None:
+        self._throttled.pop(topic, None)
+
+    def is_throttled(self, key: tuple[str, int]) -> bool:
+        partitions = self._throttled.get(key[0])
+        return partitions is not None and (partitions == ALL_REPLICAS or key[1] in partitions)
+
+    def is_quota_exceeded(self) -> bool:
+        """Kafka's Sensor.checkQuotas: the measured rate is above the bound."""
+        if self.bound >= UNTHROTTLED:
+            return False
+        return self.rate.measure(self.clock()) > self.bound
+
+    def record(self, nbytes: int) -> None:
+        if nbytes <= 0:
+            return
+        self.rate.record(nbytes, self.clock())
+        self.throttled_bytes += nbytes
+
+    def current_rate(self) -> float:
+        return self.rate.measure(self.clock())
+
+    def throttled_topics(self) -> dict[str, frozenset[int] | str]:
+        return dict(self._throttled)
+
+
+def parse_throttled_partitions(value: str | None, broker_id: int) -> frozenset[int] | str:
+    """Kafka's TopicConfigHandler.parseThrottledPartitions: the partitions listed for ``broker_id``
+    ("partition:broker" entries), or ALL_REPLICAS for "*"."""
+    value = (value or "").strip()
+    if value == ALL_REPLICAS:
+        return ALL_REPLICAS
+    partitions = set()
+    for item in value.split(","):
+        partition, _, broker = item.strip().partition(":")
+        if partition.strip().isdigit() and broker.strip().isdigit() and int(broker) == broker_id:
+            partitions.add(int(partition))
+    return frozenset(partitions)
+
+
+class ReplicationQuotas:
+    """The leader and follower quota managers of one broker (Kafka's QuotaManagers.leader/.follower)."""
+
+    def __init__(self, broker_id: int, num_samples: int = 11, window_seconds: float = 1,
+                 clock: Callable[[], float] = monotonic_ms) -> None:
+        self.broker_id = broker_id
+        self.leader = ReplicationQuotaManager("Leader", num_samples, window_seconds, clock)
+        self.follower = ReplicationQuotaManager("Follower", num_samples, window_seconds, clock)
+
+    @classmethod
+    def from_config(cls, config: Any, broker_id: int) -> "ReplicationQuotas":
+        return cls(broker_id, config.get("replication.quota.window.num"),
+                   config.get("replication.quota.window.size.seconds"))
+
+    def apply_broker_config(self, config: Any) -> None:
+        """The rates in force (``config.get``); absent = unthrottled."""
+        self.leader.update_quota(_rate(config, LEADER_RATE))
+        self.follower.update_quota(_rate(config, FOLLOWER_RATE))
+
+    def apply_topic_config(self, topic: str, overrides: Mapping[str, Any]) -> None:
+        """Kafka's TopicConfigHandler.updateThrottledList for both directions; an absent or empty list
+        removes the topic's throttle."""
+        for key, quota in ((LEADER_REPLICAS, self.leader), (FOLLOWER_REPLICAS, self.follower)):
+            value = overrides.get(key)
+            if isinstance(value, (list, tuple)):
+                value = ",".join(value)
+            if value is not None and str(value).strip():
+                quota.mark_throttled(topic, parse_throttled_partitions(str(value), self.broker_id))
+            else:
+                quota.remove_throttle(topic)
+
+    def should_leader_throttle(self, key: tuple[str, int], isr: Any, replica_id: int) -> bool:
+        """Kafka's ReplicaManager.shouldLeaderThrottle: only a replica outside the ISR is held back."""
+        return replica_id not in isr and self.leader.is_throttled(key) and self.leader.is_quota_exceeded()
+
+    def should_follower_throttle(self, key: tuple[str, int], in_sync: bool) -> bool:
+        """Kafka's ReplicaFetcherThread.shouldFollowerThrottle: a caught-up follower is never held back."""
+        return not in_sync and self.follower.is_throttled(key) and self.follower.is_quota_exceeded()
+
+
+def _rate(config: Any, key: str) -> int:
+    try:
+        value = config.get(key)
+    except KeyError:
+        return UNTHROTTLED
+    return UNTHROTTLED if value is None else int(value)
