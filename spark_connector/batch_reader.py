@@ -41,8 +41,10 @@ class KafkaBatchReader(DataSourceReader):
         for tp in sorted(partitions):
             if starts[tp] > ends[tp]:
                 report_data_loss(self.options.fail_on_data_loss,
-                                 f"Partition {tp.topic}-{tp.partition}'s offset was changed from {starts[tp]} to "
-                                 f"{ends[tp]}, some data may have been missed.")
+                                 f"Partition {tp.topic}-{tp.partition} offset was changed from {starts[tp]} to "
+                                 f"{ends[tp]}. This could either be a user error that the start offset is set too "
+                                 f"high and this is the first batch, or the kafka topic-partition is broken, and "
+                                 f"some data may have been missed.", "PARTITION_OFFSET_CHANGED")
         planned = plan_ranges(starts, ends, self.options.min_partitions)
         return planned or [KafkaInputPartition("", 0, 0, 0)]  # Spark wants at least one partition
 

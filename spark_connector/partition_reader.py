@@ -47,18 +47,39 @@ class ReadSettings:
     consumer_params: dict[str, Any]
 
 
-def data_loss_message(reason: str) -> str:
-    return (f"{reason} Some data may have been lost because they are not available in Kafka any more; either the "
-            f"data was aged out by Kafka or the topic may have been deleted before all the data in the topic "
-            f"was processed. If you don't want your streaming query to fail on such cases, set the source "
-            f"option \"failOnDataLoss\" to \"false\".")
+# Spark's KafkaSourceProvider.INSTRUCTION_FOR_FAIL_ON_DATA_LOSS_TRUE / _FALSE.
+FAIL_INSTRUCTION = ("Some data may have been lost because they are not available in Kafka any more; either the "
+                    "data was aged out by Kafka or the topic may have been deleted before all the data in the "
+                    "topic was processed. If you don't want your streaming query to fail on such cases, set the "
+                    "source option \"failOnDataLoss\" to \"false\".")
+WARN_INSTRUCTION = ("Some data may have been lost because they are not available in Kafka any more; either the "
+                    "data was aged out by Kafka or the topic may have been deleted before all the data in the "
+                    "topic was processed. If you want your streaming query to fail on such cases, set the "
+                    "source option \"failOnDataLoss\" to \"true\".")
 
 
-def report_data_loss(fail: bool, reason: str) -> None:
-    """Spark's reportDataLoss: raise, or warn and go on (failOnDataLoss=false)."""
+class KafkaDataLossError(RuntimeError):
+    """Spark's KafkaIllegalStateException of KAFKA_DATA_LOSS (or the IllegalStateException its executors throw)."""
+
+
+def data_loss_message(reason: str, condition: str | None = None) -> str:
+    """Spark 4's text: ``[KAFKA_DATA_LOSS.<condition>] <instruction> Reason: <reason>`` for the driver's
+    checks; the executor's "<reason> <instruction>" without a condition."""
+    if condition is None:
+        return f"{reason} {FAIL_INSTRUCTION}"
+    return f"[KAFKA_DATA_LOSS.{condition}] {FAIL_INSTRUCTION} Reason: {reason}"
+
+
+def report_data_loss(fail: bool, reason: str, condition: str | None = None, warning: str | None = None) -> None:
+    """Spark's reportDataLoss: raise (failOnDataLoss=true), or log ``warning`` (default: ``reason``) and go on."""
     if fail:
-        raise RuntimeError(data_loss_message(reason))
-    log.warning("%s Some data may have been lost; going on as failOnDataLoss is false.", reason)
+        raise KafkaDataLossError(data_loss_message(reason, condition))
+    log.warning("%s %s", warning or reason, WARN_INSTRUCTION)
+
+
+def tp_names(partitions) -> str:
+    """Partitions as Kafka's TopicPartition.toString names them: ``[topic-0, topic-1]``."""
+    return "[" + ", ".join(f"{tp.topic}-{tp.partition}" for tp in sorted(partitions)) + "]"
 
 
 def read_range(settings: ReadSettings, part: KafkaInputPartition) -> Iterator[pa.RecordBatch]:
@@ -76,9 +97,7 @@ def read_range(settings: ReadSettings, part: KafkaInputPartition) -> Iterator[pa
         start = part.start
         earliest = consumer.beginning_offsets([tp])[tp]
         if start < earliest:
-            report_data_loss(settings.fail_on_data_loss,
-                             f"Cannot fetch offset {start} of {part.topic}-{part.partition} (earliest available "
-                             f"is {earliest}).")
+            _report_out_of_range(settings, tp, start, earliest)
             start = earliest
         if start >= part.end:
             return
@@ -86,6 +105,16 @@ def read_range(settings: ReadSettings, part: KafkaInputPartition) -> Iterator[pa
         yield from _read_until(consumer, tp, start, part.end, settings)
     finally:
         consumer.close(autocommit=False)
+
+
+def _report_out_of_range(settings: ReadSettings, tp: TopicPartition, offset: int, earliest: int) -> None:
+    """The range starts below the log start (delete_records or retention moved it): Spark's
+    KafkaDataConsumer fails with "Cannot fetch offset", or warns that the gap will be skipped."""
+    report_data_loss(settings.fail_on_data_loss,
+                     f"Cannot fetch offset {offset} (TopicPartition: {tp.topic}-{tp.partition}); the earliest "
+                     f"available offset is {earliest}.",
+                     warning=f"Offset {offset} of {tp.topic}-{tp.partition} is out of range (the earliest available "
+                             f"is {earliest}), and records in [{offset}, {earliest}) will be skipped.")
 
 
 def _read_until(consumer: Consumer, tp: TopicPartition, start: int, end: int,
@@ -100,9 +129,7 @@ def _read_until(consumer: Consumer, tp: TopicPartition, start: int, end: int,
             if getattr(exc, "code", None) != 1:  # not OFFSET_OUT_OF_RANGE
                 raise
             earliest = consumer.beginning_offsets([tp])[tp]
-            report_data_loss(settings.fail_on_data_loss,
-                             f"Cannot fetch offset {position} of {tp.topic}-{tp.partition} (earliest available is "
-                             f"{earliest}).")
+            _report_out_of_range(settings, tp, position, earliest)
             if earliest >= end or earliest <= position:
                 return
             consumer.seek(tp, earliest)

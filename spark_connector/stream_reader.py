@@ -33,7 +33,7 @@ from ..clients.types import TopicPartition
 from .batch_reader import read_settings
 from .offset_reader import KafkaOffsetReader, Offsets, offsets_from_json, offsets_to_json
 from .options import SourceOptions
-from .partition_reader import KafkaInputPartition, read_range, report_data_loss
+from .partition_reader import KafkaInputPartition, read_range, report_data_loss, tp_names
 from .ranges import plan_ranges
 
 log = logging.getLogger(__name__)
@@ -64,7 +64,8 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.settings = read_settings(options)
         self._offsets: KafkaOffsetReader | None = None
         self._available_now: Offsets | None = None
-        self._last_trigger = time.monotonic()
+        self._last_trigger: float | None = None  # the last trigger that went through (minOffsetsPerTrigger)
+        self._latest: Offsets = {}
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
@@ -94,60 +95,76 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._available_now = reader.latest(reader.partitions())
 
     def reportLatestOffset(self) -> dict | None:
-        reader = self._reader()
-        return offsets_to_json(reader.latest(reader.partitions()))
+        # Spark's: the latest offsets the last latestOffset call found (shown as the progress' latestOffset).
+        return offsets_to_json(self._latest) if self._latest else None
 
     def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
+        """KafkaMicroBatchStream.latestOffset. Deleted partitions are left out of the end offsets (and
+        reported when the batch is planned); new ones count from their earliest offset."""
         reader = self._reader()
         starts = offsets_from_json(start)
         partitions = reader.partitions()
-        gone = sorted(set(starts) - partitions)
-        if gone:
-            report_data_loss(self.options.fail_on_data_loss, f"{gone} are gone.")
-            if self.options.strategy == "assign":
-                partitions |= set(gone)  # kept: an assigned partition may come back
         new = partitions - set(starts)
         starts = {tp: o for tp, o in starts.items() if tp in partitions}
         starts.update(reader.earliest(new))
-        latest = reader.latest(partitions - set(gone)) if gone else reader.latest(partitions)
-        for tp in gone:
-            latest.setdefault(tp, starts.get(tp, 0))
+        latest = reader.latest(partitions)
         if self._available_now is not None:
             cap = self._available_now
             latest = {tp: min(o, cap[tp]) if tp in cap else starts[tp] for tp, o in latest.items()}
-        for tp in sorted(latest):
-            if latest[tp] < starts[tp]:
-                report_data_loss(self.options.fail_on_data_loss,
-                                 f"Partition {tp.topic}-{tp.partition}'s offset was changed from {starts[tp]} to "
-                                 f"{latest[tp]}, some data may have been missed.")
+        self._latest = latest
         if isinstance(limit, ReadAllAvailable):
-            end = latest
-        else:
-            waiting = sum(max(latest[tp] - starts[tp], 0) for tp in latest)
-            min_rows = limit.min_rows if isinstance(limit, ReadMinRows) else self.options.min_offsets_per_trigger
-            if (min_rows and self._available_now is None and waiting < min_rows
-                    and (time.monotonic() - self._last_trigger) * 1000 < self.options.max_trigger_delay_ms):
-                return start  # not enough yet (Spark: delayed until minOffsetsPerTrigger or maxTriggerDelay)
-            max_rows = limit.max_rows if isinstance(limit, ReadMaxRows) else None
-            end = rate_limit(starts, latest, max_rows) if max_rows else latest
-        end_json = offsets_to_json(end)
-        if end_json != start:
-            self._last_trigger = time.monotonic()
-        return end_json
+            return offsets_to_json(latest)
+        # pyspark has no composite limit: with both options the limit is ReadMaxRows and the minimum
+        # comes from the options. Under AvailableNow the run ends at fixed offsets, so no minimum applies.
+        min_rows = limit.min_rows if isinstance(limit, ReadMinRows) else self.options.min_offsets_per_trigger
+        if min_rows and self._available_now is None:
+            waiting = sum(latest[tp] - starts[tp] for tp in latest)
+            if self._hold_batch(waiting, min_rows):
+                return start
+        max_rows = limit.max_rows if isinstance(limit, ReadMaxRows) else None
+        return offsets_to_json(rate_limit(starts, latest, max_rows) if max_rows else latest)
+
+    def _hold_batch(self, waiting: int, min_rows: int) -> bool:
+        """KafkaMicroBatchStream.delayBatch: hold the batch while fewer than ``min_rows`` offsets wait,
+        unless maxTriggerDelay passed since the last trigger that went through. Spark's clock starts at 0,
+        so a query's first trigger is never held."""
+        now = time.monotonic()
+        if self._last_trigger is not None and (now - self._last_trigger) * 1000 < self.options.max_trigger_delay_ms \
+                and waiting < min_rows:
+            return True
+        self._last_trigger = now
+        return False
 
     # -- planning and reading ---------------------------------------------------------------------
     def partitions(self, start: dict, end: dict) -> Sequence[InputPartition]:
+        """KafkaOffsetReader.getOffsetRangesFromResolvedOffsets: the ranges, after its data-loss checks."""
         starts = offsets_from_json(start)
         ends = offsets_from_json(end)
+        fail = self.options.fail_on_data_loss
         new = {tp for tp in ends if tp not in starts}
         if new:
-            starts.update(self._reader().earliest(new))
+            found = self._reader().earliest(new)
+            if set(found) != new:
+                report_data_loss(fail, f"Cannot find initial offsets for partitions {tp_names(new - set(found))}. "
+                                       f"They may have been deleted.", "INITIAL_OFFSET_NOT_FOUND_FOR_PARTITIONS")
+            for tp in sorted(found):
+                if found[tp] != 0:
+                    report_data_loss(fail, f"Added partition {tp.topic}-{tp.partition} starts from {found[tp]} "
+                                           f"instead of 0.", "ADDED_PARTITION_DOES_NOT_START_FROM_OFFSET_ZERO")
+            starts.update(found)
+        deleted = set(starts) - set(ends)
+        if deleted:
+            # Spark reports this only when other partitions remain (an empty end offset is "no new data"
+            # there, so deleting a query's only topic stalls it); here the end offset may be empty.
+            report_data_loss(fail, f"Partitions {tp_names(deleted)} have been deleted.", "PARTITIONS_DELETED")
         for tp in sorted(ends):
-            if ends[tp] < starts[tp]:
-                report_data_loss(self.options.fail_on_data_loss,
-                                 f"Partition {tp.topic}-{tp.partition}'s offset was changed from {starts[tp]} to "
-                                 f"{ends[tp]}, some data may have been missed.")
-        return plan_ranges(starts, ends, self.options.min_partitions)
+            if tp in starts and ends[tp] < starts[tp]:
+                report_data_loss(fail, f"Partition {tp.topic}-{tp.partition} offset was changed from {starts[tp]} "
+                                       f"to {ends[tp]}. This could either be a user error that the start offset is "
+                                       f"set too high and this is the first batch, or the kafka topic-partition is "
+                                       f"broken, and some data may have been missed.", "PARTITION_OFFSET_CHANGED")
+        # Spark wants at least one input partition, even when nothing is left to read.
+        return plan_ranges(starts, ends, self.options.min_partitions) or [KafkaInputPartition("", 0, 0, 0)]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         assert isinstance(partition, KafkaInputPartition)

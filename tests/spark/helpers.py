@@ -25,3 +25,45 @@ def produce(servers: str, topic: str, rows: list[tuple], **configs) -> None:
         producer.flush()
         for future in futures:
             future.get(timeout=60)
+
+
+def start_memory_stream(spark, servers: str, topic: str, name: str, checkpoint, trigger_ms: int = 300,
+                        parquet=None, **options):
+    """A running query reading ``topic`` from the earliest offset into the memory table ``name``, or the
+    parquet folder ``parquet`` (restartable from ``checkpoint``); columns partition, offset and value as a
+    string. ``options`` are source options."""
+    reader = (spark.readStream.format("odradek").option("kafka.bootstrap.servers", servers)
+              .option("subscribe", topic).option("startingOffsets", "earliest"))
+    for option, value in options.items():
+        reader = reader.option(option, value)
+    writer = (reader.load().selectExpr("partition", "offset", "CAST(value AS STRING) AS value").writeStream
+              .queryName(name).option("checkpointLocation", str(checkpoint))
+              .trigger(processingTime=f"{trigger_ms} milliseconds"))
+    if parquet is not None:
+        return writer.format("parquet").option("path", str(parquet)).start()
+    return writer.format("memory").start()
+
+
+def source_latest_total(progress: dict) -> int | None:
+    """The sum of the source's latest offsets a progress event reports (None when it reports none)."""
+    sources = progress.get("sources") or []
+    latest = sources[0].get("latestOffset") if sources else None
+    if not latest:
+        return None
+    if isinstance(latest, str):
+        import json
+        latest = json.loads(latest)
+    return sum(int(o) for parts in latest.values() for o in parts.values())
+
+
+def delete_topic(servers: str, topic: str) -> None:
+    """Delete ``topic`` and wait until the cluster's metadata no longer lists it."""
+    import time
+
+    with Admin(servers) as admin:
+        admin.delete_topics([topic])
+        deadline = time.monotonic() + 60
+        while topic in admin.list_topics():
+            if time.monotonic() > deadline:
+                raise AssertionError(f"topic {topic} still listed 60 s after its deletion")
+            time.sleep(0.2)
