@@ -303,19 +303,28 @@ async def _set_throttled_replicas(admin: AIOAdmin, plan: Plan, current: Plan) ->
 
 
 async def _clear_throttles(admin: AIOAdmin, topics: set[str]) -> None:
-    # Kafka clears the rates of the live brokers and the target replicas; we skip dead brokers, which
-    # would only time out (their znode keeps the rate until a later --verify).
-    brokers = sorted(b.node_id for b in (await admin.describe_cluster()).brokers)
-    print(f"Clearing broker-level throttles on broker{'' if len(brokers) == 1 else 's'} {','.join(map(str, brokers))}")
-    await admin.incremental_alter_configs({
-        ConfigResource(ConfigResourceType.BROKER, str(b)): [AlterConfigOp(k, None, AlterConfigOpType.DELETE)
-                                                            for k in BROKER_THROTTLE_RATES]
-        for b in brokers})
+    # Kafka clears the rates of every live broker and target replica each time. We do it only when a
+    # topic still lists throttled replicas (our --throttle sets both), so a reassignment run without
+    # --throttle never waits on a broker that does not answer; and only on live brokers.
+    if await _has_throttled_replicas(admin, topics):
+        brokers = sorted(b.node_id for b in (await admin.describe_cluster()).brokers)
+        print(f"Clearing broker-level throttles on broker{'' if len(brokers) == 1 else 's'} "
+              f"{','.join(map(str, brokers))}")
+        await admin.incremental_alter_configs({
+            ConfigResource(ConfigResourceType.BROKER, str(b)): [AlterConfigOp(k, None, AlterConfigOpType.DELETE)
+                                                                for k in BROKER_THROTTLE_RATES]
+            for b in brokers})
     print(f"Clearing topic-level throttles on topic{'' if len(topics) == 1 else 's'} {','.join(sorted(topics))}")
     await admin.incremental_alter_configs({
         ConfigResource(ConfigResourceType.TOPIC, topic): [AlterConfigOp(key, None, AlterConfigOpType.DELETE)
                                                           for key in (LEADER_THROTTLE, FOLLOWER_THROTTLE)]
         for topic in sorted(topics)})
+
+
+async def _has_throttled_replicas(admin: AIOAdmin, topics: set[str]) -> bool:
+    configs = await admin.describe_configs([ConfigResource(ConfigResourceType.TOPIC, t) for t in sorted(topics)])
+    return any(entries.get(key) is not None and entries[key].value and not entries[key].is_default
+               for entries in configs.values() for key in (LEADER_THROTTLE, FOLLOWER_THROTTLE))
 
 
 async def _verify(admin: AIOAdmin, opts: argparse.Namespace) -> None:
