@@ -2,12 +2,13 @@
 then the transaction's CompleteCommit/CompleteAbort state (Kafka 2.8's TransactionMarkerChannelManager).
 
 One task per transaction: it groups the partitions still without a marker by their leader (from the
-metadata cache, which the controller keeps current), sends one WriteTxnMarkers per leader over a
-broker-to-broker connection (one per destination, shared by all transactions, as the controller's
-and the fetchers' channels), and retries what failed (leader moved, not enough replicas, timeouts,
-a lost connection) with backoff until every partition has its marker. Partitions of deleted topics
-are dropped. A fenced coordinator (INVALID_PRODUCER_EPOCH / TRANSACTION_COORDINATOR_FENCED) or an
-unloaded ``__transaction_state`` partition stops the task: the new coordinator resends.
+metadata cache, which the controller keeps current), hands each leader's share to the TxnMarkerChannel
+(marker_channel.py: one queue and one request in flight per destination, so the markers of concurrent
+transactions bound for the same broker travel in one WriteTxnMarkers), and retries what failed (leader
+moved, not enough replicas, timeouts, a lost connection) with backoff until every partition has its
+marker. Partitions of deleted topics are dropped. A fenced coordinator (INVALID_PRODUCER_EPOCH /
+TRANSACTION_COORDINATOR_FENCED) or an unloaded ``__transaction_state`` partition stops the task: the new
+coordinator resends.
 """
 
 from __future__ import annotations
@@ -16,16 +17,12 @@ import asyncio
 import logging
 from typing import Any
 
-from ....clients.connection import BrokerConnection
-from ....protocol.messages import WriteTxnMarkersRequest
+from .marker_channel import TxnMarkerChannel
 from .state_manager import TransactionStateManager
 from .transaction_metadata import (COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, NONE, NOT_COORDINATOR,
                                    TransactionMetadata, TxnTransit)
 
 log = logging.getLogger(__name__)
-
-_Marker = WriteTxnMarkersRequest.WritableTxnMarker
-_MarkerTopic = _Marker.WritableTxnMarkerTopic
 
 # Kafka's TransactionMarkerRequestCompletionHandler: errors after which the marker is sent again.
 RETRIABLE = {3, 6, 19, 20, 7, 56, 15}   # unknown partition, not leader, not enough replicas (after append),
@@ -33,7 +30,6 @@ RETRIABLE = {3, 6, 19, 20, 7, 56, 15}   # unknown partition, not leader, not eno
 FENCED = {47, 52}                       # INVALID_PRODUCER_EPOCH, TRANSACTION_COORDINATOR_FENCED
 DROP = {43}                             # UNSUPPORTED_FOR_MESSAGE_FORMAT: the partition cannot take markers
 INITIAL_BACKOFF_S, MAX_BACKOFF_S = 0.05, 1.0
-CONNECT_TIMEOUT_S = 10.0  # as Kafka 2.8's socket.connection.setup.timeout.ms: a hung broker is given up sooner
 
 
 class TransactionMarkerSender:
@@ -43,9 +39,7 @@ class TransactionMarkerSender:
         self.metadata_cache = metadata_cache
         self.state = state
         self.listener_name = listener_name
-        self.request_timeout_s = config.get("request.timeout.ms") / 1000
-        self._connections: dict[int, tuple[tuple[str, int], BrokerConnection]] = {}
-        self._connecting: dict[int, asyncio.Lock] = {}
+        self.channel = TxnMarkerChannel(broker_id, config.get("request.timeout.ms") / 1000)
         self._tasks: dict[str, tuple[int, asyncio.Task]] = {}   # transactional id -> (txn partition, task)
 
     # -- public -----------------------------------------------------------------------------------
@@ -78,9 +72,7 @@ class TransactionMarkerSender:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         self._tasks.clear()
-        for _, conn in self._connections.values():
-            await conn.close()
-        self._connections.clear()
+        await self.channel.shutdown()
 
     def _forget(self, tid: str, task: asyncio.Task) -> None:
         if self._tasks.get(tid, (None, None))[1] is task:
@@ -145,41 +137,29 @@ class TransactionMarkerSender:
 
     async def _send(self, broker: int, endpoint: Any, metadata: TransactionMetadata, coordinator_epoch: int,
                     commit: bool, partitions: list[tuple[str, int]]) -> str:
-        """One WriteTxnMarkers to one leader; removes the partitions that got their marker."""
-        topics: dict[str, list[int]] = {}
-        for topic, index in partitions:
-            topics.setdefault(topic, []).append(index)
-        request = WriteTxnMarkersRequest(markers=[_Marker(
-            producer_id=metadata.producer_id, producer_epoch=metadata.producer_epoch, transaction_result=commit,
-            topics=[_MarkerTopic(name=t, partition_indexes=ps) for t, ps in topics.items()],
-            coordinator_epoch=coordinator_epoch)])
-        try:
-            conn = await self._connection(broker, (endpoint.host, endpoint.port))
-            response = await conn.send(request, timeout=self.request_timeout_s)
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:  # lost connection, timeout, a broker that does not serve the API yet
-            log.info("Sending markers of %s to broker %d failed (%s); retrying", metadata.transactional_id, broker, exc)
-            await self._drop_connection(broker)
-            return "retry"
+        """This transaction's markers for one leader (sent with whatever else is queued for it); removes the
+        partitions that got their marker."""
+        result = await self.channel.send(broker, (endpoint.host, endpoint.port), metadata.producer_id,
+                                         metadata.producer_epoch, commit, coordinator_epoch, partitions)
+        if result is None:
+            return "retry"  # the request failed as a whole; the channel logged why
         outcome = "ok"
-        for result in response.markers:
-            for topic in result.topics:
-                for p in topic.partitions:
-                    tp = (topic.name, p.partition_index)
-                    if p.error_code == 0 or p.error_code in DROP:
-                        if tp in metadata.partitions:
-                            metadata.remove_partition(tp)
-                    elif p.error_code in FENCED:
-                        outcome = "fenced"
-                    elif p.error_code in RETRIABLE:
-                        log.debug("Marker of %s for %s-%d got error %d; retrying", metadata.transactional_id, *tp,
-                                  p.error_code)
-                        outcome = "retry" if outcome == "ok" else outcome
-                    else:  # Kafka treats anything else as a bug (IllegalStateException); we keep retrying
-                        log.error("Marker of %s for %s-%d got unexpected error %d; retrying",
-                                  metadata.transactional_id, *tp, p.error_code)
-                        outcome = "retry" if outcome == "ok" else outcome
+        for topic in result.topics:
+            for p in topic.partitions:
+                tp = (topic.name, p.partition_index)
+                if p.error_code == 0 or p.error_code in DROP:
+                    if tp in metadata.partitions:
+                        metadata.remove_partition(tp)
+                elif p.error_code in FENCED:
+                    outcome = "fenced"
+                elif p.error_code in RETRIABLE:
+                    log.debug("Marker of %s for %s-%d got error %d; retrying", metadata.transactional_id, *tp,
+                              p.error_code)
+                    outcome = "retry" if outcome == "ok" else outcome
+                else:  # Kafka treats anything else as a bug (IllegalStateException); we keep retrying
+                    log.error("Marker of %s for %s-%d got unexpected error %d; retrying",
+                              metadata.transactional_id, *tp, p.error_code)
+                    outcome = "retry" if outcome == "ok" else outcome
         return outcome
 
     async def _write_complete(self, tid: str, coordinator_epoch: int, complete: TxnTransit) -> None:
@@ -195,24 +175,3 @@ class TransactionMarkerSender:
             if code not in (NONE, NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS):
                 log.error("Unexpected error %d writing the completion of transaction %s", code, tid)
             return
-
-    # -- connections ------------------------------------------------------------------------------
-
-    async def _connection(self, broker: int, address: tuple[str, int]) -> BrokerConnection:
-        lock = self._connecting.setdefault(broker, asyncio.Lock())
-        async with lock:
-            known = self._connections.get(broker)
-            if known is not None and known[0] == address and not known[1].closed:
-                return known[1]
-            if known is not None:
-                await known[1].close()
-            conn = await BrokerConnection.connect(address[0], address[1],
-                                                  client_id=f"broker-{self.broker_id}-txn-marker-sender",
-                                                  timeout=min(self.request_timeout_s, CONNECT_TIMEOUT_S))
-            self._connections[broker] = (address, conn)
-            return conn
-
-    async def _drop_connection(self, broker: int) -> None:
-        known = self._connections.pop(broker, None)
-        if known is not None:
-            await known[1].close()
