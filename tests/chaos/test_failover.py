@@ -169,7 +169,12 @@ def test_acknowledged_records_survive_every_fault_and_replicas_agree(odradek_clu
         numbers = [int(v.split(b"-")[1]) for v in values]
         assert numbers == sorted(numbers), f"partition {p} is out of order"
     by_partition = {p: dict(r) for p, r in found.items()}
-    lost = [(p, o, v) for p, o, v in producer.acked if by_partition[p].get(o) != v]
+    values_in = {p: {v for _, v in r} for p, r in found.items()}
+    # librdkafka reports some records without an offset: those it counts as "implicitly acked" when a later
+    # batch of the same producer succeeds (sequences are accepted only in order, so they were written).
+    # Those must be there too, just at an offset we cannot check.
+    lost = [(p, o, v) for p, o, v in producer.acked
+            if (by_partition[p].get(o) != v if o is not None else v not in values_in[p])]
     assert lost == [], f"{len(lost)} acknowledged records are missing or moved, e.g. {lost[:3]}"
     log_dirs = {b.broker_id: b.log_dirs for b in cluster.brokers}
     problems = [d for p in range(PARTITIONS)
