@@ -16,7 +16,11 @@ Kafka 3.x) gives each partition's batches consecutive sequence numbers under a p
 InitProducerId. A retried batch keeps its sequence, so the broker drops a copy it already wrote; it
 is resent only once the partition has nothing else in flight, so up to 5 in flight keep their order.
 When a sequenced batch fails for good, the producer takes a new producer id (Kafka's epoch bump)
-before sending more, since the broker's expected sequence no longer matches ours.
+before sending more, since the broker's expected sequence no longer matches ours. Only the partitions
+whose sequence broke restart their queued batches at sequence 0 under the new id; another partition's
+batch that is being retried keeps its old id and sequence (it may already be written, and only that
+lets the broker recognise it), and that partition's new batches wait until its old ones are answered,
+as Java's Sender does after an epoch bump (TransactionManager.maybeUpdateProducerIdAndEpoch).
 
 A ``transactional_id`` makes the producer transactional (and idempotent), as kafka-python's and
 aiokafka's: ``init_transactions``, ``begin_transaction``, ``send_offsets_to_transaction``,
@@ -244,6 +248,7 @@ class AIOProducer:
         self._buffered = 0
         self._producer_id, self._producer_epoch = -1, -1
         self._producer_id_stale = False
+        self._broken_sequences: set[TopicPartition] = set()  # partitions to restart at 0 under the new id
         self._topics: set[str] = set()
         self._flushing = 0
         self._closing = False
@@ -350,6 +355,7 @@ class AIOProducer:
             self._producer_id, self._producer_epoch = producer_id, epoch
             self._next_sequence.clear()  # a new epoch starts every partition's sequence at 0
         self._producer_id_stale = False
+        self._broken_sequences.clear()  # an abort dropped every queued batch: nothing to re-sequence
 
     def begin_transaction(self) -> None:
         self._transactions().begin_transaction()
@@ -412,6 +418,7 @@ class AIOProducer:
                 batch = queue.popleft()
                 if batch.sequence is not None:
                     self._producer_id_stale = True  # its sequence was taken (maybe even written)
+                    self._broken_sequences.add(batch.tp)
                 batch.fail(error)
 
     # -- sending ----------------------------------------------------------------------------------
@@ -635,10 +642,15 @@ class AIOProducer:
             return
         self._producer_id_stale = False
         self._next_sequence.clear()
-        for queue in self._queues.values():
-            for batch in queue:
+        # Only where a batch failed for good are the queued batches re-sequenced (the broker refused them
+        # because of the gap). Elsewhere a retried batch keeps its old id and sequence: it may have been
+        # written (NOT_LEADER_OR_FOLLOWER after the append, a lost answer), and re-sending it as sequence 0
+        # of a new id would store it twice (librdkafka#4953's duplicate).
+        for tp in self._broken_sequences:
+            for batch in self._queues.get(tp, ()):
                 if batch.sequence is not None:
                     batch.unseal()
+        self._broken_sequences.clear()
 
     def _drain(self, now: float) -> tuple[dict[int, list[_Batch]], float | None]:
         """Take each partition's first batch if it is due and may go; returns batches by leader and
@@ -664,6 +676,9 @@ class AIOProducer:
                 continue
             if batch.sequence is not None and in_flight:
                 continue  # a retry waits for the rest of its partition to be answered (keeps order)
+            if batch.data is None and in_flight and self._idempotent and any(
+                    b.producer != (self._producer_id, self._producer_epoch) for b in in_flight):
+                continue  # the first batch of a new id waits for the old id's batches (Java's drain rule)
             due = batch.created + linger
             if not (batch.full or len(queue) > 1 or self._flushing or self._closing or now >= due):
                 wake_at = min(wake_at or due, due)
@@ -702,6 +717,7 @@ class AIOProducer:
         batch.fail(error)
         if batch.sequence is not None and batch.attempts:
             self._producer_id_stale = True  # it may have been written: our sequences are uncertain
+            self._broken_sequences.add(batch.tp)
         if self._txn is not None:
             self._txn.on_batch_error(error)
         return True
@@ -800,6 +816,7 @@ class AIOProducer:
         batch.fail(error)
         if batch.sequence is not None:
             self._producer_id_stale = True
+            self._broken_sequences.add(batch.tp)
         if self._txn is not None:
             self._txn.on_batch_error(error)
 

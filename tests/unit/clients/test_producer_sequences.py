@@ -1,0 +1,135 @@
+"""AIOProducer's idempotent sequences after a batch fails for good (the producer-id bump), against a fake
+leader that deduplicates as Kafka's does (see fake_cluster.py for the reactor behind it).
+
+Found by tests/chaos/test_our_producer_failover.py's review of the bump: the producer used to re-sequence
+every queued batch under the new id, so a batch another partition was retrying, which the old leader had
+written before answering NOT_LEADER_OR_FOLLOWER, was stored a second time as sequence 0 of the new id.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import defaultdict
+from typing import Any
+
+from odradek.clients.producer import AIOProducer
+from odradek.protocol.errors import OutOfOrderSequenceNumberError
+from odradek.protocol.records import RecordBatchView, iter_batches
+
+from .fake_cluster import FakeCluster, ProducePartition, ProduceResponse, ProduceTopic
+from .helpers import run
+
+NOT_LEADER_OR_FOLLOWER, OUT_OF_ORDER_SEQUENCE = 6, 45
+
+
+class DedupLeader(FakeCluster):
+    """One broker leading every partition, deduplicating (producer id, epoch, base sequence) as Kafka's
+    producer state does. ``script[partition]`` lists answers for the next batches: ("written", code) appends
+    (or finds the duplicate) and answers ``code``; ("refused", code) appends nothing; ``delay`` s before
+    answering. ``sent`` records (partition, producer id, base sequence, first value) of every batch received."""
+
+    def __init__(self) -> None:
+        super().__init__(1)
+        self.script: dict[int, list[tuple[str, int, float]]] = defaultdict(list)
+        self.written: dict[tuple[int, int, int, int], int] = {}
+        self.sent: list[tuple[int, int, int, bytes]] = []
+
+    def _produce(self, broker_id: int, request: Any) -> Any:
+        answers, delay = [], 0.0
+        for topic in request.body.topic_data:
+            for part in topic.partition_data:
+                batch = RecordBatchView(bytearray(part.records))
+                first = bytes(next(iter(batch.records())).value)
+                self.sent.append((part.index, batch.producer_id, batch.base_sequence, first))
+                action, code, wait = self.script[part.index].pop(0) if self.script[part.index] else ("written", 0, 0)
+                delay = max(delay, wait)
+                base = -1
+                if action == "written":
+                    key = (part.index, batch.producer_id, batch.producer_epoch, batch.base_sequence)
+                    if key not in self.written:
+                        self.written[key] = self.logs[(topic.name, part.index)].append(part.records)
+                    base = self.written[key] if code == 0 else -1
+                answers.append(ProducePartition(index=part.index, error_code=code, base_offset=base))
+        response = ProduceResponse(responses=[ProduceTopic(name="t", partition_responses=answers)])
+        if not delay:
+            return response
+
+        async def later() -> Any:
+            await asyncio.sleep(delay)
+            return response
+        return later()
+
+    def values(self, partition: int) -> list[bytes]:
+        data = self.logs[("t", partition)].read(0)
+        return [bytes(r.value) for batch in iter_batches(data) for r in batch.records()]
+
+
+def producer_for(cluster: DedupLeader) -> AIOProducer:
+    return AIOProducer(bootstrap_servers=cluster.bootstrap, linger_ms=60000, retry_backoff_ms=10)
+
+
+async def queue_and_flush(producer: AIOProducer, records: dict[int, bytes]) -> list[asyncio.Future]:
+    """One record per partition, drained together (one Produce request), then flushed."""
+    futures = [await producer.send("t", value, partition=p) for p, value in records.items()]
+    await asyncio.gather(producer.flush(), return_exceptions=True)
+    return futures
+
+
+def test_a_retried_batch_keeps_its_producer_id_when_another_partition_forces_a_new_one():
+    async def main():
+        cluster = DedupLeader()
+        await cluster.start()
+        try:
+            cluster.add_topic("t", [0, 0])
+            # Partition 0: written, then answered NOT_LEADER_OR_FOLLOWER (a leader that lost its leadership
+            # while the produce waited). Partition 1: OUT_OF_ORDER_SEQUENCE with nothing earlier in flight,
+            # so that batch fails for good and the producer takes a new id.
+            cluster.script[0] = [("written", NOT_LEADER_OR_FOLLOWER, 0)]
+            cluster.script[1] = [("refused", OUT_OF_ORDER_SEQUENCE, 0)]
+            async with producer_for(cluster) as producer:
+                first_id = producer._producer_id
+                kept, failed = await queue_and_flush(producer, {0: b"a", 1: b"b"})
+                assert kept.result().offset == 0
+                assert isinstance(failed.exception(), OutOfOrderSequenceNumberError)
+                # The retry went out under the id and sequence it was written with, so the leader found it.
+                assert cluster.sent[:3] == [(0, first_id, 0, b"a"), (1, first_id, 0, b"b"), (0, first_id, 0, b"a")]
+                assert cluster.values(0) == [b"a"]
+                # Later batches use the new id, from sequence 0 on both partitions.
+                later = await queue_and_flush(producer, {0: b"c", 1: b"d"})
+                assert [f.result().offset for f in later] == [1, 0]
+                second_id = producer._producer_id
+                assert second_id != first_id
+                assert sorted(cluster.sent[3:]) == [(0, second_id, 0, b"c"), (1, second_id, 0, b"d")]
+                assert (cluster.values(0), cluster.values(1)) == ([b"a", b"c"], [b"d"])
+        finally:
+            await cluster.stop()
+
+    run(main())
+
+
+def test_a_new_ids_first_batch_waits_for_the_old_ids_batch_of_its_partition():
+    async def main():
+        cluster = DedupLeader()
+        await cluster.start()
+        try:
+            cluster.add_topic("t", [0, 0])
+            # Partition 0's batch is refused (NOT_LEADER_OR_FOLLOWER) while partition 1's fails for good; its
+            # retry under the old id is refused once more, slowly: a new batch of partition 0 queued meanwhile
+            # must not be written before it under the new id.
+            cluster.script[0] = [("refused", NOT_LEADER_OR_FOLLOWER, 0), ("refused", NOT_LEADER_OR_FOLLOWER, 0.3)]
+            cluster.script[1] = [("refused", OUT_OF_ORDER_SEQUENCE, 0)]
+            async with producer_for(cluster) as producer:
+                first = [await producer.send("t", v, partition=p) for p, v in ((0, b"a"), (1, b"b"))]
+                flushing = asyncio.ensure_future(producer.flush())
+                while len(cluster.sent) < 3:  # the old batch's second attempt is being answered (slowly)
+                    await asyncio.sleep(0.01)
+                behind = await producer.send("t", b"c", partition=0)
+                await producer.flush()
+                await asyncio.gather(flushing, return_exceptions=True)
+                assert first[0].result().offset == 0 and behind.result().offset == 1
+                assert isinstance(first[1].exception(), OutOfOrderSequenceNumberError)
+                assert cluster.values(0) == [b"a", b"c"]  # once each, in send order
+        finally:
+            await cluster.stop()
+
+    run(main())
