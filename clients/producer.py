@@ -16,11 +16,13 @@ Kafka 3.x) gives each partition's batches consecutive sequence numbers under a p
 InitProducerId. A retried batch keeps its sequence, so the broker drops a copy it already wrote; it
 is resent only once the partition has nothing else in flight, so up to 5 in flight keep their order.
 When a sequenced batch fails for good, the producer takes a new producer id (Kafka's epoch bump)
-before sending more, since the broker's expected sequence no longer matches ours. Only the partitions
-whose sequence broke restart their queued batches at sequence 0 under the new id; another partition's
-batch that is being retried keeps its old id and sequence (it may already be written, and only that
-lets the broker recognise it), and that partition's new batches wait until its old ones are answered,
-as Java's Sender does after an epoch bump (TransactionManager.maybeUpdateProducerIdAndEpoch).
+before sending more, since the broker's expected sequence no longer matches ours; a batch refused for
+that gap (OUT_OF_ORDER_SEQUENCE_NUMBER) is re-sent under the new id rather than failed, as Kafka 2.8's
+idempotent producer does (a transactional producer fails it: the transaction aborts). Only the
+partitions whose sequence broke restart their queued batches at sequence 0 under the new id; another
+partition's batch that is being retried keeps its old id and sequence (it may already be written, and
+only that lets the broker recognise it), and that partition's new batches wait until its old ones are
+answered, as Java's Sender does after an epoch bump (TransactionManager.maybeUpdateProducerIdAndEpoch).
 
 A ``transactional_id`` makes the producer transactional (and idempotent), as kafka-python's and
 aiokafka's: ``init_transactions``, ``begin_transaction``, ``send_offsets_to_transaction``,
@@ -797,8 +799,16 @@ class AIOProducer:
                 self._requeue(batch)
                 return
             # An earlier batch of the partition is being retried: this one was refused because of it.
-            retriable = any(other.sequence is not None and other.sequence < batch.sequence
+            retriable = any(other.producer == batch.producer and other.sequence < batch.sequence
                             for other in (*self._queues.get(batch.tp, ()), *self._in_flight.get(batch.tp, ())))
+            if not retriable and self._txn is None:
+                # A real gap (the batch before it failed for good, or was lost). Kafka 2.8's idempotent
+                # producer retries every OUT_OF_ORDER_SEQUENCE after bumping the epoch
+                # (TransactionManager.canRetry); the broker checks sequences before appending, so this batch
+                # was not written and is re-sent as part of the new id's sequence.
+                self._producer_id_stale = True
+                self._broken_sequences.add(batch.tp)
+                retriable = True
         self._on_error(batch, error, retriable, refresh=code in _REFRESH_CODES)
 
     def _on_error(self, batch: _Batch, error: BaseException, retriable: bool, refresh: bool) -> None:

@@ -13,13 +13,13 @@ from collections import defaultdict
 from typing import Any
 
 from odradek.clients.producer import AIOProducer
-from odradek.protocol.errors import OutOfOrderSequenceNumberError
+from odradek.protocol.errors import MessageTooLargeError
 from odradek.protocol.records import RecordBatchView, iter_batches
 
 from .fake_cluster import FakeCluster, ProducePartition, ProduceResponse, ProduceTopic
 from .helpers import run
 
-NOT_LEADER_OR_FOLLOWER, OUT_OF_ORDER_SEQUENCE = 6, 45
+NOT_LEADER_OR_FOLLOWER, MESSAGE_TOO_LARGE, OUT_OF_ORDER_SEQUENCE = 6, 10, 45
 
 
 class DedupLeader(FakeCluster):
@@ -82,15 +82,15 @@ def test_a_retried_batch_keeps_its_producer_id_when_another_partition_forces_a_n
         try:
             cluster.add_topic("t", [0, 0])
             # Partition 0: written, then answered NOT_LEADER_OR_FOLLOWER (a leader that lost its leadership
-            # while the produce waited). Partition 1: OUT_OF_ORDER_SEQUENCE with nothing earlier in flight,
-            # so that batch fails for good and the producer takes a new id.
+            # while the produce waited). Partition 1: MESSAGE_TOO_LARGE, so that batch fails for good and
+            # the producer takes a new id.
             cluster.script[0] = [("written", NOT_LEADER_OR_FOLLOWER, 0)]
-            cluster.script[1] = [("refused", OUT_OF_ORDER_SEQUENCE, 0)]
+            cluster.script[1] = [("refused", MESSAGE_TOO_LARGE, 0)]
             async with producer_for(cluster) as producer:
                 first_id = producer._producer_id
                 kept, failed = await queue_and_flush(producer, {0: b"a", 1: b"b"})
                 assert kept.result().offset == 0
-                assert isinstance(failed.exception(), OutOfOrderSequenceNumberError)
+                assert isinstance(failed.exception(), MessageTooLargeError)
                 # The retry went out under the id and sequence it was written with, so the leader found it.
                 assert cluster.sent[:3] == [(0, first_id, 0, b"a"), (1, first_id, 0, b"b"), (0, first_id, 0, b"a")]
                 assert cluster.values(0) == [b"a"]
@@ -117,7 +117,7 @@ def test_a_new_ids_first_batch_waits_for_the_old_ids_batch_of_its_partition():
             # retry under the old id is refused once more, slowly: a new batch of partition 0 queued meanwhile
             # must not be written before it under the new id.
             cluster.script[0] = [("refused", NOT_LEADER_OR_FOLLOWER, 0), ("refused", NOT_LEADER_OR_FOLLOWER, 0.3)]
-            cluster.script[1] = [("refused", OUT_OF_ORDER_SEQUENCE, 0)]
+            cluster.script[1] = [("refused", MESSAGE_TOO_LARGE, 0)]
             async with producer_for(cluster) as producer:
                 first = [await producer.send("t", v, partition=p) for p, v in ((0, b"a"), (1, b"b"))]
                 flushing = asyncio.ensure_future(producer.flush())
@@ -127,8 +127,56 @@ def test_a_new_ids_first_batch_waits_for_the_old_ids_batch_of_its_partition():
                 await producer.flush()
                 await asyncio.gather(flushing, return_exceptions=True)
                 assert first[0].result().offset == 0 and behind.result().offset == 1
-                assert isinstance(first[1].exception(), OutOfOrderSequenceNumberError)
+                assert isinstance(first[1].exception(), MessageTooLargeError)
                 assert cluster.values(0) == [b"a", b"c"]  # once each, in send order
+        finally:
+            await cluster.stop()
+
+    run(main())
+
+
+def test_a_sequence_gap_is_resent_under_a_new_producer_id_not_failed():
+    async def main():
+        cluster = DedupLeader()
+        await cluster.start()
+        try:
+            cluster.add_topic("t", [0])
+            # OUT_OF_ORDER_SEQUENCE with nothing earlier of ours pending: a real gap. Kafka 2.8's idempotent
+            # producer bumps the epoch and retries (TransactionManager.canRetry); the record must not fail.
+            cluster.script[0] = [("refused", OUT_OF_ORDER_SEQUENCE, 0)]
+            async with producer_for(cluster) as producer:
+                first_id = producer._producer_id
+                (future,) = await queue_and_flush(producer, {0: b"a"})
+                assert future.result().offset == 0
+                assert cluster.sent == [(0, first_id, 0, b"a"), (0, producer._producer_id, 0, b"a")]
+                assert producer._producer_id != first_id
+                assert cluster.values(0) == [b"a"]
+        finally:
+            await cluster.stop()
+
+    run(main())
+
+
+def test_batches_behind_one_that_failed_for_good_are_resent_under_the_new_id():
+    async def main():
+        cluster = DedupLeader()
+        await cluster.start()
+        try:
+            cluster.add_topic("t", [0])
+            # Two batches of one partition in flight (each record fills a batch): the first is refused for
+            # good, the second for the gap it leaves; the second goes again as sequence 0 of a new id.
+            cluster.script[0] = [("refused", MESSAGE_TOO_LARGE, 0), ("refused", OUT_OF_ORDER_SEQUENCE, 0)]
+            async with AIOProducer(bootstrap_servers=cluster.bootstrap, linger_ms=60000, retry_backoff_ms=10,
+                                   batch_size=100) as producer:
+                first_id = producer._producer_id
+                futures = [await producer.send("t", value * 90, partition=0) for value in (b"a", b"b")]
+                await asyncio.gather(producer.flush(), return_exceptions=True)
+                assert isinstance(futures[0].exception(), MessageTooLargeError)
+                assert futures[1].result().offset == 0
+                new_id = producer._producer_id
+                assert [(pid, seq, value[:1]) for _, pid, seq, value in cluster.sent] == [
+                    (first_id, 0, b"a"), (first_id, 1, b"b"), (new_id, 0, b"b")]
+                assert cluster.values(0) == [b"b" * 90]
         finally:
             await cluster.stop()
 
