@@ -284,9 +284,10 @@ def test_topic_deletion_stops_replicas_and_removes_znodes(cluster):
         await eventually(lambda: len(cluster.states("doomed", 2)) == 2 and cluster.states("kept", 1), "states")
 
         await asyncio.to_thread(admin.delete_topic, "doomed")
-        await eventually(lambda: not cluster.observer.topic_exists("doomed"), "topic znode removed")
+        # Kafka's order: the topic znode, then its config, then the deletion marker last
+        await eventually(lambda: not cluster.observer.topic_exists("doomed")
+                         and cluster.observer.get_topics_marked_for_deletion() == [], "topic znode and marker removed")
         assert cluster.observer.get_entity_config("topics", "doomed") == {}
-        assert cluster.observer.get_topics_marked_for_deletion() == []
         assert cluster.observer.get_all_topics() == ["kept"]
         for broker in cluster.brokers.values():
             deleted = [s for _, s in broker.partition_states(ApiKey.UPDATE_METADATA, "doomed") if s.leader == -2]
