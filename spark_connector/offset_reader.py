@@ -92,18 +92,32 @@ class KafkaOffsetReader:
         return found
 
     # -- offsets ----------------------------------------------------------------------------------
-    def earliest(self, partitions: set[TopicPartition]) -> Offsets:
-        return self._list(partitions, EARLIEST)
+    def earliest(self, partitions: set[TopicPartition], drop_missing: bool = False) -> Offsets:
+        return self._list(partitions, EARLIEST, drop_missing)
 
-    def latest(self, partitions: set[TopicPartition]) -> Offsets:
+    def latest(self, partitions: set[TopicPartition], drop_missing: bool = False) -> Offsets:
         """The log end offsets (read_committed: the last stable offsets)."""
-        return self._list(partitions, LATEST)
+        return self._list(partitions, LATEST, drop_missing)
 
-    def _list(self, partitions: set[TopicPartition], which: int) -> Offsets:
+    def _list(self, partitions: set[TopicPartition], which: int, drop_missing: bool = False) -> Offsets:
+        """``drop_missing``: partitions of a topic deleted meanwhile are left out of the answer (the
+        caller reports them as data loss) instead of being retried until RETRY_FOR_S runs out."""
         if not partitions:
             return {}
         call = self._consumer.beginning_offsets if which == EARLIEST else self._consumer.end_offsets
-        return dict(self._retrying(lambda: call(sorted(partitions))))
+        if not drop_missing:
+            return dict(self._retrying(lambda: call(sorted(partitions))))
+
+        async def of_existing() -> Offsets:
+            try:
+                return dict(await call(sorted(partitions)))
+            except KafkaError:
+                existing = partitions & await self._partitions()
+                if existing == partitions:
+                    raise
+                log.info("%s vanished while their offsets were looked up", sorted(partitions - existing))
+                return dict(await call(sorted(existing))) if existing else {}
+        return self._retrying(of_existing)
 
     def for_timestamps(self, timestamps: dict[TopicPartition, int]) -> dict[TopicPartition, int | None]:
         """The first offset whose timestamp is >= the given one, None where no record is that new."""

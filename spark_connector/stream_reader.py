@@ -103,11 +103,12 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         reported when the batch is planned); new ones count from their earliest offset."""
         reader = self._reader()
         starts = offsets_from_json(start)
-        partitions = reader.partitions()
-        new = partitions - set(starts)
-        starts = {tp: o for tp, o in starts.items() if tp in partitions}
-        starts.update(reader.earliest(new))
-        latest = reader.latest(partitions)
+        drop_missing = self.options.strategy != "assign"  # a topic deleted meanwhile is left out
+        latest = reader.latest(reader.partitions(), drop_missing)
+        new = set(latest) - set(starts)
+        starts = {tp: o for tp, o in starts.items() if tp in latest}
+        starts.update(reader.earliest(new, drop_missing))
+        latest = {tp: o for tp, o in latest.items() if tp in starts}
         if self._available_now is not None:
             cap = self._available_now
             latest = {tp: min(o, cap[tp]) if tp in cap else starts[tp] for tp, o in latest.items()}
@@ -143,7 +144,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         fail = self.options.fail_on_data_loss
         new = {tp for tp in ends if tp not in starts}
         if new:
-            found = self._reader().earliest(new)
+            found = self._reader().earliest(new, drop_missing=self.options.strategy != "assign")
             if set(found) != new:
                 report_data_loss(fail, f"Cannot find initial offsets for partitions {tp_names(new - set(found))}. "
                                        f"They may have been deleted.", "INITIAL_OFFSET_NOT_FOUND_FOR_PARTITIONS")
