@@ -7,10 +7,16 @@ life (initialOffset, latestOffset, partitions, commit); the tasks get a fresh on
 ``read``, so the cluster connection is opened lazily and never pickled.
 
 - New partitions (subscribe/subscribePattern) start at their earliest offset.
-- Partitions that vanished (topic deleted) or whose offsets went backwards (topic re-created) are data
-  loss: the query fails, or with failOnDataLoss=false they are dropped/skipped with a warning.
+- Data loss is checked when a batch is planned (Spark's getOffsetRangesFromResolvedOffsets), with Spark
+  4's KAFKA_DATA_LOSS conditions: partitions that vanished (topic deleted: PARTITIONS_DELETED), offsets
+  that went backwards (topic re-created before a trigger saw it gone: PARTITION_OFFSET_CHANGED), new
+  partitions not starting at 0. The query fails, or with failOnDataLoss=false a warning is logged, a
+  deleted partition is dropped from the offsets (so a re-created topic is new, read from its start) and
+  a backwards one goes on from its new end. Offsets aged out below the log start are the tasks' to
+  report (partition_reader).
 - maxOffsetsPerTrigger caps a micro-batch, shared out in proportion to each partition's backlog;
-  minOffsetsPerTrigger holds a trigger back until that many records wait or maxTriggerDelay passed.
+  minOffsetsPerTrigger holds a trigger back until that many records wait or maxTriggerDelay passed since
+  the last trigger that went through; a query's first trigger is never held (Spark's delayBatch).
 - Trigger.AvailableNow reads up to the offsets that were latest when the query started
   (prepareForTriggerAvailableNow), in as many micro-batches as the limits need.
 - With ``commitOffsetsToGroup`` each committed micro-batch's end offsets are committed as that group's

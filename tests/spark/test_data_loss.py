@@ -176,3 +176,17 @@ def test_offset_lookup_leaves_out_a_topic_deleted_meanwhile(servers):
         assert reader.partitions() == {TopicPartition(kept, 0)}
     finally:
         reader.close()
+
+
+def test_report_data_loss_raises_or_warns_with_sparks_texts(caplog):
+    from odradek.spark_connector.partition_reader import KafkaDataLossError, report_data_loss
+
+    with pytest.raises(KafkaDataLossError) as raised:
+        report_data_loss(True, "Partitions [t-0] have been deleted.", "PARTITIONS_DELETED")
+    assert str(raised.value).startswith("[KAFKA_DATA_LOSS.PARTITIONS_DELETED] Some data may have been lost")
+    assert str(raised.value).endswith("Reason: Partitions [t-0] have been deleted.")
+    with caplog.at_level("WARNING", logger="odradek.spark_connector.partition_reader"):
+        report_data_loss(False, "Partitions [t-0] have been deleted.", "PARTITIONS_DELETED")
+    assert [r.levelname for r in caplog.records] == ["WARNING"]
+    assert caplog.records[0].getMessage().startswith("Partitions [t-0] have been deleted.")
+    assert 'set the source option "failOnDataLoss" to "true"' in caplog.records[0].getMessage()
