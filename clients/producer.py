@@ -15,14 +15,14 @@ Idempotence (on unless acks, retries or max_in_flight_requests_per_connection ru
 Kafka 3.x) gives each partition's batches consecutive sequence numbers under a producer id from
 InitProducerId. A retried batch keeps its sequence, so the broker drops a copy it already wrote; it
 is resent only once the partition has nothing else in flight, so up to 5 in flight keep their order.
-When a sequenced batch fails for good, the producer takes a new producer id (Kafka's epoch bump)
-before sending more, since the broker's expected sequence no longer matches ours; a batch refused for
-that gap (OUT_OF_ORDER_SEQUENCE_NUMBER) is re-sent under the new id rather than failed, as Kafka 2.8's
-idempotent producer does (a transactional producer fails it: the transaction aborts). Only the
-partitions whose sequence broke restart their queued batches at sequence 0 under the new id; another
-partition's batch that is being retried keeps its old id and sequence (it may already be written, and
-only that lets the broker recognise it), and that partition's new batches wait until its old ones are
-answered, as Java's Sender does after an epoch bump (TransactionManager.maybeUpdateProducerIdAndEpoch).
+When a sequenced batch fails for good, the producer bumps its epoch (Kafka 2.8's idempotent bump, KIP-360:
+same producer id, next epoch, sequences from 0) before sending more, since the broker's expected sequence
+no longer matches ours; a batch refused for that gap (OUT_OF_ORDER_SEQUENCE_NUMBER) is re-sent under the
+new epoch rather than failed, as Kafka's idempotent producer does (a transactional producer fails it: the
+transaction aborts). Only the partitions whose sequence broke restart their queued batches at sequence 0;
+another partition's batch that is being retried keeps its old epoch and sequence (it may already be
+written, and only that lets the broker recognise it), and that partition's new batches wait until its old
+ones are answered, as Java's Sender does (TransactionManager.maybeUpdateProducerIdAndEpoch).
 
 A ``transactional_id`` makes the producer transactional (and idempotent), as kafka-python's and
 aiokafka's: ``init_transactions``, ``begin_transaction``, ``send_offsets_to_transaction``,
@@ -55,6 +55,7 @@ from .types import KafkaConfigurationError, TopicPartition, check_configs
 log = logging.getLogger(__name__)
 
 _INT32_MAX = 2**31 - 1
+_INT16_MAX = 2**15 - 1
 # Errors after which the partition's leader must be looked up again (Kafka's InvalidMetadataException).
 _REFRESH_CODES = frozenset({3, 5, 6})
 # Per-record overhead when estimating a batch's size (varints and attributes; Java's estimate too is loose).
@@ -192,8 +193,10 @@ class _Batch:
         self.data = self.builder.build()
 
     def unseal(self) -> None:
-        """Forget the sequence (the producer id changed); sealed again at the next send."""
+        """Forget the sequence (the producer epoch changed); sealed again at the next send. It stays
+        closed to new records: it was sent, so later batches of its partition may hold newer ones."""
         self.sequence = self.producer = self.data = None
+        self.full = True
 
     def complete(self, base_offset: int, log_append_time: int, log_start_offset: int) -> None:
         for index, (future, timestamp, record) in enumerate(self.records):
@@ -250,7 +253,7 @@ class AIOProducer:
         self._buffered = 0
         self._producer_id, self._producer_epoch = -1, -1
         self._producer_id_stale = False
-        self._broken_sequences: set[TopicPartition] = set()  # partitions to restart at 0 under the new id
+        self._broken_sequences: set[TopicPartition] = set()  # partitions to restart at 0 in the next epoch
         self._topics: set[str] = set()
         self._flushing = 0
         self._closing = False
@@ -635,19 +638,27 @@ class AIOProducer:
                 pass
 
     async def _new_producer_id(self) -> None:
-        """Kafka's epoch bump, done as a fresh InitProducerId: every partition's sequences restart at 0."""
-        try:
-            self._producer_id, self._producer_epoch = await self._client.init_producer_id()
-        except (OSError, KafkaError) as exc:
-            log.warning("could not get a new producer id: %s", exc)
-            await asyncio.sleep(self.config["retry_backoff_ms"] / 1000)
-            return
+        """Kafka 2.8's idempotent epoch bump (KIP-360): the same producer id with the next epoch, taken
+        locally; a fresh InitProducerId only once the epoch is exhausted. Every partition's sequences
+        restart at 0. Keeping the id matters: a leader that knows the id refuses a new epoch's batch that
+        is not sequence 0, whereas a fresh id is unknown everywhere and its first batch is accepted at any
+        sequence (Kafka's rule for lost producer state), so after a leader move a later batch of the new
+        id could be written before an earlier one."""
+        if self._producer_epoch < _INT16_MAX:
+            self._producer_epoch += 1
+        else:
+            try:
+                self._producer_id, self._producer_epoch = await self._client.init_producer_id()
+            except (OSError, KafkaError) as exc:
+                log.warning("could not get a new producer id: %s", exc)
+                await asyncio.sleep(self.config["retry_backoff_ms"] / 1000)
+                return
         self._producer_id_stale = False
         self._next_sequence.clear()
         # Only where a batch failed for good are the queued batches re-sequenced (the broker refused them
-        # because of the gap). Elsewhere a retried batch keeps its old id and sequence: it may have been
+        # because of the gap). Elsewhere a retried batch keeps its old epoch and sequence: it may have been
         # written (NOT_LEADER_OR_FOLLOWER after the append, a lost answer), and re-sending it as sequence 0
-        # of a new id would store it twice (librdkafka#4953's duplicate).
+        # of the new epoch would store it twice (librdkafka#4953's duplicate).
         for tp in self._broken_sequences:
             for batch in self._queues.get(tp, ()):
                 if batch.sequence is not None:
@@ -680,7 +691,7 @@ class AIOProducer:
                 continue  # a retry waits for the rest of its partition to be answered (keeps order)
             if batch.data is None and in_flight and self._idempotent and any(
                     b.producer != (self._producer_id, self._producer_epoch) for b in in_flight):
-                continue  # the first batch of a new id waits for the old id's batches (Java's drain rule)
+                continue  # a new epoch's first batch waits for the old epoch's batches (Java's drain rule)
             due = batch.created + linger
             if not (batch.full or len(queue) > 1 or self._flushing or self._closing or now >= due):
                 wake_at = min(wake_at or due, due)
@@ -793,7 +804,7 @@ class AIOProducer:
         retriable = error.retriable
         if code in (OutOfOrderSequenceNumberError.code, UnknownProducerIdError.code) and batch.sequence is not None:
             if batch.producer != (self._producer_id, self._producer_epoch) or self._producer_id_stale:
-                self._finish(batch)  # sent under an id we gave up: resend under the new one
+                self._finish(batch)  # sent under an epoch we gave up: resend under the new one
                 batch.unseal()
                 batch.attempts -= 1
                 self._requeue(batch)
@@ -805,7 +816,7 @@ class AIOProducer:
                 # A real gap (the batch before it failed for good, or was lost). Kafka 2.8's idempotent
                 # producer retries every OUT_OF_ORDER_SEQUENCE after bumping the epoch
                 # (TransactionManager.canRetry); the broker checks sequences before appending, so this batch
-                # was not written and is re-sent as part of the new id's sequence.
+                # was not written and is re-sent as part of the new epoch's sequence.
                 self._producer_id_stale = True
                 self._broken_sequences.add(batch.tp)
                 retriable = True

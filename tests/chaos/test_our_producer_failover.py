@@ -5,9 +5,12 @@ thread to a 6-partition RF-3 topic (min.insync.replicas 2) on brokers 0-2 while 
 cluster moves them: a leader SIGKILLed and restarted, a preferred election through Admin.elect_leaders, a
 leader stopped cleanly (SIGTERM: controlled shutdown) and restarted, a preferred election through the
 odradek-leader-election tool, and a reassignment that moves every partition's leadership and data to a
-fourth broker. Afterwards:
+fourth broker. Every 1,500th record is too large for the topic's max.message.bytes: the leader refuses its
+batch for good (MESSAGE_TOO_LARGE), which makes the producer take a new producer id while other partitions'
+batches are being retried, the epoch-bump path Kafka's Sender takes after a failed batch. Afterwards:
 
-- every send ended, acknowledged or failed with an error (no future left hanging);
+- every send ended, acknowledged or failed with an error (no future left hanging), and only the oversized
+  records failed;
 - every acknowledged record is at its acknowledged offset, each partition holds each value once, only values
   that were sent, in send order;
 - no replica's log holds a value twice, neither in one producer epoch (a broker that missed a retry) nor
@@ -31,12 +34,15 @@ import pytest
 from odradek.clients import Producer
 from odradek.clients.admin import Admin, ElectionType, NewTopic
 from odradek.clients.types import TopicPartition
+from odradek.protocol.errors import MessageTooLargeError
 from tests.integration.helpers import console_tool, read_all, run, wait_until
-from tests.integration.log_inspection import duplicates_on_disk
+from tests.integration.log_inspection import duplicates_on_disk, stored_records
 
 pytestmark = pytest.mark.timeout(600)
 WAIT_S = 120.0  # upper bound for the cluster to converge; never a speed assertion
 TOPIC, PARTITIONS = "ours", 6
+MAX_MESSAGE_BYTES, BATCH_SIZE = 4000, 2000  # full batches stay far below the topic's limit
+POISON_EVERY = 1500  # every 1,500th record is oversized (alone in its batch: it is bigger than BATCH_SIZE)
 OVERRIDES = {"replica.lag.time.max.ms": "4000", "unclean.leader.election.enable": "false",
              "zookeeper.session.timeout.ms": "6000", "auto.leader.rebalance.enable": "false"}
 
@@ -59,7 +65,8 @@ class OurProducerLoad:
     thread until stopped; keeps every send's future and the outcome reported to its callbacks."""
 
     def __init__(self, bootstrap: str) -> None:
-        self.producer = Producer(bootstrap_servers=bootstrap, acks="all", enable_idempotence=True, linger_ms=5)
+        self.producer = Producer(bootstrap_servers=bootstrap, acks="all", enable_idempotence=True, linger_ms=5,
+                                 batch_size=BATCH_SIZE)
         self.futures: list[tuple[bytes, object]] = []
         self.acked: dict[bytes, tuple[int, int]] = {}  # value -> (partition, offset)
         self.failed: list[tuple[bytes, BaseException]] = []
@@ -72,6 +79,8 @@ class OurProducerLoad:
         try:
             while not self._stop.is_set():
                 value = b"rec-%08d" % n
+                if n % POISON_EVERY == POISON_EVERY - 1:
+                    value += b"-" + b"x" * MAX_MESSAGE_BYTES
                 future = self.producer.send(TOPIC, value, partition=n % PARTITIONS)
                 future.add_callback(self._acked, value).add_errback(self._failed, value)
                 self.futures.append((value, future))
@@ -131,14 +140,28 @@ def elect_preferred(admin: Admin) -> bool:
     return all(e is None or "ElectionNotNeeded" in type(e).__name__ for e in results.values())
 
 
+def out_of_order(cluster, partition: int) -> str:
+    """The leader's stored batches around the first record stored after a later one (for a failure report)."""
+    leader_dirs = [b.log_dirs for b in cluster.brokers]
+    for log_dir in leader_dirs:
+        records = stored_records(log_dir, TOPIC, partition)
+        numbers = [int(value.split(b"-")[1]) for _, value, *_ in records]
+        first = next((i for i in range(1, len(numbers)) if numbers[i] < numbers[i - 1]), None)
+        if first is not None:
+            around = records[max(first - 12, 0):first + 12]
+            return f"{log_dir}: (offset, value, pid, epoch, base seq) " + "; ".join(
+                f"{o} {v[:12].decode()} {pid} {e} {seq}" for o, v, pid, e, seq in around)
+    return "no replica's log shows it"
+
+
 def test_our_idempotent_producer_survives_leader_moves(odradek_cluster_factory, zk_client_factory):
     cluster = odradek_cluster_factory(brokers=4, overrides=OVERRIDES)
     zk = zk_client_factory(cluster.zookeeper_connect)
     on_012 = {p: [p % 3, (p + 1) % 3, (p + 2) % 3] for p in range(PARTITIONS)}
     faults: list[str] = []
     with Admin(cluster.bootstrap_servers) as admin:
-        admin.create_topics([NewTopic(TOPIC, replica_assignments=on_012,
-                                      topic_configs={"min.insync.replicas": "2"})], timeout_ms=30000)
+        admin.create_topics([NewTopic(TOPIC, replica_assignments=on_012, topic_configs={
+            "min.insync.replicas": "2", "max.message.bytes": str(MAX_MESSAGE_BYTES)})], timeout_ms=30000)
         wait_until(lambda: full_isr(zk, on_012), WAIT_S, "the topic's replicas in sync")
         with OurProducerLoad(cluster.bootstrap_servers) as load:
             wait_until(lambda: len(load.acked) > 500, WAIT_S, "the producer to get going")
@@ -180,20 +203,27 @@ def test_our_idempotent_producer_survives_leader_moves(odradek_cluster_factory, 
     assert load.crash is None, f"the producing thread died: {load.crash!r}"
     hanging = [value for value, future in load.futures if not future.done()]
     assert not hanging, f"{len(hanging)} sends neither acknowledged nor failed, e.g. {hanging[:3]}"
-    print(f"sent {len(load.futures)}, acknowledged {len(load.acked)}, failed {len(load.failed)}; "
+    producers = {(pid, epoch) for broker in cluster.brokers for p in range(PARTITIONS)
+                 for _, _, pid, epoch, _ in stored_records(broker.log_dirs, TOPIC, p)}
+    print(f"sent {len(load.futures)}, acknowledged {len(load.acked)}, failed {len(load.failed)} (oversized), "
+          f"(producer id, epoch) pairs in the logs {len(producers)}; "
           f"retries by error {dict(load.retries.by_error)}; faults: {'; '.join(faults)}")
     assert len(load.acked) + len(load.failed) == len(load.futures)
-    # With the default retries and delivery_timeout_ms, leader moves are never a reason to give up a record.
-    assert not load.failed, f"{len(load.failed)} sends failed, e.g. {load.failed[:3]}"
+    # With the default retries and delivery_timeout_ms, leader moves are never a reason to give up a record:
+    # only the oversized ones fail, with the leader's MESSAGE_TOO_LARGE.
+    poison = {value for value, _ in load.futures if len(value) > MAX_MESSAGE_BYTES}
+    assert poison and {value for value, _ in load.failed} == poison, \
+        f"failed sends other than the oversized ones: {[(v[:12], e) for v, e in load.failed if v not in poison][:3]}"
+    assert all(isinstance(error, MessageTooLargeError) for _, error in load.failed), load.failed[:3]
 
-    sent = {value for value, _ in load.futures}
+    sent = {value for value, _ in load.futures} - poison
     stored = run(read_all(cluster.bootstrap_servers, TOPIC, PARTITIONS))
     for p, records in stored.items():
         values = [bytes(r.value) for r in records]
         assert len(values) == len(set(values)), f"partition {p} holds a value twice"
         assert set(values) <= sent, f"partition {p} holds values never sent: {sorted(set(values) - sent)[:3]}"
         numbers = [int(v.split(b"-")[1]) for v in values]
-        assert numbers == sorted(numbers), f"partition {p} is not in send order"
+        assert numbers == sorted(numbers), f"partition {p} is not in send order: " + out_of_order(cluster, p)
         assert all(n % PARTITIONS == p for n in numbers), f"partition {p} holds another partition's records"
     at = {(p, r.offset): bytes(r.value) for p, records in stored.items() for r in records}
     lost = [(v, where) for v, where in load.acked.items() if at.get(where) != v]

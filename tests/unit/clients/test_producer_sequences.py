@@ -1,9 +1,15 @@
 """AIOProducer's idempotent sequences after a batch fails for good (the producer-id bump), against a fake
 leader that deduplicates as Kafka's does (see fake_cluster.py for the reactor behind it).
 
-Found by tests/chaos/test_our_producer_failover.py's review of the bump: the producer used to re-sequence
-every queued batch under the new id, so a batch another partition was retrying, which the old leader had
-written before answering NOT_LEADER_OR_FOLLOWER, was stored a second time as sequence 0 of the new id.
+Pinned here (found while writing tests/chaos/test_our_producer_failover.py, which forces bumps with
+oversized records while leaders move):
+- the producer re-sequenced every queued batch after a bump, so a batch another partition was retrying,
+  which the old leader had written before answering NOT_LEADER_OR_FOLLOWER, was stored a second time;
+- a batch refused for a sequence gap failed instead of being re-sent in the next epoch (Kafka 2.8 retries);
+- a batch sent, refused and unsealed for the bump took new records when it was the last of its queue, so
+  those were stored before the records of later batches then in flight (found by the chaos test);
+- the bump took a fresh producer id where Kafka bumps the epoch of the same id (a leader insists on
+  sequence 0 for a new epoch only of an id it knows; an unknown id is accepted at any sequence).
 """
 
 from __future__ import annotations
@@ -12,7 +18,9 @@ import asyncio
 from collections import defaultdict
 from typing import Any
 
-from odradek.clients.producer import AIOProducer
+from odradek.clients.producer import AIOProducer, _Batch
+from odradek.clients.types import TopicPartition
+from odradek.protocol.records import Compression
 from odradek.protocol.errors import MessageTooLargeError
 from odradek.protocol.records import RecordBatchView, iter_batches
 
@@ -26,13 +34,14 @@ class DedupLeader(FakeCluster):
     """One broker leading every partition, deduplicating (producer id, epoch, base sequence) as Kafka's
     producer state does. ``script[partition]`` lists answers for the next batches: ("written", code) appends
     (or finds the duplicate) and answers ``code``; ("refused", code) appends nothing; ``delay`` s before
-    answering. ``sent`` records (partition, producer id, base sequence, first value) of every batch received."""
+    answering. ``sent`` records (partition, (producer id, epoch), base sequence, first value) of every batch
+    received."""
 
     def __init__(self) -> None:
         super().__init__(1)
         self.script: dict[int, list[tuple[str, int, float]]] = defaultdict(list)
         self.written: dict[tuple[int, int, int, int], int] = {}
-        self.sent: list[tuple[int, int, int, bytes]] = []
+        self.sent: list[tuple[int, tuple[int, int], int, bytes]] = []
 
     def _produce(self, broker_id: int, request: Any) -> Any:
         answers, delay = [], 0.0
@@ -40,7 +49,7 @@ class DedupLeader(FakeCluster):
             for part in topic.partition_data:
                 batch = RecordBatchView(bytearray(part.records))
                 first = bytes(next(iter(batch.records())).value)
-                self.sent.append((part.index, batch.producer_id, batch.base_sequence, first))
+                self.sent.append((part.index, (batch.producer_id, batch.producer_epoch), batch.base_sequence, first))
                 action, code, wait = self.script[part.index].pop(0) if self.script[part.index] else ("written", 0, 0)
                 delay = max(delay, wait)
                 base = -1
@@ -64,6 +73,10 @@ class DedupLeader(FakeCluster):
         return [bytes(r.value) for batch in iter_batches(data) for r in batch.records()]
 
 
+def identity(producer: AIOProducer) -> tuple[int, int]:
+    return producer._producer_id, producer._producer_epoch
+
+
 def producer_for(cluster: DedupLeader) -> AIOProducer:
     return AIOProducer(bootstrap_servers=cluster.bootstrap, linger_ms=60000, retry_backoff_ms=10)
 
@@ -75,7 +88,7 @@ async def queue_and_flush(producer: AIOProducer, records: dict[int, bytes]) -> l
     return futures
 
 
-def test_a_retried_batch_keeps_its_producer_id_when_another_partition_forces_a_new_one():
+def test_a_retried_batch_keeps_its_epoch_when_another_partition_forces_a_bump():
     async def main():
         cluster = DedupLeader()
         await cluster.start()
@@ -87,19 +100,19 @@ def test_a_retried_batch_keeps_its_producer_id_when_another_partition_forces_a_n
             cluster.script[0] = [("written", NOT_LEADER_OR_FOLLOWER, 0)]
             cluster.script[1] = [("refused", MESSAGE_TOO_LARGE, 0)]
             async with producer_for(cluster) as producer:
-                first_id = producer._producer_id
+                first = identity(producer)
                 kept, failed = await queue_and_flush(producer, {0: b"a", 1: b"b"})
                 assert kept.result().offset == 0
                 assert isinstance(failed.exception(), MessageTooLargeError)
                 # The retry went out under the id and sequence it was written with, so the leader found it.
-                assert cluster.sent[:3] == [(0, first_id, 0, b"a"), (1, first_id, 0, b"b"), (0, first_id, 0, b"a")]
+                assert cluster.sent[:3] == [(0, first, 0, b"a"), (1, first, 0, b"b"), (0, first, 0, b"a")]
                 assert cluster.values(0) == [b"a"]
-                # Later batches use the new id, from sequence 0 on both partitions.
+                # Later batches use the next epoch of the same id (Kafka's idempotent bump), from sequence 0.
                 later = await queue_and_flush(producer, {0: b"c", 1: b"d"})
                 assert [f.result().offset for f in later] == [1, 0]
-                second_id = producer._producer_id
-                assert second_id != first_id
-                assert sorted(cluster.sent[3:]) == [(0, second_id, 0, b"c"), (1, second_id, 0, b"d")]
+                bumped = identity(producer)
+                assert bumped == (first[0], first[1] + 1)
+                assert sorted(cluster.sent[3:]) == [(0, bumped, 0, b"c"), (1, bumped, 0, b"d")]
                 assert (cluster.values(0), cluster.values(1)) == ([b"a", b"c"], [b"d"])
         finally:
             await cluster.stop()
@@ -107,7 +120,7 @@ def test_a_retried_batch_keeps_its_producer_id_when_another_partition_forces_a_n
     run(main())
 
 
-def test_a_new_ids_first_batch_waits_for_the_old_ids_batch_of_its_partition():
+def test_a_new_epochs_first_batch_waits_for_the_old_epochs_batch_of_its_partition():
     async def main():
         cluster = DedupLeader()
         await cluster.start()
@@ -135,7 +148,7 @@ def test_a_new_ids_first_batch_waits_for_the_old_ids_batch_of_its_partition():
     run(main())
 
 
-def test_a_sequence_gap_is_resent_under_a_new_producer_id_not_failed():
+def test_a_sequence_gap_is_resent_in_the_next_epoch_not_failed():
     async def main():
         cluster = DedupLeader()
         await cluster.start()
@@ -145,11 +158,10 @@ def test_a_sequence_gap_is_resent_under_a_new_producer_id_not_failed():
             # producer bumps the epoch and retries (TransactionManager.canRetry); the record must not fail.
             cluster.script[0] = [("refused", OUT_OF_ORDER_SEQUENCE, 0)]
             async with producer_for(cluster) as producer:
-                first_id = producer._producer_id
+                first = identity(producer)
                 (future,) = await queue_and_flush(producer, {0: b"a"})
                 assert future.result().offset == 0
-                assert cluster.sent == [(0, first_id, 0, b"a"), (0, producer._producer_id, 0, b"a")]
-                assert producer._producer_id != first_id
+                assert cluster.sent == [(0, first, 0, b"a"), (0, (first[0], first[1] + 1), 0, b"a")]
                 assert cluster.values(0) == [b"a"]
         finally:
             await cluster.stop()
@@ -157,7 +169,7 @@ def test_a_sequence_gap_is_resent_under_a_new_producer_id_not_failed():
     run(main())
 
 
-def test_batches_behind_one_that_failed_for_good_are_resent_under_the_new_id():
+def test_batches_behind_one_that_failed_for_good_are_resent_in_the_next_epoch():
     async def main():
         cluster = DedupLeader()
         await cluster.start()
@@ -168,16 +180,50 @@ def test_batches_behind_one_that_failed_for_good_are_resent_under_the_new_id():
             cluster.script[0] = [("refused", MESSAGE_TOO_LARGE, 0), ("refused", OUT_OF_ORDER_SEQUENCE, 0)]
             async with AIOProducer(bootstrap_servers=cluster.bootstrap, linger_ms=60000, retry_backoff_ms=10,
                                    batch_size=100) as producer:
-                first_id = producer._producer_id
+                first = identity(producer)
                 futures = [await producer.send("t", value * 90, partition=0) for value in (b"a", b"b")]
                 await asyncio.gather(producer.flush(), return_exceptions=True)
                 assert isinstance(futures[0].exception(), MessageTooLargeError)
                 assert futures[1].result().offset == 0
-                new_id = producer._producer_id
+                bumped = identity(producer)
                 assert [(pid, seq, value[:1]) for _, pid, seq, value in cluster.sent] == [
-                    (first_id, 0, b"a"), (first_id, 1, b"b"), (new_id, 0, b"b")]
+                    (first, 0, b"a"), (first, 1, b"b"), (bumped, 0, b"b")]
                 assert cluster.values(0) == [b"b" * 90]
         finally:
             await cluster.stop()
+
+    run(main())
+
+
+def test_an_exhausted_epoch_takes_a_new_producer_id():
+    async def main():
+        cluster = DedupLeader()
+        await cluster.start()
+        try:
+            cluster.add_topic("t", [0])
+            cluster.script[0] = [("refused", OUT_OF_ORDER_SEQUENCE, 0)]
+            async with producer_for(cluster) as producer:
+                producer._producer_epoch = 32767  # Short.MAX_VALUE: Java resets the id rather than wrap
+                first = identity(producer)
+                (future,) = await queue_and_flush(producer, {0: b"a"})
+                assert future.result().offset == 0
+                assert identity(producer)[0] != first[0] and cluster.sent[-1] == (0, identity(producer), 0, b"a")
+        finally:
+            await cluster.stop()
+
+    run(main())
+
+
+def test_a_batch_unsealed_for_a_bump_takes_no_new_records():
+    async def main():
+        producer = AIOProducer(bootstrap_servers="127.0.0.1:1")
+        record = producer.serialize("t", b"a")
+        batch = _Batch(TopicPartition("t", 0), 0, Compression.NONE, 0.0)
+        assert batch.try_append(record, 0, asyncio.get_running_loop().create_future(), 16384)
+        batch.seal(7, 0, 0)
+        batch.unseal()
+        # Records sent after it may be in a later batch already: appending here would store them before those.
+        assert not batch.try_append(record, 0, asyncio.get_running_loop().create_future(), 16384)
+        assert len(batch.records) == 1
 
     run(main())
