@@ -16,15 +16,22 @@ from .helpers import create_topic, produce, source_latest_total, start_memory_st
 SCHEMA = "partition int, offset bigint, value string"
 
 
+# No-data progress events every 100 ms, and enough of them kept that a test's first batch stays in view.
+PROGRESS_CONFS = {"spark.sql.streaming.noDataProgressEventInterval": "100ms",
+                  "spark.sql.streaming.numRecentProgressUpdates": "5000"}
+
+
 @pytest.fixture(scope="module")
 def servers(single_broker_cluster, spark):
-    previous = spark.conf.get("spark.sql.streaming.noDataProgressEventInterval", None)
-    spark.conf.set("spark.sql.streaming.noDataProgressEventInterval", "100ms")
+    previous = {key: spark.conf.get(key, None) for key in PROGRESS_CONFS}
+    for key, value in PROGRESS_CONFS.items():
+        spark.conf.set(key, value)
     yield single_broker_cluster.bootstrap_servers
-    if previous is None:
-        spark.conf.unset("spark.sql.streaming.noDataProgressEventInterval")
-    else:
-        spark.conf.set("spark.sql.streaming.noDataProgressEventInterval", previous)
+    for key, value in previous.items():
+        if value is None:
+            spark.conf.unset(key)
+        else:
+            spark.conf.set(key, value)
 
 
 def data_batches(query) -> list[tuple[int, int]]:
