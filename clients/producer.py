@@ -803,20 +803,24 @@ class AIOProducer:
         error = for_code(code)(answer.error_message or f"producing to {batch.tp.topic}-{batch.tp.partition}")
         retriable = error.retriable
         if code in (OutOfOrderSequenceNumberError.code, UnknownProducerIdError.code) and batch.sequence is not None:
-            if batch.producer != (self._producer_id, self._producer_epoch) or self._producer_id_stale:
+            current = batch.producer == (self._producer_id, self._producer_epoch)
+            if self._txn is not None and (not current or self._producer_id_stale):
                 self._finish(batch)  # sent under an epoch we gave up: resend under the new one
                 batch.unseal()
                 batch.attempts -= 1
                 self._requeue(batch)
                 return
             # An earlier batch of the partition is being retried: this one was refused because of it.
-            retriable = any(other.producer == batch.producer and other.sequence < batch.sequence
-                            for other in (*self._queues.get(batch.tp, ()), *self._in_flight.get(batch.tp, ())))
+            retriable = current and any(
+                other.producer == batch.producer and other.sequence < batch.sequence
+                for other in (*self._queues.get(batch.tp, ()), *self._in_flight.get(batch.tp, ())))
             if not retriable and self._txn is None:
-                # A real gap (the batch before it failed for good, or was lost). Kafka 2.8's idempotent
-                # producer retries every OUT_OF_ORDER_SEQUENCE after bumping the epoch
-                # (TransactionManager.canRetry); the broker checks sequences before appending, so this batch
-                # was not written and is re-sent as part of the new epoch's sequence.
+                # A real gap (the batch before it failed for good, or was lost), or a refusal under an epoch
+                # already given up. Kafka 2.8's idempotent producer retries every OUT_OF_ORDER_SEQUENCE after
+                # bumping the epoch (TransactionManager.canRetry); the broker checks sequences before
+                # appending, so this batch was not written, and the bump re-sequences its whole partition
+                # (a batch behind it keeps its place: re-sequencing only this one could leave an older
+                # epoch's batch to follow a newer one, which the leader refuses for good).
                 self._producer_id_stale = True
                 self._broken_sequences.add(batch.tp)
                 retriable = True
