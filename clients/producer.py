@@ -19,10 +19,11 @@ When a sequenced batch fails for good, the producer bumps its epoch (Kafka 2.8's
 same producer id, next epoch, sequences from 0) before sending more, since the broker's expected sequence
 no longer matches ours; a batch refused for that gap (OUT_OF_ORDER_SEQUENCE_NUMBER) is re-sent under the
 new epoch rather than failed, as Kafka's idempotent producer does (a transactional producer fails it: the
-transaction aborts). Only the partitions whose sequence broke restart their queued batches at sequence 0;
-another partition's batch that is being retried keeps its old epoch and sequence (it may already be
-written, and only that lets the broker recognise it), and that partition's new batches wait until its old
-ones are answered, as Java's Sender does (TransactionManager.maybeUpdateProducerIdAndEpoch).
+transaction aborts). Only the batch whose sequence broke and those queued behind it restart at sequence
+0; any other batch being retried (an earlier one of that partition, or of another) keeps its old epoch
+and sequence (it may already be written, and only that lets the broker recognise it), and the partition's
+new-epoch batches wait until its old ones are answered, as Java's Sender does
+(TransactionManager.maybeUpdateProducerIdAndEpoch).
 
 A ``transactional_id`` makes the producer transactional (and idempotent), as kafka-python's and
 aiokafka's: ``init_transactions``, ``begin_transaction``, ``send_offsets_to_transaction``,
@@ -37,7 +38,7 @@ import asyncio
 import logging
 import time
 from collections import deque
-from typing import Any, Callable, Iterable, NamedTuple
+from typing import Any, Callable, Iterable
 
 from ..protocol.api_keys import ApiKey
 from ..protocol.errors import (
@@ -45,8 +46,9 @@ from ..protocol.errors import (
     RequestTimedOutError, UnknownProducerIdError, UnsupportedVersionError, for_code,
 )
 from ..protocol.messages import ProduceRequest
-from ..protocol.records import Compression, RecordBatchBuilder
+from ..protocol.records import Compression
 from .partitioner import DefaultPartitioner
+from .producer_batch import BATCH_OVERHEAD as _BATCH_OVERHEAD, RecordMetadata, _Batch, _Record
 from .simple_client import SimpleClient
 from .errors import KafkaConnectionError
 from .transaction_manager import TransactionManager, TransactionState, TransactionStateError
@@ -60,23 +62,6 @@ _INT16_MAX = 2**15 - 1
 _REFRESH_CODES = frozenset({3, 5, 6})
 # Per-record overhead when estimating a batch's size (varints and attributes; Java's estimate too is loose).
 _RECORD_OVERHEAD = 21
-_BATCH_OVERHEAD = 61
-
-
-class RecordMetadata(NamedTuple):
-    """kafka-python's RecordMetadata; ``offset`` is -1 with acks=0, ``timestamp`` the broker's
-    LogAppendTime when the topic uses it, else the record's create time."""
-
-    topic: str
-    partition: int
-    topic_partition: TopicPartition
-    offset: int
-    timestamp: int
-    log_start_offset: int
-    checksum: None
-    serialized_key_size: int
-    serialized_value_size: int
-    serialized_header_size: int
 
 
 _DEFAULTS: dict[str, Any] = {
@@ -144,79 +129,6 @@ def producer_config(configs: dict[str, Any]) -> dict[str, Any]:
     return config
 
 
-class _Record(NamedTuple):
-    key: bytes | None
-    value: bytes | None
-    headers: list[tuple[str, bytes | None]]
-    size: int  # estimated bytes in a batch
-    key_size: int
-    value_size: int
-    header_size: int
-
-
-class _Batch:
-    """One partition's records on their way; ``done`` resolves when all of them are answered."""
-
-    def __init__(self, tp: TopicPartition, order: int, compression: Compression, now: float) -> None:
-        self.tp = tp
-        self.order = order  # its place in the partition's queue
-        self.builder = RecordBatchBuilder(compression)
-        self.records: list[tuple[asyncio.Future, int, _Record]] = []  # (future, timestamp, record)
-        self.size = _BATCH_OVERHEAD
-        self.created = now
-        self.retry_at = 0.0
-        self.attempts = 0
-        self.sequence: int | None = None
-        self.producer: tuple[int, int] | None = None  # (id, epoch) its sequence belongs to
-        self.data: bytes | None = None
-        self.full = False
-        self.done = asyncio.get_running_loop().create_future()
-
-    def try_append(self, record: _Record, timestamp: int, future: asyncio.Future, batch_size: int) -> bool:
-        if self.full or self.data is not None or (self.records and self.size + record.size > batch_size):
-            self.full = True
-            return False
-        self.builder.append(timestamp, record.key, record.value, record.headers)
-        self.records.append((future, timestamp, record))
-        self.size += record.size
-        self.full = self.size >= batch_size
-        return True
-
-    def seal(self, producer_id: int, epoch: int, sequence: int | None, transactional: bool = False) -> None:
-        """Build the bytes; a sealed batch is sent as is, every time."""
-        if sequence is not None:
-            self.builder.producer_id, self.builder.producer_epoch = producer_id, epoch
-            self.builder.base_sequence = sequence
-            self.builder.is_transactional = transactional
-            self.producer = (producer_id, epoch)
-        self.sequence = sequence
-        self.data = self.builder.build()
-
-    def unseal(self) -> None:
-        """Forget the sequence (the producer epoch changed); sealed again at the next send. It stays
-        closed to new records: it was sent, so later batches of its partition may hold newer ones."""
-        self.sequence = self.producer = self.data = None
-        self.full = True
-
-    def complete(self, base_offset: int, log_append_time: int, log_start_offset: int) -> None:
-        for index, (future, timestamp, record) in enumerate(self.records):
-            if not future.done():
-                offset = base_offset + index if base_offset >= 0 else -1
-                future.set_result(RecordMetadata(
-                    self.tp.topic, self.tp.partition, self.tp, offset,
-                    log_append_time if log_append_time >= 0 else timestamp, log_start_offset, None,
-                    record.key_size, record.value_size, record.header_size))
-        if not self.done.done():
-            self.done.set_result(None)
-
-    def fail(self, error: BaseException) -> None:
-        for future, _, _ in self.records:
-            if not future.done():
-                future.set_exception(error)
-        if not self.done.done():
-            self.done.set_result(None)
-
-
 def _now_ms() -> int:
     return time.time_ns() // 1_000_000
 
@@ -253,7 +165,9 @@ class AIOProducer:
         self._buffered = 0
         self._producer_id, self._producer_epoch = -1, -1
         self._producer_id_stale = False
-        self._broken_sequences: set[TopicPartition] = set()  # partitions to restart at 0 in the next epoch
+        # Per partition, the first batch (its queue order) whose sequence broke: it and the batches after it
+        # restart at sequence 0 in the next epoch; the batches before it keep their epoch and sequence.
+        self._broken_sequences: dict[TopicPartition, int] = {}
         self._topics: set[str] = set()
         self._flushing = 0
         self._closing = False
@@ -422,8 +336,7 @@ class AIOProducer:
             while queue:
                 batch = queue.popleft()
                 if batch.sequence is not None:
-                    self._producer_id_stale = True  # its sequence was taken (maybe even written)
-                    self._broken_sequences.add(batch.tp)
+                    self._mark_broken(batch)  # its sequence was taken (maybe even written)
                 batch.fail(error)
 
     # -- sending ----------------------------------------------------------------------------------
@@ -655,15 +568,23 @@ class AIOProducer:
                 return
         self._producer_id_stale = False
         self._next_sequence.clear()
-        # Only where a batch failed for good are the queued batches re-sequenced (the broker refused them
-        # because of the gap). Elsewhere a retried batch keeps its old epoch and sequence: it may have been
+        # Only from the batch whose sequence broke on are the queued batches re-sequenced (the leader refused
+        # them for the gap). Any other retried batch keeps its old epoch and sequence: it may have been
         # written (NOT_LEADER_OR_FOLLOWER after the append, a lost answer), and re-sending it as sequence 0
         # of the new epoch would store it twice (librdkafka#4953's duplicate).
-        for tp in self._broken_sequences:
+        for tp, first_broken in self._broken_sequences.items():
             for batch in self._queues.get(tp, ()):
-                if batch.sequence is not None:
+                if batch.sequence is not None and batch.order >= first_broken:
                     batch.unseal()
         self._broken_sequences.clear()
+
+    def _mark_broken(self, batch: _Batch) -> None:
+        """``batch`` failed for good or was refused for a gap: the next epoch bump re-sequences it and the
+        batches after it. Those before it may be written (answered NOT_LEADER_OR_FOLLOWER after the append,
+        an answer lost with its connection): they keep their epoch and sequence so the leader recognises
+        them, as a batch re-sent as sequence 0 of the new epoch would be stored twice."""
+        self._producer_id_stale = True
+        self._broken_sequences[batch.tp] = min(batch.order, self._broken_sequences.get(batch.tp, batch.order))
 
     def _drain(self, now: float) -> tuple[dict[int, list[_Batch]], float | None]:
         """Take each partition's first batch if it is due and may go; returns batches by leader and
@@ -729,8 +650,7 @@ class AIOProducer:
                                      f"delivery_timeout_ms={self.config['delivery_timeout_ms']}")
         batch.fail(error)
         if batch.sequence is not None and batch.attempts:
-            self._producer_id_stale = True  # it may have been written: our sequences are uncertain
-            self._broken_sequences.add(batch.tp)
+            self._mark_broken(batch)  # it may have been written: our sequences are uncertain
         if self._txn is not None:
             self._txn.on_batch_error(error)
         return True
@@ -818,11 +738,10 @@ class AIOProducer:
                 # A real gap (the batch before it failed for good, or was lost), or a refusal under an epoch
                 # already given up. Kafka 2.8's idempotent producer retries every OUT_OF_ORDER_SEQUENCE after
                 # bumping the epoch (TransactionManager.canRetry); the broker checks sequences before
-                # appending, so this batch was not written, and the bump re-sequences its whole partition
-                # (a batch behind it keeps its place: re-sequencing only this one could leave an older
-                # epoch's batch to follow a newer one, which the leader refuses for good).
-                self._producer_id_stale = True
-                self._broken_sequences.add(batch.tp)
+                # appending, so this batch was not written; the bump re-sequences it and the batches behind
+                # it together (re-sequencing only this one could leave an older epoch's batch to follow a
+                # newer one, which the leader refuses for good).
+                self._mark_broken(batch)
                 retriable = True
         self._on_error(batch, error, retriable, refresh=code in _REFRESH_CODES)
 
@@ -840,8 +759,7 @@ class AIOProducer:
             return
         batch.fail(error)
         if batch.sequence is not None:
-            self._producer_id_stale = True
-            self._broken_sequences.add(batch.tp)
+            self._mark_broken(batch)
         if self._txn is not None:
             self._txn.on_batch_error(error)
 

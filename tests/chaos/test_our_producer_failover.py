@@ -154,6 +154,12 @@ def out_of_order(cluster, partition: int) -> str:
     return "no replica's log shows it"
 
 
+def copies_of(cluster, partition: int) -> str:
+    """The values stored twice in the partition, with producer id, epoch and sequence (for a failure report)."""
+    same_epoch, cross_epoch = duplicates_on_disk(cluster, TOPIC, PARTITIONS)
+    return "\n".join([line for line in same_epoch + cross_epoch if f"{TOPIC}-{partition} " in line][:10])
+
+
 def test_our_idempotent_producer_survives_leader_moves(odradek_cluster_factory, zk_client_factory):
     cluster = odradek_cluster_factory(brokers=4, overrides=OVERRIDES)
     zk = zk_client_factory(cluster.zookeeper_connect)
@@ -220,7 +226,7 @@ def test_our_idempotent_producer_survives_leader_moves(odradek_cluster_factory, 
     stored = run(read_all(cluster.bootstrap_servers, TOPIC, PARTITIONS))
     for p, records in stored.items():
         values = [bytes(r.value) for r in records]
-        assert len(values) == len(set(values)), f"partition {p} holds a value twice"
+        assert len(values) == len(set(values)), f"partition {p} holds a value twice: " + copies_of(cluster, p)
         assert set(values) <= sent, f"partition {p} holds values never sent: {sorted(set(values) - sent)[:3]}"
         numbers = [int(v.split(b"-")[1]) for v in values]
         assert numbers == sorted(numbers), f"partition {p} is not in send order: " + out_of_order(cluster, p)

@@ -6,6 +6,8 @@ oversized records while leaders move):
 - the producer re-sequenced every queued batch after a bump, so a batch another partition was retrying,
   which the old leader had written before answering NOT_LEADER_OR_FOLLOWER, was stored a second time;
 - a batch refused for a sequence gap failed instead of being re-sent in the next epoch (Kafka 2.8 retries);
+- the bump re-sequenced every queued batch of the partition whose batch failed, also an earlier one being
+  retried that the old leader had written: stored twice (found by the chaos test);
 - a batch sent, refused and unsealed for the bump took new records when it was the last of its queue, so
   those were stored before the records of later batches then in flight (found by the chaos test);
 - the bump took a fresh producer id where Kafka bumps the epoch of the same id (a leader insists on
@@ -32,7 +34,8 @@ NOT_LEADER_OR_FOLLOWER, MESSAGE_TOO_LARGE, OUT_OF_ORDER_SEQUENCE = 6, 10, 45
 
 class DedupLeader(FakeCluster):
     """One broker leading every partition, deduplicating (producer id, epoch, base sequence) as Kafka's
-    producer state does. ``script[partition]`` lists answers for the next batches: ("written", code) appends
+    producer state does. ``script[partition]`` lists answers for the next batches (``by_value[first byte of the
+    batch's first value]`` first, when it has one): ("written", code) appends
     (or finds the duplicate) and answers ``code``; ("refused", code) appends nothing; ``delay`` s before
     answering. ``sent`` records (partition, (producer id, epoch), base sequence, first value) of every batch
     received."""
@@ -40,6 +43,7 @@ class DedupLeader(FakeCluster):
     def __init__(self) -> None:
         super().__init__(1)
         self.script: dict[int, list[tuple[str, int, float]]] = defaultdict(list)
+        self.by_value: dict[bytes, list[tuple[str, int, float]]] = defaultdict(list)
         self.written: dict[tuple[int, int, int, int], int] = {}
         self.sent: list[tuple[int, tuple[int, int], int, bytes]] = []
 
@@ -50,7 +54,8 @@ class DedupLeader(FakeCluster):
                 batch = RecordBatchView(bytearray(part.records))
                 first = bytes(next(iter(batch.records())).value)
                 self.sent.append((part.index, (batch.producer_id, batch.producer_epoch), batch.base_sequence, first))
-                action, code, wait = self.script[part.index].pop(0) if self.script[part.index] else ("written", 0, 0)
+                script = self.by_value[first[:1]] or self.script[part.index]
+                action, code, wait = script.pop(0) if script else ("written", 0, 0)
                 delay = max(delay, wait)
                 base = -1
                 if action == "written":
@@ -225,5 +230,34 @@ def test_a_batch_unsealed_for_a_bump_takes_no_new_records():
         # Records sent after it may be in a later batch already: appending here would store them before those.
         assert not batch.try_append(record, 0, asyncio.get_running_loop().create_future(), 16384)
         assert len(batch.records) == 1
+
+    run(main())
+
+
+def test_a_batch_before_the_failed_one_keeps_its_epoch_and_sequence():
+    async def main():
+        cluster = DedupLeader()
+        await cluster.start()
+        try:
+            cluster.add_topic("t", [0])
+            # Three batches of one partition in flight: the first written then answered NOT_LEADER_OR_FOLLOWER,
+            # the second refused for good, the third refused for the gap. The first goes again under its old
+            # epoch and sequence (the leader finds it: stored once), the third as sequence 0 of the next epoch.
+            cluster.by_value.update({b"a": [("written", NOT_LEADER_OR_FOLLOWER, 0)],
+                                     b"b": [("refused", MESSAGE_TOO_LARGE, 0)],
+                                     b"c": [("refused", OUT_OF_ORDER_SEQUENCE, 0)]})
+            async with AIOProducer(bootstrap_servers=cluster.bootstrap, linger_ms=60000, retry_backoff_ms=10,
+                                   batch_size=100) as producer:
+                first = identity(producer)
+                futures = [await producer.send("t", value * 90, partition=0) for value in (b"a", b"b", b"c")]
+                await asyncio.gather(producer.flush(), return_exceptions=True)
+                assert futures[0].result().offset == 0 and futures[2].result().offset == 1
+                assert isinstance(futures[1].exception(), MessageTooLargeError)
+                sends_of_a = [(pid, seq) for _, pid, seq, value in cluster.sent if value[:1] == b"a"]
+                assert sends_of_a == [(first, 0), (first, 0)]
+                assert identity(producer) > first
+                assert cluster.values(0) == [b"a" * 90, b"c" * 90]
+        finally:
+            await cluster.stop()
 
     run(main())
