@@ -5,16 +5,16 @@ thread to a 6-partition RF-3 topic (min.insync.replicas 2) on brokers 0-2 while 
 cluster moves them: a leader SIGKILLed and restarted, a preferred election through Admin.elect_leaders, a
 leader stopped cleanly (SIGTERM: controlled shutdown) and restarted, a preferred election through the
 odradek-leader-election tool, and a reassignment that moves every partition's leadership and data to a
-fourth broker. Every 1,500th record is too large for the topic's max.message.bytes: the leader refuses its
-batch for good (MESSAGE_TOO_LARGE), which makes the producer take a new producer id while other partitions'
-batches are being retried, the epoch-bump path Kafka's Sender takes after a failed batch. Afterwards:
+fourth broker. Every 1,501st record (all partitions in turn) is too large for the topic's max.message.bytes:
+the leader refuses its batch for good (MESSAGE_TOO_LARGE), so the producer bumps its epoch while batches of
+that and other partitions are being retried, the path Kafka's Sender takes after a failed batch. Afterwards:
 
 - every send ended, acknowledged or failed with an error (no future left hanging), and only the oversized
   records failed;
 - every acknowledged record is at its acknowledged offset, each partition holds each value once, only values
   that were sent, in send order;
 - no replica's log holds a value twice, neither in one producer epoch (a broker that missed a retry) nor
-  across epochs (a client that re-sent a written batch under a new producer id or epoch, the librdkafka race
+  across epochs (a client that re-sent a written batch under a new epoch or producer id, the librdkafka race
   test_idempotent_leader_moves.py tolerates from confluent-kafka but which our producer must not have).
 
 ODRADEK_OUR_PRODUCER_ROUNDS (default 1) repeats the fault sequence to look for rare failures.
@@ -42,7 +42,7 @@ pytestmark = pytest.mark.timeout(600)
 WAIT_S = 120.0  # upper bound for the cluster to converge; never a speed assertion
 TOPIC, PARTITIONS = "ours", 6
 MAX_MESSAGE_BYTES, BATCH_SIZE = 4000, 2000  # full batches stay far below the topic's limit
-POISON_EVERY = 1500  # every 1,500th record is oversized (alone in its batch: it is bigger than BATCH_SIZE)
+POISON_EVERY = 1501  # every 1,501st record is oversized (alone in its batch: it is bigger than BATCH_SIZE)
 OVERRIDES = {"replica.lag.time.max.ms": "4000", "unclean.leader.election.enable": "false",
              "zookeeper.session.timeout.ms": "6000", "auto.leader.rebalance.enable": "false"}
 
