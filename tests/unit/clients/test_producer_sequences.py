@@ -93,130 +93,114 @@ async def queue_and_flush(producer: AIOProducer, records: dict[int, bytes]) -> l
     return futures
 
 
-def test_a_retried_batch_keeps_its_epoch_when_another_partition_forces_a_bump():
-    async def main():
+def run_against_leader(leaders: list[int], body: Any) -> None:
+    """Run ``body(cluster)`` against a started DedupLeader holding topic "t" (one partition per entry)."""
+    async def main() -> None:
         cluster = DedupLeader()
         await cluster.start()
         try:
-            cluster.add_topic("t", [0, 0])
-            # Partition 0: written, then answered NOT_LEADER_OR_FOLLOWER (a leader that lost its leadership
-            # while the produce waited). Partition 1: MESSAGE_TOO_LARGE, so that batch fails for good and
-            # the producer takes a new id.
-            cluster.script[0] = [("written", NOT_LEADER_OR_FOLLOWER, 0)]
-            cluster.script[1] = [("refused", MESSAGE_TOO_LARGE, 0)]
-            async with producer_for(cluster) as producer:
-                first = identity(producer)
-                kept, failed = await queue_and_flush(producer, {0: b"a", 1: b"b"})
-                assert kept.result().offset == 0
-                assert isinstance(failed.exception(), MessageTooLargeError)
-                # The retry went out under the id and sequence it was written with, so the leader found it.
-                assert cluster.sent[:3] == [(0, first, 0, b"a"), (1, first, 0, b"b"), (0, first, 0, b"a")]
-                assert cluster.values(0) == [b"a"]
-                # Later batches use the next epoch of the same id (Kafka's idempotent bump), from sequence 0.
-                later = await queue_and_flush(producer, {0: b"c", 1: b"d"})
-                assert [f.result().offset for f in later] == [1, 0]
-                bumped = identity(producer)
-                assert bumped == (first[0], first[1] + 1)
-                assert sorted(cluster.sent[3:]) == [(0, bumped, 0, b"c"), (1, bumped, 0, b"d")]
-                assert (cluster.values(0), cluster.values(1)) == ([b"a", b"c"], [b"d"])
+            cluster.add_topic("t", leaders)
+            await body(cluster)
         finally:
             await cluster.stop()
 
     run(main())
+
+
+def test_a_retried_batch_keeps_its_epoch_when_another_partition_forces_a_bump():
+    async def body(cluster: DedupLeader) -> None:
+        # Partition 0: written, then answered NOT_LEADER_OR_FOLLOWER (a leader that lost its leadership
+        # while the produce waited). Partition 1: MESSAGE_TOO_LARGE, so that batch fails for good and
+        # the producer takes a new id.
+        cluster.script[0] = [("written", NOT_LEADER_OR_FOLLOWER, 0)]
+        cluster.script[1] = [("refused", MESSAGE_TOO_LARGE, 0)]
+        async with producer_for(cluster) as producer:
+            first = identity(producer)
+            kept, failed = await queue_and_flush(producer, {0: b"a", 1: b"b"})
+            assert kept.result().offset == 0
+            assert isinstance(failed.exception(), MessageTooLargeError)
+            # The retry went out under the id and sequence it was written with, so the leader found it.
+            assert cluster.sent[:3] == [(0, first, 0, b"a"), (1, first, 0, b"b"), (0, first, 0, b"a")]
+            assert cluster.values(0) == [b"a"]
+            # Later batches use the next epoch of the same id (Kafka's idempotent bump), from sequence 0.
+            later = await queue_and_flush(producer, {0: b"c", 1: b"d"})
+            assert [f.result().offset for f in later] == [1, 0]
+            bumped = identity(producer)
+            assert bumped == (first[0], first[1] + 1)
+            assert sorted(cluster.sent[3:]) == [(0, bumped, 0, b"c"), (1, bumped, 0, b"d")]
+            assert (cluster.values(0), cluster.values(1)) == ([b"a", b"c"], [b"d"])
+
+    run_against_leader([0, 0], body)
 
 
 def test_a_new_epochs_first_batch_waits_for_the_old_epochs_batch_of_its_partition():
-    async def main():
-        cluster = DedupLeader()
-        await cluster.start()
-        try:
-            cluster.add_topic("t", [0, 0])
-            # Partition 0's batch is refused (NOT_LEADER_OR_FOLLOWER) while partition 1's fails for good; its
-            # retry under the old id is refused once more, slowly: a new batch of partition 0 queued meanwhile
-            # must not be written before it under the new id.
-            cluster.script[0] = [("refused", NOT_LEADER_OR_FOLLOWER, 0), ("refused", NOT_LEADER_OR_FOLLOWER, 0.3)]
-            cluster.script[1] = [("refused", MESSAGE_TOO_LARGE, 0)]
-            async with producer_for(cluster) as producer:
-                first = [await producer.send("t", v, partition=p) for p, v in ((0, b"a"), (1, b"b"))]
-                flushing = asyncio.ensure_future(producer.flush())
-                while len(cluster.sent) < 3:  # the old batch's second attempt is being answered (slowly)
-                    await asyncio.sleep(0.01)
-                behind = await producer.send("t", b"c", partition=0)
-                await producer.flush()
-                await asyncio.gather(flushing, return_exceptions=True)
-                assert first[0].result().offset == 0 and behind.result().offset == 1
-                assert isinstance(first[1].exception(), MessageTooLargeError)
-                assert cluster.values(0) == [b"a", b"c"]  # once each, in send order
-        finally:
-            await cluster.stop()
+    async def body(cluster: DedupLeader) -> None:
+        # Partition 0's batch is refused (NOT_LEADER_OR_FOLLOWER) while partition 1's fails for good; its
+        # retry under the old id is refused once more, slowly: a new batch of partition 0 queued meanwhile
+        # must not be written before it under the new id.
+        cluster.script[0] = [("refused", NOT_LEADER_OR_FOLLOWER, 0), ("refused", NOT_LEADER_OR_FOLLOWER, 0.3)]
+        cluster.script[1] = [("refused", MESSAGE_TOO_LARGE, 0)]
+        async with producer_for(cluster) as producer:
+            first = [await producer.send("t", v, partition=p) for p, v in ((0, b"a"), (1, b"b"))]
+            flushing = asyncio.ensure_future(producer.flush())
+            while len(cluster.sent) < 3:  # the old batch's second attempt is being answered (slowly)
+                await asyncio.sleep(0.01)
+            behind = await producer.send("t", b"c", partition=0)
+            await producer.flush()
+            await asyncio.gather(flushing, return_exceptions=True)
+            assert first[0].result().offset == 0 and behind.result().offset == 1
+            assert isinstance(first[1].exception(), MessageTooLargeError)
+            assert cluster.values(0) == [b"a", b"c"]  # once each, in send order
 
-    run(main())
+    run_against_leader([0, 0], body)
 
 
 def test_a_sequence_gap_is_resent_in_the_next_epoch_not_failed():
-    async def main():
-        cluster = DedupLeader()
-        await cluster.start()
-        try:
-            cluster.add_topic("t", [0])
-            # OUT_OF_ORDER_SEQUENCE with nothing earlier of ours pending: a real gap. Kafka 2.8's idempotent
-            # producer bumps the epoch and retries (TransactionManager.canRetry); the record must not fail.
-            cluster.script[0] = [("refused", OUT_OF_ORDER_SEQUENCE, 0)]
-            async with producer_for(cluster) as producer:
-                first = identity(producer)
-                (future,) = await queue_and_flush(producer, {0: b"a"})
-                assert future.result().offset == 0
-                assert cluster.sent == [(0, first, 0, b"a"), (0, (first[0], first[1] + 1), 0, b"a")]
-                assert cluster.values(0) == [b"a"]
-        finally:
-            await cluster.stop()
+    async def body(cluster: DedupLeader) -> None:
+        # OUT_OF_ORDER_SEQUENCE with nothing earlier of ours pending: a real gap. Kafka 2.8's idempotent
+        # producer bumps the epoch and retries (TransactionManager.canRetry); the record must not fail.
+        cluster.script[0] = [("refused", OUT_OF_ORDER_SEQUENCE, 0)]
+        async with producer_for(cluster) as producer:
+            first = identity(producer)
+            (future,) = await queue_and_flush(producer, {0: b"a"})
+            assert future.result().offset == 0
+            assert cluster.sent == [(0, first, 0, b"a"), (0, (first[0], first[1] + 1), 0, b"a")]
+            assert cluster.values(0) == [b"a"]
 
-    run(main())
+    run_against_leader([0], body)
 
 
 def test_batches_behind_one_that_failed_for_good_are_resent_in_the_next_epoch():
-    async def main():
-        cluster = DedupLeader()
-        await cluster.start()
-        try:
-            cluster.add_topic("t", [0])
-            # Two batches of one partition in flight (each record fills a batch): the first is refused for
-            # good, the second for the gap it leaves; the second goes again as sequence 0 of a new id.
-            cluster.script[0] = [("refused", MESSAGE_TOO_LARGE, 0), ("refused", OUT_OF_ORDER_SEQUENCE, 0)]
-            async with AIOProducer(bootstrap_servers=cluster.bootstrap, linger_ms=60000, retry_backoff_ms=10,
-                                   batch_size=100) as producer:
-                first = identity(producer)
-                futures = [await producer.send("t", value * 90, partition=0) for value in (b"a", b"b")]
-                await asyncio.gather(producer.flush(), return_exceptions=True)
-                assert isinstance(futures[0].exception(), MessageTooLargeError)
-                assert futures[1].result().offset == 0
-                bumped = identity(producer)
-                assert [(pid, seq, value[:1]) for _, pid, seq, value in cluster.sent] == [
-                    (first, 0, b"a"), (first, 1, b"b"), (bumped, 0, b"b")]
-                assert cluster.values(0) == [b"b" * 90]
-        finally:
-            await cluster.stop()
+    async def body(cluster: DedupLeader) -> None:
+        # Two batches of one partition in flight (each record fills a batch): the first is refused for
+        # good, the second for the gap it leaves; the second goes again as sequence 0 of a new id.
+        cluster.script[0] = [("refused", MESSAGE_TOO_LARGE, 0), ("refused", OUT_OF_ORDER_SEQUENCE, 0)]
+        async with AIOProducer(bootstrap_servers=cluster.bootstrap, linger_ms=60000, retry_backoff_ms=10,
+                               batch_size=100) as producer:
+            first = identity(producer)
+            futures = [await producer.send("t", value * 90, partition=0) for value in (b"a", b"b")]
+            await asyncio.gather(producer.flush(), return_exceptions=True)
+            assert isinstance(futures[0].exception(), MessageTooLargeError)
+            assert futures[1].result().offset == 0
+            bumped = identity(producer)
+            assert [(pid, seq, value[:1]) for _, pid, seq, value in cluster.sent] == [
+                (first, 0, b"a"), (first, 1, b"b"), (bumped, 0, b"b")]
+            assert cluster.values(0) == [b"b" * 90]
 
-    run(main())
+    run_against_leader([0], body)
 
 
 def test_an_exhausted_epoch_takes_a_new_producer_id():
-    async def main():
-        cluster = DedupLeader()
-        await cluster.start()
-        try:
-            cluster.add_topic("t", [0])
-            cluster.script[0] = [("refused", OUT_OF_ORDER_SEQUENCE, 0)]
-            async with producer_for(cluster) as producer:
-                producer._producer_epoch = 32767  # Short.MAX_VALUE: Java resets the id rather than wrap
-                first = identity(producer)
-                (future,) = await queue_and_flush(producer, {0: b"a"})
-                assert future.result().offset == 0
-                assert identity(producer)[0] != first[0] and cluster.sent[-1] == (0, identity(producer), 0, b"a")
-        finally:
-            await cluster.stop()
+    async def body(cluster: DedupLeader) -> None:
+        cluster.script[0] = [("refused", OUT_OF_ORDER_SEQUENCE, 0)]
+        async with producer_for(cluster) as producer:
+            producer._producer_epoch = 32767  # Short.MAX_VALUE: Java resets the id rather than wrap
+            first = identity(producer)
+            (future,) = await queue_and_flush(producer, {0: b"a"})
+            assert future.result().offset == 0
+            assert identity(producer)[0] != first[0] and cluster.sent[-1] == (0, identity(producer), 0, b"a")
 
-    run(main())
+    run_against_leader([0], body)
 
 
 def test_a_batch_unsealed_for_a_bump_takes_no_new_records():
@@ -235,29 +219,23 @@ def test_a_batch_unsealed_for_a_bump_takes_no_new_records():
 
 
 def test_a_batch_before_the_failed_one_keeps_its_epoch_and_sequence():
-    async def main():
-        cluster = DedupLeader()
-        await cluster.start()
-        try:
-            cluster.add_topic("t", [0])
-            # Three batches of one partition in flight: the first written then answered NOT_LEADER_OR_FOLLOWER,
-            # the second refused for good, the third refused for the gap. The first goes again under its old
-            # epoch and sequence (the leader finds it: stored once), the third as sequence 0 of the next epoch.
-            cluster.by_value.update({b"a": [("written", NOT_LEADER_OR_FOLLOWER, 0)],
-                                     b"b": [("refused", MESSAGE_TOO_LARGE, 0)],
-                                     b"c": [("refused", OUT_OF_ORDER_SEQUENCE, 0)]})
-            async with AIOProducer(bootstrap_servers=cluster.bootstrap, linger_ms=60000, retry_backoff_ms=10,
-                                   batch_size=100) as producer:
-                first = identity(producer)
-                futures = [await producer.send("t", value * 90, partition=0) for value in (b"a", b"b", b"c")]
-                await asyncio.gather(producer.flush(), return_exceptions=True)
-                assert futures[0].result().offset == 0 and futures[2].result().offset == 1
-                assert isinstance(futures[1].exception(), MessageTooLargeError)
-                sends_of_a = [(pid, seq) for _, pid, seq, value in cluster.sent if value[:1] == b"a"]
-                assert sends_of_a == [(first, 0), (first, 0)]
-                assert identity(producer) > first
-                assert cluster.values(0) == [b"a" * 90, b"c" * 90]
-        finally:
-            await cluster.stop()
+    async def body(cluster: DedupLeader) -> None:
+        # Three batches of one partition in flight: the first written then answered NOT_LEADER_OR_FOLLOWER,
+        # the second refused for good, the third refused for the gap. The first goes again under its old
+        # epoch and sequence (the leader finds it: stored once), the third as sequence 0 of the next epoch.
+        cluster.by_value.update({b"a": [("written", NOT_LEADER_OR_FOLLOWER, 0)],
+                                 b"b": [("refused", MESSAGE_TOO_LARGE, 0)],
+                                 b"c": [("refused", OUT_OF_ORDER_SEQUENCE, 0)]})
+        async with AIOProducer(bootstrap_servers=cluster.bootstrap, linger_ms=60000, retry_backoff_ms=10,
+                               batch_size=100) as producer:
+            first = identity(producer)
+            futures = [await producer.send("t", value * 90, partition=0) for value in (b"a", b"b", b"c")]
+            await asyncio.gather(producer.flush(), return_exceptions=True)
+            assert futures[0].result().offset == 0 and futures[2].result().offset == 1
+            assert isinstance(futures[1].exception(), MessageTooLargeError)
+            sends_of_a = [(pid, seq) for _, pid, seq, value in cluster.sent if value[:1] == b"a"]
+            assert sends_of_a == [(first, 0), (first, 0)]
+            assert identity(producer) > first
+            assert cluster.values(0) == [b"a" * 90, b"c" * 90]
 
-    run(main())
+    run_against_leader([0], body)
