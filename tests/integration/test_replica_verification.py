@@ -59,8 +59,14 @@ class Tool:
                 return line
         raise AssertionError(f"no matching line within {timeout} s; saw {self.seen[-10:]}")
 
-    def wait_for_lag(self, predicate, timeout: float = 90.0) -> tuple[int, str, int, int]:
-        line = self.wait_for(lambda l: (m := _LAG.match(l)) is not None and predicate(int(m.group(1))), timeout)
+    def wait_for_lag(self, predicate, timeout: float = 90.0, at_offset: int | None = None
+                     ) -> tuple[int, str, int, int]:
+        """The first report whose lag meets ``predicate`` (and whose verified offset is ``at_offset``: with
+        acks=1 a lag of 0 is also reported before the followers fetched, while the high watermark is 0)."""
+        def matches(line: str) -> bool:
+            m = _LAG.match(line)
+            return m is not None and predicate(int(m.group(1))) and at_offset in (None, int(m.group(3)))
+        line = self.wait_for(matches, timeout)
         m = _LAG.match(line)
         assert m is not None
         return int(m.group(1)), m.group(2), int(m.group(3)), int(m.group(4))
@@ -114,7 +120,7 @@ def test_lag_is_zero_in_step_grows_while_a_follower_is_stopped_and_recovers(clus
     tool = tools("--broker-list", cluster.bootstrap_servers, "--topic-white-list", "verify-.*",
                  "--time", "-2", "--report-interval-ms", "200", "--max-wait-ms", "300")
     tool.wait_for(lambda line: line.endswith(": verification process is started."))
-    lag, _, offset, count = tool.wait_for_lag(lambda lag: lag == 0)
+    lag, _, offset, count = tool.wait_for_lag(lambda lag: lag == 0, at_offset=100)
     assert count == 2 and offset == 100  # both partitions verified to their end (100 records each)
 
     leader, replicas = leaders_and_replicas(cluster, topic)[0]
@@ -161,7 +167,7 @@ def test_a_follower_with_a_different_batch_is_reported(cluster, tools):
     follower = next(r for r in replicas if r != leader)
     tool = tools("--broker-list", cluster.bootstrap_servers, "--topic-white-list", topic, "--time", "-2",
                  "--report-interval-ms", "200", "--max-wait-ms", "300")
-    tool.wait_for_lag(lambda lag: lag == 0)  # all replicas hold the 50 records
+    tool.wait_for_lag(lambda lag: lag == 0, at_offset=50)  # all replicas hold the 50 records
     tool.stop()
 
     cluster.stop_broker(follower)  # clean: no recovery on start, the edited batch stays as it is
