@@ -69,7 +69,8 @@ class SimpleRate:
     def measure(self, now_ms: float) -> float:
         """Bytes per second."""
         self._purge_obsolete(now_ms)
-        oldest = min(s.start_ms for s in self._current_samples(now_ms))
+        self._current_sample(now_ms)  # a sensor never recorded into measures from now
+        oldest = min(s.start_ms for s in self._samples)
         elapsed_ms = max(now_ms - oldest, self.window_ms)
         return sum(s.total for s in self._samples) / (elapsed_ms / 1000)
 
@@ -77,10 +78,6 @@ class SimpleRate:
         if not self._samples:
             self._samples.append(_Sample(now_ms))
         return self._samples[self._current]
-
-    def _current_samples(self, now_ms: float) -> list[_Sample]:
-        self._current_sample(now_ms)
-        return self._samples
 
     def _purge_obsolete(self, now_ms: float) -> None:
         """Samples older than the whole window restart empty at ``now`` (SampledStat.purgeObsoleteSamples)."""
@@ -131,9 +128,6 @@ class ReplicationQuotaManager:
             return
         self.rate.record(nbytes, self.clock())
         self.throttled_bytes += nbytes
-
-    def current_rate(self) -> float:
-        return self.rate.measure(self.clock())
 
     def throttled_topics(self) -> dict[str, frozenset[int] | str]:
         return dict(self._throttled)
