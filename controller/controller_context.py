@@ -152,6 +152,9 @@ class ControllerContext:
     def partitions_being_reassigned(self) -> list[TopicPartition]:
         return sorted(self.reassigning)
 
+    def is_topic_being_reassigned(self, topic: str) -> bool:
+        return any(tp[0] == topic for tp in self.reassigning)
+
     def partitions_for_topic(self, topic: str) -> list[TopicPartition]:
         return [(topic, p) for p in sorted(self.assignments.get(topic, {}))]
 

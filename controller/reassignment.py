@@ -236,7 +236,7 @@ class PartitionReassigner:
         batch.send(ctx.epoch)
         state_change_log.info("%s Completed reassignment of partition %s-%d to %s: %s", self._prefix(), *tp, target,
                               self.writer.describe(tp))
-        if not any(p[0] == tp[0] for p in ctx.partitions_being_reassigned()):
+        if not ctx.is_topic_being_reassigned(tp[0]):
             # a deletion held for this topic's reassignments may start (Kafka's resumeDeletionForTopics)
             self.enqueue_threadsafe(TopicDeletion())
 

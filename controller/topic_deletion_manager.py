@@ -46,9 +46,6 @@ class TopicDeletionManager:
         self.new_batch = new_batch
         self.held: set[str] = set()   # marked, waiting for a reassignment (Kafka's topicsIneligibleForDeletion)
 
-    def is_reassigning(self, topic: str) -> bool:
-        return any(tp[0] == topic for tp in self.context.partitions_being_reassigned())
-
     async def process_markers(self, marked: set[str]) -> bool:
         """Queue marked topics for deletion (or drop the markers); True if some topic is queued."""
         ctx = self.context
@@ -61,7 +58,7 @@ class TopicDeletionManager:
             if not self.enabled:
                 return False
         fresh = sorted((marked & ctx.all_topics) - ctx.topics_to_be_deleted)
-        held = {topic for topic in fresh if self.is_reassigning(topic)}
+        held = {topic for topic in fresh if ctx.is_topic_being_reassigned(topic)}
         newly_held = held - self.held
         if newly_held:
             log.info("Controller %d: halted deletion of topics %s due to topic reassignment in progress",
