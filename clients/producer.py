@@ -164,7 +164,7 @@ class AIOProducer:
         self._unfinished: set[_Batch] = set()
         self._buffered = 0
         self._producer_id, self._producer_epoch = -1, -1
-        self._producer_id_stale = False
+        self._epoch_stale = False
         # Per partition, the first batch (its queue order) whose sequence broke: it and the batches after it
         # restart at sequence 0 in the next epoch; the batches before it keep their epoch and sequence.
         self._broken_sequences: dict[TopicPartition, int] = {}
@@ -273,7 +273,7 @@ class AIOProducer:
         if (producer_id, epoch) != (self._producer_id, self._producer_epoch):
             self._producer_id, self._producer_epoch = producer_id, epoch
             self._next_sequence.clear()  # a new epoch starts every partition's sequence at 0
-        self._producer_id_stale = False
+        self._epoch_stale = False
         self._broken_sequences.clear()  # an abort dropped every queued batch: nothing to re-sequence
 
     def begin_transaction(self) -> None:
@@ -301,7 +301,7 @@ class AIOProducer:
         await self.flush()
         # A batch dropped or failed after it had a sequence leaves the broker expecting another one:
         # take a new epoch, as Kafka's producer does after such an abort (KIP-360).
-        await txn.end_transaction(commit=False, bump_epoch=self._producer_id_stale)
+        await txn.end_transaction(commit=False, bump_epoch=self._epoch_stale)
         self._use_producer_id(txn.producer_id, txn.producer_epoch)
 
     def transaction(self) -> "TransactionContext":
@@ -532,8 +532,8 @@ class AIOProducer:
         assert self._wakeup is not None
         while True:
             self._wakeup.clear()
-            if self._producer_id_stale and self._txn is None and not any(self._in_flight.values()):
-                await self._new_producer_id()
+            if self._epoch_stale and self._txn is None and not any(self._in_flight.values()):
+                await self._bump_epoch()
             if self._txn is not None:
                 self._transaction_step()
             by_node, wake_at = self._drain(self._time())
@@ -550,7 +550,7 @@ class AIOProducer:
             except TimeoutError:
                 pass
 
-    async def _new_producer_id(self) -> None:
+    async def _bump_epoch(self) -> None:
         """Kafka 2.8's idempotent epoch bump (KIP-360): the same producer id with the next epoch, taken
         locally; a fresh InitProducerId only once the epoch is exhausted. Every partition's sequences
         restart at 0. Keeping the id matters: a leader that knows the id refuses a new epoch's batch that
@@ -566,7 +566,7 @@ class AIOProducer:
                 log.warning("could not get a new producer id: %s", exc)
                 await asyncio.sleep(self.config["retry_backoff_ms"] / 1000)
                 return
-        self._producer_id_stale = False
+        self._epoch_stale = False
         self._next_sequence.clear()
         # Only from the batch whose sequence broke on are the queued batches re-sequenced (the leader refused
         # them for the gap). Any other retried batch keeps its old epoch and sequence: it may have been
@@ -583,7 +583,7 @@ class AIOProducer:
         batches after it. Those before it may be written (answered NOT_LEADER_OR_FOLLOWER after the append,
         an answer lost with its connection): they keep their epoch and sequence so the leader recognises
         them, as a batch re-sent as sequence 0 of the new epoch would be stored twice."""
-        self._producer_id_stale = True
+        self._epoch_stale = True
         self._broken_sequences[batch.tp] = min(batch.order, self._broken_sequences.get(batch.tp, batch.order))
 
     def _drain(self, now: float) -> tuple[dict[int, list[_Batch]], float | None]:
@@ -601,7 +601,7 @@ class AIOProducer:
                 continue
             batch = queue[0]
             in_flight = self._in_flight.setdefault(tp, [])
-            if self._producer_id_stale and self._idempotent:
+            if self._epoch_stale and self._idempotent:
                 continue
             if self._txn is not None and not self._txn.is_send_allowed(tp):
                 continue  # its AddPartitionsToTxn is still to be answered
@@ -724,7 +724,7 @@ class AIOProducer:
         retriable = error.retriable
         if code in (OutOfOrderSequenceNumberError.code, UnknownProducerIdError.code) and batch.sequence is not None:
             current = batch.producer == (self._producer_id, self._producer_epoch)
-            if self._txn is not None and (not current or self._producer_id_stale):
+            if self._txn is not None and (not current or self._epoch_stale):
                 self._finish(batch)  # sent under an epoch we gave up: resend under the new one
                 batch.unseal()
                 batch.attempts -= 1
