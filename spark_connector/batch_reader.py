@@ -14,7 +14,7 @@ from pyspark.sql.datasource import DataSourceReader, InputPartition
 
 from .offset_reader import KafkaOffsetReader
 from .options import SourceOptions
-from .partition_reader import KafkaInputPartition, ReadSettings, read_range, report_data_loss
+from .partition_reader import KafkaInputPartition, ReadSettings, read_range, report_offset_changed
 from .ranges import plan_ranges
 
 log = logging.getLogger(__name__)
@@ -40,11 +40,7 @@ class KafkaBatchReader(DataSourceReader):
             offsets.close()
         for tp in sorted(partitions):
             if starts[tp] > ends[tp]:
-                report_data_loss(self.options.fail_on_data_loss,
-                                 f"Partition {tp.topic}-{tp.partition} offset was changed from {starts[tp]} to "
-                                 f"{ends[tp]}. This could either be a user error that the start offset is set too "
-                                 f"high and this is the first batch, or the kafka topic-partition is broken, and "
-                                 f"some data may have been missed.", "PARTITION_OFFSET_CHANGED")
+                report_offset_changed(self.options.fail_on_data_loss, tp, starts[tp], ends[tp])
         planned = plan_ranges(starts, ends, self.options.min_partitions)
         return planned or [KafkaInputPartition("", 0, 0, 0)]  # Spark wants at least one partition
 

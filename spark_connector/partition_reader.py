@@ -77,6 +77,14 @@ def report_data_loss(fail: bool, reason: str, condition: str | None = None, warn
     log.warning("%s %s", warning or reason, WARN_INSTRUCTION)
 
 
+def report_offset_changed(fail: bool, tp: TopicPartition, start: int, end: int) -> None:
+    """An end offset below the start: Spark's PARTITION_OFFSET_CHANGED (batch and streaming readers)."""
+    report_data_loss(fail, f"Partition {tp.topic}-{tp.partition} offset was changed from {start} to {end}. This "
+                           f"could either be a user error that the start offset is set too high and this is the "
+                           f"first batch, or the kafka topic-partition is broken, and some data may have been "
+                           f"missed.", "PARTITION_OFFSET_CHANGED")
+
+
 def tp_names(partitions) -> str:
     """Partitions as Kafka's TopicPartition.toString names them: ``[topic-0, topic-1]``."""
     return "[" + ", ".join(f"{tp.topic}-{tp.partition}" for tp in sorted(partitions)) + "]"

@@ -39,7 +39,7 @@ from ..clients.types import TopicPartition
 from .batch_reader import read_settings
 from .offset_reader import KafkaOffsetReader, Offsets, offsets_from_json, offsets_to_json
 from .options import SourceOptions
-from .partition_reader import KafkaInputPartition, read_range, report_data_loss, tp_names
+from .partition_reader import KafkaInputPartition, read_range, report_data_loss, report_offset_changed, tp_names
 from .ranges import plan_ranges
 
 log = logging.getLogger(__name__)
@@ -166,10 +166,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             report_data_loss(fail, f"Partitions {tp_names(deleted)} have been deleted.", "PARTITIONS_DELETED")
         for tp in sorted(ends):
             if tp in starts and ends[tp] < starts[tp]:
-                report_data_loss(fail, f"Partition {tp.topic}-{tp.partition} offset was changed from {starts[tp]} "
-                                       f"to {ends[tp]}. This could either be a user error that the start offset is "
-                                       f"set too high and this is the first batch, or the kafka topic-partition is "
-                                       f"broken, and some data may have been missed.", "PARTITION_OFFSET_CHANGED")
+                report_offset_changed(fail, tp, starts[tp], ends[tp])
         # Spark wants at least one input partition, even when nothing is left to read.
         return plan_ranges(starts, ends, self.options.min_partitions) or [KafkaInputPartition("", 0, 0, 0)]
 
