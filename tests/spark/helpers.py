@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import json
+
 from odradek.clients import Admin, NewTopic, Producer
+from tests.integration.helpers import wait_until
 
 
 def create_topic(servers: str, topic: str, partitions: int, replication: int = 1, configs: dict | None = None) -> None:
@@ -51,19 +54,12 @@ def source_latest_total(progress: dict) -> int | None:
     if not latest:
         return None
     if isinstance(latest, str):
-        import json
         latest = json.loads(latest)
     return sum(int(o) for parts in latest.values() for o in parts.values())
 
 
 def delete_topic(servers: str, topic: str) -> None:
     """Delete ``topic`` and wait until the cluster's metadata no longer lists it."""
-    import time
-
     with Admin(servers) as admin:
         admin.delete_topics([topic])
-        deadline = time.monotonic() + 60
-        while topic in admin.list_topics():
-            if time.monotonic() > deadline:
-                raise AssertionError(f"topic {topic} still listed 60 s after its deletion")
-            time.sleep(0.2)
+        wait_until(lambda: topic not in admin.list_topics(), 60, f"topic {topic} to leave the metadata")
