@@ -112,6 +112,12 @@ def commit(markers, state, producer_id, partitions=tuple(LEADERS)):
     return tid
 
 
+async def let_tasks_run():
+    """A few loop turns: the transaction tasks and the channel's drainer take their next step."""
+    for _ in range(5):
+        await asyncio.sleep(0)
+
+
 async def settled(markers):
     for _ in range(2000):
         if not markers.pending():
@@ -142,13 +148,11 @@ async def test_markers_queued_while_a_request_is_out_leave_together_when_it_retu
     markers, state, broker = sender()
     broker.gate.clear()
     commit(markers, state, 1, partitions=[("t", 0)])
-    for _ in range(5):
-        await asyncio.sleep(0)
+    await let_tasks_run()
     assert broker.markers_per_request(1) == [1]  # out, held by the broker
     for pid in range(2, 7):
         commit(markers, state, pid, partitions=[("t", 0)])
-    for _ in range(5):
-        await asyncio.sleep(0)
+    await let_tasks_run()
     assert broker.markers_per_request(1) == [1] and markers.channel.queued(1) == 5  # one in flight per broker
     broker.gate.set()
     await settled(markers)
@@ -192,8 +196,7 @@ async def test_one_producer_never_has_two_markers_in_one_request():
     broker.gate.clear()
     channel = TxnMarkerChannel(0, 5.0, connect=broker.connect)
     sends = [asyncio.ensure_future(channel.send(1, ("h", 1), pid, 0, True, 1, [("t", 0)])) for pid in (7, 7, 8)]
-    for _ in range(5):
-        await asyncio.sleep(0)
+    await let_tasks_run()
     broker.gate.set()
     results = await asyncio.gather(*sends)
     assert [r.producer_id for r in results] == [7, 7, 8]
@@ -206,12 +209,10 @@ async def test_a_cancelled_transaction_leaves_the_queue():
     markers, state, broker = sender()
     broker.gate.clear()
     commit(markers, state, 1, partitions=[("t", 0)])
-    for _ in range(5):
-        await asyncio.sleep(0)
+    await let_tasks_run()
     commit(markers, state, 2, partitions=[("t", 0)])
     commit(markers, state, 3, partitions=[("t", 0)])
-    for _ in range(5):
-        await asyncio.sleep(0)
+    await let_tasks_run()
     markers.remove_for_partition(0)   # the __transaction_state partition moved away: all three stop
     commit(markers, state, 4, partitions=[("t", 0)])
     broker.gate.set()
