@@ -71,16 +71,22 @@ class ReassignZk(FakeZk):
         return lambda: self.watched.remove(path)
 
 
-def reassigner(live=(1, 2, 3, 4)):
-    # t-0: replicas [1, 2], 1 leads, both in sync
+def reassigner_parts(live=(1, 2, 3, 4), zk_type=None):
+    """t-0 on [1, 2] led by 1, t-1 on [2, 3] led by 2, all in sync; a reassigner over a ``zk_type``
+    (ReassignZk) fake. Returns (ctx, zk, batch, psm, rsm, reassigner, events it enqueued)."""
     ctx, fake, batch, psm, rsm = setup({0: [1, 2], 1: [2, 3]}, {0: S(1, 0, [1, 2], 1), 1: S(2, 0, [2, 3], 1)},
                                        live=live)
-    zk = ReassignZk(fake.znodes)
+    zk = (zk_type or ReassignZk)(fake.znodes)
     psm.writer.zk = zk
     ctx.epoch_zk_version = 7
-    events = []
-    return ctx, zk, batch, rsm, PartitionReassigner(ctx, rsm, psm, psm.writer, zk, run, 1, lambda: batch,
-                                                     events.append)
+    events: list = []
+    reassigner = PartitionReassigner(ctx, rsm, psm, psm.writer, zk, run, 1, lambda: batch, events.append)
+    return ctx, zk, batch, psm, rsm, reassigner, events
+
+
+def reassigner(live=(1, 2, 3, 4)):
+    ctx, zk, batch, _, rsm, r, _ = reassigner_parts(live)
+    return ctx, zk, batch, rsm, r
 
 
 def sent(batch, api_key):

@@ -8,14 +8,13 @@ from __future__ import annotations
 import asyncio
 
 from odradek.controller.event_manager import TopicDeletion
-from odradek.controller.reassignment import PartitionReassigner
 from odradek.controller.replica_state_machine import ReplicaState
 from odradek.controller.topic_deletion_manager import TopicDeletionManager
 from odradek.controller.zk_data import LeaderIsrAndControllerEpoch as S
 from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.errors import UnknownTopicOrPartitionError  # type: ignore[attr-defined]
-from tests.unit.controller.test_reassignment import ReassignZk
-from tests.unit.controller.test_state_machines import run, setup
+from tests.unit.controller.test_reassignment import ReassignZk, reassigner_parts
+from tests.unit.controller.test_state_machines import run
 
 
 class DeletionZk(ReassignZk):
@@ -32,14 +31,8 @@ class DeletionZk(ReassignZk):
 
 
 def controller(live=(1, 2, 3, 4)):
-    """t-0 on [1, 2] led by 1, t-1 on [2, 3] led by 2; a reassigner and a deletion manager sharing the context."""
-    ctx, fake, batch, psm, rsm = setup({0: [1, 2], 1: [2, 3]}, {0: S(1, 0, [1, 2], 1), 1: S(2, 0, [2, 3], 1)},
-                                       live=live)
-    zk = DeletionZk(fake.znodes)
-    psm.writer.zk = zk
-    ctx.epoch_zk_version = 7
-    events: list = []
-    reassigner = PartitionReassigner(ctx, rsm, psm, psm.writer, zk, run, 1, lambda: batch, events.append)
+    """test_reassignment's reassigner and a deletion manager sharing its context."""
+    ctx, zk, batch, psm, rsm, reassigner, events = reassigner_parts(live, DeletionZk)
     deletion = TopicDeletionManager(ctx, rsm, psm, zk, run, 1, True, lambda: batch)
     return ctx, zk, batch, rsm, reassigner, deletion, events
 
