@@ -40,7 +40,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_vs_tansu import format_table  # noqa: E402
+from bench_vs_tansu import format_table, run_json_process  # noqa: E402
 from kafka_client_workloads import own_cpu_seconds, process_cpu_seconds  # noqa: E402
 
 PARTITIONS = 3
@@ -174,11 +174,16 @@ def consume_odradek_sync(spec: dict, window: Window) -> dict:
     with Consumer(bootstrap_servers=spec["bootstrap"], auto_offset_reset="earliest") as consumer:
         consumer.partitions_for_topic(spec["topic"])  # connection and metadata before the window
         consumer.assign([TopicPartition(spec["topic"], p) for p in range(PARTITIONS)])
-        window.start()
-        read = 0
-        while read < spec["count"]:
-            read += sum(len(records) for records in consumer.poll(timeout_ms=1000).values())
-        return window.stop(read)
+        return _poll_all(consumer, spec["count"], window)
+
+
+def _poll_all(consumer, count: int, window: Window) -> dict:
+    """The timed window of a kafka-python-shaped consumer (ours or kafka-python): poll until ``count`` read."""
+    window.start()
+    read = 0
+    while read < count:
+        read += sum(len(records) for records in consumer.poll(timeout_ms=1000).values())
+    return window.stop(read)
 
 
 def consume_odradek_aio(spec: dict, window: Window) -> dict:
@@ -226,11 +231,7 @@ def consume_kafka_python(spec: dict, window: Window) -> dict:
     try:
         consumer.partitions_for_topic(spec["topic"])
         consumer.assign([TopicPartition(spec["topic"], p) for p in range(PARTITIONS)])
-        window.start()
-        read = 0
-        while read < spec["count"]:
-            read += sum(len(records) for records in consumer.poll(timeout_ms=1000).values())
-        return window.stop(read)
+        return _poll_all(consumer, spec["count"], window)
     finally:
         consumer.close()
 
@@ -249,13 +250,8 @@ def client_main(spec: dict) -> None:
 
 
 def run_client(spec: dict, timeout: float = 900.0) -> dict:
-    done = subprocess.run([sys.executable, __file__, "--client", json.dumps(spec)],
-                          capture_output=True, text=True, timeout=timeout)
-    lines = done.stdout.strip().splitlines()
-    if done.returncode != 0 or not lines:
-        raise RuntimeError(f"{spec['client']} {spec['kind']} failed (exit {done.returncode}):\n"
-                           + "\n".join(done.stderr.strip().splitlines()[-8:]))
-    return json.loads(lines[-1])
+    return run_json_process([__file__, "--client", json.dumps(spec)], f"{spec['client']} {spec['kind']}", timeout,
+                            stderr_lines=8)
 
 
 # ---------------------------------------------------------------------------------------------- the run

@@ -29,7 +29,6 @@ import shutil
 import signal
 import statistics
 import struct
-import subprocess
 import sys
 import tempfile
 import threading
@@ -40,7 +39,8 @@ from pathlib import Path
 import confluent_kafka
 from confluent_kafka import Producer
 
-from bench_vs_tansu import OdradekBroker, derived, format_figure, format_row, format_table, medians
+from bench_vs_tansu import (OdradekBroker, derived, format_figure, format_row, format_table, medians,
+                            run_json_process)
 from kafka_client_workloads import _flush, _produce_all, _producer, own_cpu_seconds, process_cpu_seconds
 from odradek.clients.cli.local_cluster import LocalCluster
 from odradek.clients.simple_client import SyncSimpleClient
@@ -95,13 +95,7 @@ def client_produce(spec: dict) -> dict:
 
 
 def run_client(spec: dict, timeout: float = 900.0) -> dict:
-    completed = subprocess.run([sys.executable, __file__, "--client", json.dumps(spec)],
-                               capture_output=True, text=True, timeout=timeout)
-    lines = completed.stdout.strip().splitlines()
-    if completed.returncode != 0 or not lines:
-        raise RuntimeError(f"client failed (exit {completed.returncode}):\n"
-                           + "\n".join(completed.stderr.strip().splitlines()[-10:]))
-    return json.loads(lines[-1])
+    return run_json_process([__file__, "--client", json.dumps(spec)], "client", timeout)
 
 
 # ------------------------------------------------------------------------------------------- cluster

@@ -216,15 +216,20 @@ def workloads(args: argparse.Namespace) -> list[Workload]:
     return [w for w in every if w.key in args.workloads]
 
 
-def run_client(spec: dict, timeout: float = 900.0) -> dict:
-    """Run one workload in a fresh client process; returns its JSON result."""
-    completed = subprocess.run([sys.executable, str(WORKLOAD_SCRIPT), json.dumps(spec)],
-                               capture_output=True, text=True, timeout=timeout)
+def run_json_process(argv: list[str], what: str, timeout: float = 900.0, stderr_lines: int = 10) -> dict:
+    """Run a client in a process of its own (``sys.executable`` + ``argv``); returns the JSON of its last
+    stdout line, or raises naming ``what`` with the end of its stderr. Shared by the benchmarks."""
+    completed = subprocess.run([sys.executable, *argv], capture_output=True, text=True, timeout=timeout)
     lines = completed.stdout.strip().splitlines()
     if completed.returncode != 0 or not lines:
-        raise RuntimeError(f"{spec['workload']} failed (exit {completed.returncode}):\n"
-                           + "\n".join(completed.stderr.strip().splitlines()[-10:]))
+        raise RuntimeError(f"{what} failed (exit {completed.returncode}):\n"
+                           + "\n".join(completed.stderr.strip().splitlines()[-stderr_lines:]))
     return json.loads(lines[-1])
+
+
+def run_client(spec: dict, timeout: float = 900.0) -> dict:
+    """Run one workload in a fresh client process; returns its JSON result."""
+    return run_json_process([str(WORKLOAD_SCRIPT), json.dumps(spec)], spec["workload"], timeout)
 
 
 def client_spec(workload: Workload, broker, topic: str, args: argparse.Namespace) -> dict:
