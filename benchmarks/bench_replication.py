@@ -155,7 +155,7 @@ def throughput_table(results: dict[str, list[dict]]) -> str:
     base = summary[SETUPS[0].key]
     for setup in SETUPS[1:]:
         rows.append([f"{setup.label} / RF 1, acks=1"]
-                    + [f"{summary[setup.key][key] / base[key]:.2f}×" for key in COLUMNS])
+                    + [f"{summary[setup.key][key] / base[key]:.2f}×" if base[key] else "-" for key in COLUMNS])
     return format_table(["produce 100 B", "rec/s", "MB/s", "brokers µs/rec", "client µs/rec"], rows)
 
 
