@@ -19,7 +19,7 @@ def run(coro, timeout: float = 200):
     return asyncio.run(asyncio.wait_for(coro, timeout))
 
 
-def wait_until(condition, timeout: float = 90.0, what: str = "condition"):
+def wait_until(condition, timeout: float = 90.0, what: str = "condition", interval: float = 0.2):
     """Poll ``condition`` until it returns something truthy (returned); fail naming ``what`` after ``timeout``
     seconds, an upper bound for the cluster to converge, never a speed assertion."""
     deadline = time.monotonic() + timeout
@@ -29,7 +29,7 @@ def wait_until(condition, timeout: float = 90.0, what: str = "condition"):
             return value
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
-        time.sleep(0.2)
+        time.sleep(interval)
 
 
 async def create_topic(servers: str, name: str, partitions: int) -> None:

@@ -11,7 +11,7 @@ import pytest
 
 from odradek.clients import Admin, TopicPartition
 
-from .conftest import wait_until
+from tests.integration.helpers import wait_until
 from .helpers import create_topic, delete_topic, produce, start_memory_stream
 
 
@@ -25,7 +25,7 @@ def values(spark, name):
 
 
 def wait_for_failure(query) -> str:
-    wait_until(lambda: not query.isActive, 180, message="the query to fail")
+    wait_until(lambda: not query.isActive, 180, what="the query to fail")
     assert query.exception() is not None, "the query stopped without an error"
     return str(query.exception())
 
@@ -40,7 +40,7 @@ def recreate_topic(servers, topic, partitions):
             if "exist" not in str(exc).lower() and "marked for deletion" not in str(exc).lower():
                 raise
             return False
-    wait_until(created, 60, interval=0.5, message=f"{topic} to be created again")
+    wait_until(created, 60, interval=0.5, what=f"{topic} to be created again")
 
 
 def test_deleted_topic_fails_the_query_naming_its_partitions(spark, servers, tmp_path):
@@ -49,7 +49,7 @@ def test_deleted_topic_fails_the_query_naming_its_partitions(spark, servers, tmp
     produce(servers, topic, [(i % 2, None, f"a{i}".encode()) for i in range(10)])
     query = start_memory_stream(spark, servers, topic, name, tmp_path / "cp")
     try:
-        wait_until(lambda: spark.table(name).count() == 10, 120, message="the first records")
+        wait_until(lambda: spark.table(name).count() == 10, 120, what="the first records")
         delete_topic(servers, topic)
         message = wait_for_failure(query)
     finally:
@@ -66,15 +66,15 @@ def test_deleted_topic_is_skipped_and_a_recreated_one_read_from_its_start(spark,
     produce(servers, topic, [(0, None, f"old{i}".encode()) for i in range(10)])
     query = start_memory_stream(spark, servers, topic, name, tmp_path / "cp", failOnDataLoss="false")
     try:
-        wait_until(lambda: spark.table(name).count() == 10, 120, message="the first records")
+        wait_until(lambda: spark.table(name).count() == 10, 120, what="the first records")
         batches = len(query.recentProgress)
         delete_topic(servers, topic)
         # A trigger sees the topic gone and moves the query's offsets past it: a batch ends without it.
         wait_until(lambda: any(p["batchId"] > 0 and p["sources"][0]["endOffset"] in ("{}", {}, None)
-                               for p in query.recentProgress[batches:]), 120, message="a batch without the topic")
+                               for p in query.recentProgress[batches:]), 120, what="a batch without the topic")
         recreate_topic(servers, topic, 1)
         produce(servers, topic, [(0, None, f"new{i}".encode()) for i in range(5)])
-        wait_until(lambda: spark.table(name).count() == 15, 120, message="the re-created topic's records")
+        wait_until(lambda: spark.table(name).count() == 15, 120, what="the re-created topic's records")
         assert query.isActive and query.exception() is None
         rows = sorted((r.value, r.offset) for r in spark.table(name).collect())
     finally:
@@ -90,7 +90,7 @@ def hold_then_age_out(spark, servers, topic, name, checkpoint, fail_on_data_loss
     produce(servers, topic, [(0, None, f"a{i}".encode()) for i in range(10)])
     query = start_memory_stream(spark, servers, topic, name, checkpoint, minOffsetsPerTrigger="20",
                                 maxTriggerDelay="1h", failOnDataLoss=fail_on_data_loss)
-    wait_until(lambda: spark.table(name).count() == 10, 120, message="the first batch")
+    wait_until(lambda: spark.table(name).count() == 10, 120, what="the first batch")
     produce(servers, topic, [(0, None, f"b{i}".encode()) for i in range(10)])
     with Admin(servers) as admin:
         admin.delete_records({TopicPartition(topic, 0): 15})
@@ -115,7 +115,7 @@ def test_aged_out_offsets_are_skipped_with_fail_on_data_loss_false(spark, server
     topic, name = "loss-aged-go-on", "loss_aged_go_on"
     query = hold_then_age_out(spark, servers, topic, name, tmp_path / "cp", "false")
     try:
-        wait_until(lambda: spark.table(name).count() == 25, 120, message="the records after the new log start")
+        wait_until(lambda: spark.table(name).count() == 25, 120, what="the records after the new log start")
         assert query.isActive and query.exception() is None
         rows = sorted((r.offset, r.value) for r in spark.table(name).collect())
     finally:
@@ -133,7 +133,7 @@ def test_retention_between_batches_is_skipped_with_fail_on_data_loss_false(spark
     query = start_memory_stream(spark, servers, topic, name, tmp_path / "cp", minOffsetsPerTrigger="60",
                                 maxTriggerDelay="1h", failOnDataLoss="false")
     try:
-        wait_until(lambda: query.recentProgress, 120, message="the first trigger (the query is at offset 0)")
+        wait_until(lambda: query.recentProgress, 120, what="the first trigger (the query is at offset 0)")
         # 40 records timestamped an hour ago fill several 1 KiB segments, which retention removes once newer
         # records roll them; 59 records wait, fewer than minOffsetsPerTrigger, so no batch runs meanwhile.
         # (batch_size=64: one record per batch, each far below segment.bytes)
@@ -142,10 +142,10 @@ def test_retention_between_batches_is_skipped_with_fail_on_data_loss_false(spark
         produce(servers, topic, [(0, None, f"new{i}".encode() * 8) for i in range(19)], batch_size=64)
         with Admin(servers) as admin:
             wait_until(lambda: admin.list_offsets({TopicPartition(topic, 0): -2})[TopicPartition(topic, 0)] > 0,
-                       120, message="retention to move the log start")
+                       120, what="retention to move the log start")
         assert spark.table(name).count() == 0
         produce(servers, topic, [(0, None, b"new19" * 8)])  # 60 wait: the batch [0, 60) runs
-        wait_until(lambda: spark.table(name).count() > 0, 120, message="the batch")
+        wait_until(lambda: spark.table(name).count() > 0, 120, what="the batch")
         rows = spark.table(name).collect()
         assert query.isActive and query.exception() is None
     finally:

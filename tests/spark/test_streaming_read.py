@@ -10,7 +10,7 @@ import pytest
 
 
 
-from .conftest import wait_until
+from tests.integration.helpers import wait_until
 from .helpers import create_topic, produce
 
 
@@ -105,13 +105,13 @@ def test_source_follows_a_leader_moved_by_a_broker_failure(spark, odradek_cluste
              .format("memory").queryName(name).option("checkpointLocation", str(tmp_path / "cp"))
              .trigger(processingTime="500 milliseconds").start())
     try:
-        wait_until(lambda: spark.table(name).count() == 50, 120, message="the first 50 records")
+        wait_until(lambda: spark.table(name).count() == 50, 120, what="the first 50 records")
         from odradek.clients import Admin
         with Admin(servers) as admin:
             leader = admin.describe_topics([topic])[0].partitions[0].leader
         cluster.kill_broker(leader, signal.SIGKILL)
         produce(servers, topic, [(0, None, f"after-{i}".encode()) for i in range(50)], acks="all")
-        wait_until(lambda: spark.table(name).count() >= 100, 180, message="the records written after the failover")
+        wait_until(lambda: spark.table(name).count() >= 100, 180, what="the records written after the failover")
         values = sorted(r.value for r in spark.table(name).collect())
         assert values == sorted([f"before-{i}" for i in range(50)] + [f"after-{i}" for i in range(50)])
         assert query.exception() is None
@@ -135,13 +135,13 @@ def test_pattern_subscription_picks_up_new_partitions_and_topics(spark, three_br
              .queryName(name).option("checkpointLocation", str(tmp_path / "cp"))
              .trigger(processingTime="500 milliseconds").start())
     try:
-        wait_until(lambda: spark.table(name).count() == 10, 120, message="the first records")
+        wait_until(lambda: spark.table(name).count() == 10, 120, what="the first records")
         with Admin(servers) as admin:
             admin.create_partitions({"grow-a": NewPartitions(2)})
         create_topic(servers, "grow-b", 1)
         produce(servers, "grow-a", [(1, None, f"a1-{i}".encode()) for i in range(5)])
         produce(servers, "grow-b", [(0, None, f"b{i}".encode()) for i in range(5)])
-        wait_until(lambda: spark.table(name).count() >= 20, 120, message="records of the new partition and topic")
+        wait_until(lambda: spark.table(name).count() >= 20, 120, what="records of the new partition and topic")
         got = sorted((r.topic, r.partition, r.value) for r in spark.table(name).collect())
         assert got == sorted([("grow-a", 0, f"a{i}") for i in range(10)] + [("grow-a", 1, f"a1-{i}") for i in range(5)]
                              + [("grow-b", 0, f"b{i}") for i in range(5)])

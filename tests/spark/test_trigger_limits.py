@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from .conftest import wait_until
+from tests.integration.helpers import wait_until
 from .helpers import create_topic, produce, source_latest_total, start_memory_stream
 
 SCHEMA = "partition int, offset bigint, value string"
@@ -43,7 +43,7 @@ def wait_until_seen_and_held(query, latest_total: int) -> None:
     """Until a trigger whose latestOffset found ``latest_total`` offsets in all ran no batch."""
     def held():
         return any(p["numInputRows"] == 0 and source_latest_total(p) == latest_total for p in query.recentProgress)
-    wait_until(held, 120, message=f"a trigger that saw {latest_total} offsets and ran no batch")
+    wait_until(held, 120, what=f"a trigger that saw {latest_total} offsets and ran no batch")
 
 
 def assert_exactly_once(spark, name: str, expected: dict[int, int]) -> None:
@@ -67,7 +67,7 @@ def test_min_offsets_hold_batches_and_max_offsets_cap_them(spark, servers, tmp_p
     query = start()
     try:
         # The first trigger is not held (Spark's delay clock starts at 0): the 4 waiting records are read.
-        wait_until(lambda: written() == 4, 120, message="the first batch")
+        wait_until(lambda: written() == 4, 120, what="the first batch")
         assert [rows for _, rows in data_batches(query)] == [4]
 
         # 5 new records < minOffsetsPerTrigger: triggers see them and run no batch.
@@ -90,7 +90,7 @@ def test_min_offsets_hold_batches_and_max_offsets_cap_them(spark, servers, tmp_p
     # The held records are read by the restarted query (its first trigger is not held), once.
     query = start()
     try:
-        wait_until(lambda: written() == 35, 120, message="the held records")
+        wait_until(lambda: written() == 35, 120, what="the held records")
     finally:
         query.stop()
     rows = spark.read.schema(SCHEMA).parquet(str(out)).collect()
@@ -106,10 +106,10 @@ def test_max_trigger_delay_lets_a_small_batch_through(spark, servers, tmp_path):
     query = start_memory_stream(spark, servers, topic, name, tmp_path / "cp", minOffsetsPerTrigger="1000",
                                 maxTriggerDelay="2s")
     try:
-        wait_until(lambda: spark.table(name).count() == 3, 120, message="the first batch")
+        wait_until(lambda: spark.table(name).count() == 3, 120, what="the first batch")
         produce(servers, topic, [(0, None, f"b{i}".encode()) for i in range(2)])
         # Far fewer than 1000 records, yet a batch runs once 2 s passed since the last one.
-        wait_until(lambda: spark.table(name).count() == 5, 120, message="the delayed batch")
+        wait_until(lambda: spark.table(name).count() == 5, 120, what="the delayed batch")
         assert [rows for _, rows in data_batches(query)] == [3, 2]
         assert_exactly_once(spark, name, {0: 5})
         assert query.exception() is None
