@@ -355,6 +355,19 @@ class SimpleClient:
 
         return await self._poll([topic], ready, timeout, f"leaders for every partition of {topic!r}")
 
+    async def wait_until_broker_knows(self, node_id: int, topic: str, timeout: float = 30.0) -> None:
+        """Poll broker ``node_id``'s own Metadata until it lists ``topic``: its metadata cache has the
+        controller's UpdateMetadata, which answers such as DescribeConfigs or NOT_LEADER_OR_FOLLOWER
+        depend on (as Kafka's)."""
+        request = MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name=topic)],
+                                  allow_auto_topic_creation=False)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while (await self.send(node_id, request)).topics[0].error_code != 0:
+            if loop.time() >= deadline:
+                raise TimeoutError(f"broker {node_id} does not know {topic!r} after {timeout} s")
+            await asyncio.sleep(0.1)
+
     # -- topic administration (sent to the controller) --------------------------------------------
     async def _admin(self, names: list[str], send: Callable[[BrokerConnection, list[str]], Awaitable[dict[str, int]]]
                      ) -> dict[str, int]:

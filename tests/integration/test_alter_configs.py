@@ -6,14 +6,13 @@ and dynamic broker configs (per broker and cluster default) reach the logs' defa
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 
 import pytest
 
 from odradek.clients.simple_client import SyncSimpleClient
 from odradek.protocol.messages import (
-    AlterConfigsRequest, DescribeConfigsRequest, IncrementalAlterConfigsRequest, MetadataRequest,
+    AlterConfigsRequest, DescribeConfigsRequest, IncrementalAlterConfigsRequest,
 )
 from tests.conftest import new_cluster
 from tests.integration.helpers import wait_until
@@ -57,12 +56,7 @@ def create_topic(confluent_admin, client, name: str, partitions: int = 1, rf: in
     # DescribeConfigs answers from each broker's metadata cache (as Kafka's): wait until every broker's
     # UpdateMetadata has the topic, not only the one wait_for_leaders asked
     for node in range(3):
-        for _ in range(300):
-            known = client.send(node, MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name=name)],
-                                                      allow_auto_topic_creation=False))
-            if known.topics[0].error_code == 0:
-                break
-            time.sleep(0.1)
+        client.wait_until_broker_knows(node, name)
 
 
 def describe(client, node_id: int | None, resource_type: int, name: str, keys=None, version: int = 1) -> dict:

@@ -9,7 +9,7 @@ import pytest
 
 from odradek.clients.simple_client import SimpleClient, build_batch
 from odradek.protocol import errors
-from odradek.protocol.messages import CreateTopicsRequest, MetadataRequest, ProduceRequest
+from odradek.protocol.messages import CreateTopicsRequest, ProduceRequest
 from tests.unit.broker.network.helpers import Client
 
 pytestmark = pytest.mark.timeout(120)
@@ -113,12 +113,7 @@ def test_produce_to_a_broker_that_does_not_lead_the_partition(three_broker_clust
             other = next(b for b in (0, 1, 2) if b != leader)
             # Kafka answers NOT_LEADER_OR_FOLLOWER only once the broker's metadata knows the partition
             # (UNKNOWN_TOPIC_OR_PARTITION before): wait for the controller's UpdateMetadata to reach it.
-            for _ in range(300):
-                known = await client.send(other, MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(
-                    name="spread")], allow_auto_topic_creation=False))
-                if known.topics[0].error_code == 0:
-                    break
-                await asyncio.sleep(0.1)
+            await client.wait_until_broker_knows(other, "spread")
             request = ProduceRequest(acks=1, timeout_ms=1000, topic_data=[ProduceRequest.TopicProduceData(
                 name="spread", partition_data=[ProduceRequest.TopicProduceData.PartitionProduceData(
                     index=partition, records=build_batch([(None, b"x")]))])])
