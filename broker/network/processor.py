@@ -26,6 +26,7 @@ from ...protocol.api_keys import ApiKey
 from ...protocol.errors import FrameTooLargeError, UnknownApiKeyError, UnsupportedApiVersionError
 from ...protocol.framing import FrameSplitter
 from ...protocol.header import RequestHeader, decode_request
+from ..security.principal import ANONYMOUS
 from .request_channel import Request, RequestChannel, Response
 
 log = logging.getLogger(__name__)
@@ -34,12 +35,13 @@ _API_VERSIONS = int(ApiKey.API_VERSIONS)
 
 
 class Connection(asyncio.Protocol):
-    __slots__ = ("processor", "listener", "id", "transport", "splitter", "pending", "in_flight",
+    __slots__ = ("processor", "listener", "principal", "id", "transport", "splitter", "pending", "in_flight",
                  "closed", "last_active", "_reading", "_writable", "_served", "_stats")
 
     def __init__(self, processor: "Processor", listener: str, max_frame_size: int) -> None:
         self.processor = processor
         self.listener = listener
+        self.principal = ANONYMOUS  # replaced by authentication on SSL/SASL listeners
         self.id = ""
         self.transport: asyncio.Transport | None = None
         self.splitter = FrameSplitter(max_frame_size)

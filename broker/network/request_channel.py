@@ -16,6 +16,7 @@ from ...protocol.api_keys import ApiKey
 
 if TYPE_CHECKING:
     from ...protocol.header import RequestHeader
+    from ..security.principal import KafkaPrincipal
     from .processor import Connection
 
 _PRODUCE = int(ApiKey.PRODUCE)
@@ -55,6 +56,11 @@ class Request:
     @property
     def listener(self) -> str:
         return self.connection.listener
+
+    @property
+    def principal(self) -> KafkaPrincipal:
+        """Who sent it: the connection's authenticated principal (User:ANONYMOUS on a PLAINTEXT listener)."""
+        return self.connection.principal
 
     @property
     def expects_response(self) -> bool:
