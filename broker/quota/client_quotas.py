@@ -131,8 +131,11 @@ class ClientQuotas:
         throttle = request.throttle_time_ms
         if throttle is None:
             throttle = request.throttle_time_ms = self._record(request)
-        if throttle and body is not None and _has_throttle_field(body, request.header.api_version):
-            body.throttle_time_ms = throttle
+        if throttle and body is not None:
+            # an ApiVersions request at a version we do not speak is answered at v0
+            version = 0 if request.unsupported_version else request.header.api_version
+            if _has_throttle_field(body, version):
+                body.throttle_time_ms = throttle
 
     def _record(self, request: Any) -> int:
         api_key = request.header.api_key

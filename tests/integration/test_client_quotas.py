@@ -343,3 +343,19 @@ def test_quota_metrics_on_the_brokers(cluster, admin, spread_topic):
     assert samples[("kafka_server_quota_throttle_time", labels)] > 0
     throttled_ms = samples[("kafka_network_requestmetrics_throttletimems_sum", frozenset({"request": "Produce"}.items()))]
     assert throttled_ms > 0
+
+
+def test_a_user_quota_applies_to_the_connections_principal(cluster, admin, spread_topic):
+    """Without authentication every connection's principal is User:ANONYMOUS: a quota on that user throttles
+    every client-id, and its sensor is the user's."""
+    set_quota(admin, entity(user="ANONYMOUS"), producer_byte_rate=100_000)
+    try:
+        wait_until(lambda: produce_throttle_ms(cluster, 0, unique("anon"), spread_topic) > 0, timeout=30,
+                   what="the user quota applied")
+        samples = scrape(cluster.metrics_urls[0])
+        labels = frozenset({"resource": "Produce", "user": "ANONYMOUS", "clientId": ""}.items())
+        assert samples[("kafka_server_quota_throttle_time", labels)] > 0
+    finally:
+        set_quota(admin, entity(user="ANONYMOUS"), producer_byte_rate=None)
+    wait_until(lambda: produce_throttle_ms(cluster, 0, unique("anon"), spread_topic) == 0, timeout=30,
+               what="the user quota removed")

@@ -277,3 +277,18 @@ def test_entity_configs_as_zookeeper_stores_them():
     assert quotas.produce.quota("x", "app") == UNLIMITED
     with pytest.raises(ValueError):
         quotas.apply_entity_config("users", "a/b", {})
+
+
+def test_an_unsupported_api_versions_request_is_throttled_but_answered_at_v0_without_the_field():
+    from odradek.protocol.messages import ApiVersionsResponse
+
+    quotas = make_quotas(Clock())
+    quotas.apply_entity_config("users", "<default>", {"request_percentage": "1"})
+    request = Request(RequestHeader(ApiKey.API_VERSIONS, 99, 1, "app"), None, FakeConnection(),
+                      unsupported_version=True)
+    request.dequeue_time, request.local_complete_time = 10.0, 12.0
+    body = ApiVersionsResponse(error_code=35, api_keys=[], throttle_time_ms=0)
+    quotas.throttle_response(request, body)
+    assert request.throttle_time_ms > 0 and request.connection.throttles
+    assert body.throttle_time_ms == 0
+    ApiVersionsResponse.MESSAGE.encode(body, 0)  # still encodable at v0
