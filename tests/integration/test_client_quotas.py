@@ -26,7 +26,7 @@ from odradek.clients.cli.local_cluster import LocalCluster
 from odradek.clients.simple_client import SyncSimpleClient, build_batch
 from odradek.protocol import errors
 from odradek.protocol.messages import ProduceRequest
-from tests.conftest import TEST_BROKER_OVERRIDES
+from tests.conftest import new_cluster
 from tests.integration.helpers import console_tool, wait_until
 
 pytestmark = pytest.mark.timeout(300)
@@ -38,13 +38,12 @@ BATCH_BYTES = 400_000  # one produce request's records (below the 1 MB max.messa
 
 @pytest.fixture(scope="module")
 def cluster(zookeeper, tmp_path_factory):
-    cluster = LocalCluster(tmp_path_factory.mktemp("quota-cluster"), 3, zookeeper=zookeeper, base_port=0,
-                           chroot=f"/odradek-{uuid.uuid4().hex}", metrics_base_port=0,
-                           broker_overrides={**TEST_BROKER_OVERRIDES, "quota.window.num": "2"})
+    running = new_cluster(tmp_path_factory.mktemp("quota-cluster"), zookeeper, 3, {"quota.window.num": "2"},
+                          metrics_base_port=0)
     try:
-        yield cluster.start()
+        yield running.start()
     finally:
-        cluster.stop(timeout=15.0)
+        running.stop(timeout=15.0)
 
 
 @pytest.fixture(scope="module")
