@@ -71,10 +71,11 @@ def client(port: int, connections: int, window: int, seconds: float, result: "mp
     result.put(done / elapsed)
 
 
-async def serve_and_measure(connections: int, window: int, seconds: float, io_threads: int) -> float:
+async def serve_and_measure(connections: int, window: int, seconds: float, io_threads: int,
+                            apis: KafkaApis | None = None) -> float:
     config = KafkaConfig({"listeners": "PLAINTEXT://127.0.0.1:0", "zookeeper.connect": "localhost:2181",
                           "num.io.threads": str(io_threads)})
-    server = SocketServer(config, KafkaApis())
+    server = SocketServer(config, apis or KafkaApis())
     await server.start()
     result: mp.Queue = mp.Queue()
     proc = mp.get_context("fork").Process(target=client, args=(server.port(), connections, window, seconds, result))

@@ -306,6 +306,14 @@ _BROKER_KEYS: list[Key] = [
       at_least(0)),
     K("replication.quota.window.num", I, 11, "Samples kept for replication quotas", at_least(1)),
     K("replication.quota.window.size.seconds", I, 1, "Time span of each replication quota sample", at_least(1)),
+    # Client quotas (broker/quota/). The two static defaults are deprecated in Kafka 2.8 (dynamic <default>
+    # quotas replace them) but still honoured, at the client-id level.
+    K("quota.producer.default", L, LONG_MAX, "Deprecated: producer bytes/s of a client-id without a quota",
+      at_least(1)),
+    K("quota.consumer.default", L, LONG_MAX, "Deprecated: consumer bytes/s of a client-id without a quota",
+      at_least(1)),
+    K("quota.window.num", I, 11, "Samples kept for client quotas", at_least(1)),
+    K("quota.window.size.seconds", I, 1, "Time span of each client quota sample", at_least(1)),
     K("replica.fetch.backoff.ms", I, 1000, "Sleep after a partition fetch error", at_least(0)),
     K("replica.fetch.response.max.bytes", I, 10485760, "Max bytes of a whole follower fetch response",
       at_least(0)),

@@ -13,6 +13,9 @@ notification it has not processed yet and applies them:
   (Kafka's DynamicLogConfig); they change the topic defaults of every log without an override.
   The replication throttle rates are dynamic too (Kafka's DynamicConfig.Broker); they and the topics'
   throttled-replica lists go to ``replication_quotas`` (broker/replication_quota.py) when it is set.
+- ``clients/<c>``, ``users/<u>``, ``users/<u>/clients/<c>`` (names sanitized, ``<default>``): client quotas,
+  handed to ``client_quotas`` (broker/quota/) on the event loop, where the request path reads them. At
+  start-up every stored user and client config is applied first, as Kafka's DynamicConfigManager does.
 
 Notifications are processed in sequence order, each once; at start-up every existing one is
 processed (cheap and idempotent), as Kafka does. Kafka also purges notifications older than 15
@@ -61,6 +64,7 @@ class DynamicConfigManager:
         self._pending: asyncio.Task | None = None
         self.applied_changes = 0  # notifications processed (tests and metrics)
         self.replication_quotas: Any = None  # broker.replication_quota.ReplicationQuotas, set by the server
+        self.client_quotas: Any = None  # broker.quota.client_quotas.ClientQuotas, set by the server
 
     # -- lifecycle --------------------------------------------------------------------------------
 
@@ -68,6 +72,8 @@ class DynamicConfigManager:
         self._loop = asyncio.get_running_loop()
         self._processing = asyncio.Lock()
         await self._loop.run_in_executor(None, self.load_broker_configs)
+        if self.client_quotas is not None:
+            await self._loop.run_in_executor(None, self.load_client_quota_configs)
         # The watch fires once at once with the current children: every existing notification is processed.
         self._unwatch = await self._loop.run_in_executor(None, self.zk.watch_children, CHANGES_PATH,
                                                          self._on_children)
@@ -124,7 +130,36 @@ class DynamicConfigManager:
                 self.replication_quotas.apply_topic_config(entity_name, overrides)
         elif entity_type == "brokers" and entity_name in (DEFAULT_ENTITY, str(self.broker_id)):
             self.load_broker_configs()
-        # other entities (clients, users, other brokers) have nothing to change here
+        elif entity_type in ("users", "clients") and self.client_quotas is not None:
+            config = self.zk.get_entity_config(entity_type, entity_name)
+            log.info("Processing override for entityPath: %s/%s with config: %s", entity_type, entity_name, config)
+            self._on_loop(self.client_quotas.apply_entity_config, entity_type, entity_name, config)
+        # other entities (other brokers) have nothing to change here
+
+    def load_client_quota_configs(self) -> None:
+        """Every stored user, (user, client-id) and client-id config (Kafka's start-up bootstrap)."""
+        entities = [("users", name, config) for name, config in self.zk.get_all_entity_configs("users").items()]
+        entities += [("users", name, config)
+                     for name, config in self.zk.get_all_child_entity_configs("users", "clients").items()]
+        entities += [("clients", name, config) for name, config in self.zk.get_all_entity_configs("clients").items()]
+        for entity_type, name, config in entities:
+            self._on_loop(self.client_quotas.apply_entity_config, entity_type, name, config)
+
+    def _on_loop(self, fn: Callable[..., Any], *args: Any) -> None:
+        """Run ``fn`` on the broker's event loop (this runs in an executor thread): the quota managers are
+        the request path's, which has no locks."""
+        loop = self._loop
+        if loop is None or loop.is_closed():
+            fn(*args)
+            return
+        loop.call_soon_threadsafe(self._guarded, fn, args)
+
+    @staticmethod
+    def _guarded(fn: Callable[..., Any], args: tuple) -> None:
+        try:
+            fn(*args)
+        except Exception:
+            log.exception("Cannot apply the client quota config %s", args[:2])
 
     def load_broker_configs(self) -> None:
         """Re-read this broker's and the default dynamic configs; new topic defaults for every log."""

@@ -259,6 +259,15 @@ class FetchContext:
     def answer(self, results: Mapping[Key, Any]) -> FetchAnswer:
         raise NotImplementedError
 
+    def preview(self, results: Mapping[Key, Any]) -> FetchAnswer:
+        """What ``answer`` would send, without touching the session (Kafka's getResponseSize sizes it)."""
+        return self.answer(results)
+
+    def throttled_answer(self) -> FetchAnswer:
+        """The empty answer of a fetch throttled by a client quota (Kafka's getThrottledResponse): no
+        partitions, no session id, and the session, if any, untouched."""
+        return FetchAnswer(0, INVALID_SESSION_ID, [])
+
 
 class SessionErrorContext(FetchContext):
     """An unknown session or a wrong epoch: nothing is read; the error is the whole answer."""
@@ -301,6 +310,9 @@ class FullFetchContext(SessionlessFetchContext):
                                                      create_partitions)
         return FetchAnswer(0, session_id, [(key, results[key]) for key in self.fetch_data])
 
+    def preview(self, results: Mapping[Key, Any]) -> FetchAnswer:
+        return SessionlessFetchContext.answer(self, results)
+
 
 class IncrementalFetchContext(FetchContext):
     """Epoch > 0 on a known session: read every partition of the session, answer the changed ones."""
@@ -329,6 +341,19 @@ class IncrementalFetchContext(FetchContext):
                 changed.append((key, result))
                 session.partitions[key] = session.partitions.pop(key)  # to the back of the queue
         return FetchAnswer(0, session.id, changed)
+
+    def preview(self, results: Mapping[Key, Any]) -> FetchAnswer:
+        session = self.session
+        if session.epoch != self.expected_epoch:
+            return FetchAnswer(InvalidFetchSessionEpochError.code, session.id, [])
+        return FetchAnswer(0, session.id, [(key, results[key]) for key, cached in session.partitions.items()
+                                           if key in results and cached.must_respond(results[key], update=False)])
+
+    def throttled_answer(self) -> FetchAnswer:
+        """The session keeps its (already advanced) epoch, so the fetcher's next request goes on with it."""
+        if self.session.epoch != self.expected_epoch:
+            return FetchAnswer(InvalidFetchSessionEpochError.code, self.session.id, [])
+        return FetchAnswer(0, self.session.id, [])
 
 
 class FetchManager:

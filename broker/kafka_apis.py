@@ -68,6 +68,9 @@ class KafkaApis:
         self.errors = 0  # handler exceptions turned into error responses
         # (request, response body) before encoding: broker/metrics counts the error codes (ErrorsPerSec)
         self.on_response: Callable[[Request, Any], None] | None = None
+        # (request, response body or None) before encoding: client quotas (broker/quota) may mute the
+        # connection and set the body's throttle_time_ms
+        self.throttle: Callable[[Request, Any], None] | None = None
         if api_versions:
             from .apis import api_versions as _api_versions
             _api_versions.register(self)
@@ -107,11 +110,11 @@ class KafkaApis:
         return result if isinstance(result, Response) else await result
 
     def _to_response(self, request: Request, result: Any) -> Response:
-        if result is None:
-            return Response.noop(request)
         if isinstance(result, Response):
             return result
-        if not request.expects_response:
+        if self.throttle is not None:
+            self.throttle(request, result)  # an acks=0 Produce (None) may still be throttled
+        if result is None or not request.expects_response:
             return Response.noop(request)  # acks=0: never answered, whatever the handler built
         if self.on_response is not None:
             self.on_response(request, result)
@@ -131,6 +134,8 @@ class KafkaApis:
         builder = self.error_builders.get(request.header.api_key, generic_error_response)
         try:
             body = builder(request, code)
+            if self.throttle is not None:
+                self.throttle(request, body)
             if self.on_response is not None:
                 self.on_response(request, body)
             version = 0 if request.unsupported_version else request.header.api_version

@@ -19,9 +19,9 @@ Everything runs on the broker's event loop: no locks.
 from __future__ import annotations
 
 import logging
-import time
-from dataclasses import dataclass
 from typing import Any, Callable, Mapping
+
+from .quota.stats import SimpleRate, monotonic_ms
 
 log = logging.getLogger(__name__)
 
@@ -31,60 +31,6 @@ LEADER_REPLICAS = "leader.replication.throttled.replicas"
 FOLLOWER_REPLICAS = "follower.replication.throttled.replicas"
 UNTHROTTLED = 2**63 - 1  # Kafka's QuotaBytesPerSecondDefault (Long.MAX_VALUE)
 ALL_REPLICAS = "*"       # Kafka's AllReplicas wildcard: every partition of the topic
-
-
-def monotonic_ms() -> float:
-    return time.monotonic() * 1000
-
-
-@dataclass
-class _Sample:
-    start_ms: float
-    total: float = 0.0
-
-
-class SimpleRate:
-    """Kafka's SampledStat + SimpleRate: a ring of ``num_samples`` windows of ``window_ms``; the rate is
-    the sum of the live samples over the time since the oldest one began, but never over less than one
-    window (SimpleRate, unlike Rate, does not pad a young sensor to the full window count, so the
-    quota bites from the first second)."""
-
-    def __init__(self, num_samples: int = 11, window_ms: float = 1000) -> None:
-        self.num_samples = max(1, num_samples)
-        self.window_ms = window_ms
-        self._samples: list[_Sample] = []
-        self._current = 0
-
-    def record(self, value: float, now_ms: float) -> None:
-        sample = self._current_sample(now_ms)
-        if now_ms - sample.start_ms >= self.window_ms:  # Sample.isComplete: move to the next slot
-            self._current = (self._current + 1) % self.num_samples
-            if self._current >= len(self._samples):
-                self._samples.append(_Sample(now_ms))
-            else:
-                self._samples[self._current] = _Sample(now_ms)
-            sample = self._samples[self._current]
-        sample.total += value
-
-    def measure(self, now_ms: float) -> float:
-        """Bytes per second."""
-        self._purge_obsolete(now_ms)
-        self._current_sample(now_ms)  # a sensor never recorded into measures from now
-        oldest = min(s.start_ms for s in self._samples)
-        elapsed_ms = max(now_ms - oldest, self.window_ms)
-        return sum(s.total for s in self._samples) / (elapsed_ms / 1000)
-
-    def _current_sample(self, now_ms: float) -> _Sample:
-        if not self._samples:
-            self._samples.append(_Sample(now_ms))
-        return self._samples[self._current]
-
-    def _purge_obsolete(self, now_ms: float) -> None:
-        """Samples older than the whole window restart empty at ``now`` (SampledStat.purgeObsoleteSamples)."""
-        expire_age = self.num_samples * self.window_ms
-        for i, sample in enumerate(self._samples):
-            if now_ms - sample.start_ms >= expire_age:
-                self._samples[i] = _Sample(now_ms)
 
 
 class ReplicationQuotaManager:

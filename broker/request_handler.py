@@ -39,7 +39,7 @@ class KafkaRequestHandlerPool:
         send = self.channel.send_response
         while True:
             request = await receive()
-            dequeued = monotonic()
+            dequeued = request.dequeue_time = monotonic()
             self.busy += 1
             try:
                 try:
@@ -53,6 +53,7 @@ class KafkaRequestHandlerPool:
                     if self.metrics is not None:
                         self.metrics.record(request, dequeued, local_done, local_done, monotonic())
                 else:
+                    request.local_complete_time = local_done  # request quotas count handler time only
                     self._park(request, response, dequeued, local_done)
             finally:
                 self.busy -= 1

@@ -33,6 +33,7 @@ from .apis import txn_apis
 from .apis import alter_configs, delete_records
 from .apis import describe_log_dirs
 from .apis import elect_leaders, reassignment_apis
+from .apis import client_quotas as client_quotas_api
 from .apis.services import BrokerServices
 from .broker_id import ONE_LINE_STARTUP_ERRORS, resolve_broker_id
 from .controlled_shutdown import controlled_shutdown
@@ -49,6 +50,7 @@ from .metrics.log_format import setup_logging as _setup_logging
 from .network.socket_server import SocketServer
 from .isr_manager import PROPAGATION_CHECK_INTERVAL_MS, IsrManager
 from .producer_id_manager import ProducerIdManager
+from .quota.client_quotas import ClientQuotas
 from .replica_fetcher import FetcherSettings, ReplicaFetcherManager
 from .replica_manager import ReplicaManager
 from .replication_quota import ReplicationQuotas
@@ -60,7 +62,7 @@ _API_MODULES = (produce, fetch, list_offsets, metadata, create_topics, delete_to
                 offset_for_leader_epoch, producers, group_apis, offset_apis, create_partitions,
                 describe_configs, alter_configs, delete_records, write_txn_markers,
                 txn_apis, describe_log_dirs,
-                elect_leaders, reassignment_apis)
+                elect_leaders, reassignment_apis, client_quotas_api)
 _NEVER_MS = 2 ** 62  # Kafka's Long.MaxValue defaults: "never"
 
 
@@ -79,6 +81,7 @@ class KafkaServer:
         self.group_coordinator: GroupCoordinator | None = None
         self.transaction_coordinator: TransactionCoordinator | None = None
         self.dynamic_config: DynamicConfigManager | None = None
+        self.client_quotas = ClientQuotas.from_config(config)
         self._tasks: list[asyncio.Task] = []
         self._session_expired = False
         self._stopped = asyncio.Event()
@@ -136,11 +139,13 @@ class KafkaServer:
         services.transaction_coordinator = txn
         dynamic.log_manager = self.log_manager
         services.dynamic_config = dynamic
+        services.client_quotas = dynamic.client_quotas = self.client_quotas
         await dynamic.startup()  # watches /config/changes
         apis = KafkaApis()
         for module in _API_MODULES:
             module.register(apis, services)
         apis.on_response = self.metrics.request_metrics.record_errors
+        apis.throttle = self.client_quotas.throttle_response
         self.socket_server = SocketServer(cfg, apis)
         await self.socket_server.start()
         if self.socket_server.handler_pool is not None:

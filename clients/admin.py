@@ -15,7 +15,8 @@ Named after kafka-python's ``KafkaAdminClient`` (CONVENTIONS.md §5):
 
 Topic administration goes to the controller (NOT_CONTROLLER makes the client look the controller
 up again and retry), a broker's configuration to that broker, descriptions to any broker, records to
-partition leaders, group operations to the group's coordinator (``admin_groups.py``), through a
+partition leaders, group operations to the group's coordinator (``admin_groups.py``), client quotas to any
+broker (``admin_quotas.py``), through a
 ``SimpleClient`` that owns the
 connections, the metadata picture and the retry policy. Errors are raised as the
 ``odradek.protocol.errors`` class of their Kafka code, carrying the broker's message when it sent one;
@@ -43,6 +44,9 @@ from ..protocol.types import ZERO_UUID
 from .admin_groups import ConsumerGroupDescription, Coordinator, GroupAdmin, GroupListing, MemberDescription
 from .admin_log_dirs import LogDirAdmin, LogDirDescription, ReplicaInfo
 from .admin_partitions import ElectionType, PartitionAdmin, PartitionReassignment
+from .admin_quotas import (
+    ClientQuotaAlteration, ClientQuotaEntity, ClientQuotaFilter, ClientQuotaFilterComponent, QuotaAdmin,
+)
 from .connection import BrokerConnection
 from .simple_client import SimpleClient, SyncSimpleClient, _creatable_topic, _raise_code, _Retry
 from .types import TopicPartition
@@ -166,7 +170,7 @@ class AlterConfigOp(NamedTuple):
     op_type: AlterConfigOpType = AlterConfigOpType.SET
 
 
-class AIOAdmin(GroupAdmin, LogDirAdmin, PartitionAdmin):
+class AIOAdmin(GroupAdmin, LogDirAdmin, PartitionAdmin, QuotaAdmin):
     """``AIOAdmin(bootstrap_servers="host:9092", client_id=..., request_timeout_ms=30000, retries=5,
     retry_backoff_ms=100)``; ``async with`` or ``await close()``."""
 
@@ -447,4 +451,5 @@ class Admin(SyncSimpleClient):
 __all__ = ["AIOAdmin", "Admin", "LATEST", "EARLIEST", "NewTopic", "NewPartitions", "ConfigResource", "ConfigResourceType", "ConfigEntry",
            "AlterConfigOp", "AlterConfigOpType", "BrokerMetadata", "ClusterDescription", "TopicDescription",
            "PartitionDescription", "format_topic_id", "GroupListing", "ConsumerGroupDescription", "MemberDescription",
-           "Coordinator", "LogDirDescription", "ReplicaInfo"]
+           "Coordinator", "LogDirDescription", "ReplicaInfo", "ClientQuotaEntity", "ClientQuotaFilter",
+           "ClientQuotaFilterComponent", "ClientQuotaAlteration"]

@@ -570,6 +570,24 @@ class KafkaZkClient:
                         ConfigChangeNotificationZNode.encode(entity_type, entity_name), sequence=True, makepath=True)
 
     @_zk
+    def get_all_entity_configs(self, entity_type: str) -> dict[str, dict[str, str]]:
+        """Every /config/<type>/<name>: name -> overrides (Kafka's fetchAllEntityConfigs). A name that
+        only holds children (a user with per-client quotas alone) maps to {}."""
+        names = self._children(f"/config/{entity_type}")
+        found = self._get_many({n: ConfigEntityZNode.path(entity_type, n) for n in names})
+        return {n: ConfigEntityZNode.decode(data) for n, (data, _) in sorted(found.items())}
+
+    @_zk
+    def get_all_child_entity_configs(self, root_type: str, child_type: str) -> dict[str, dict[str, str]]:
+        """Every /config/<root>/<name>/<child>/<child name>: "<name>/<child>/<child name>" -> overrides
+        (fetchAllChildEntityConfigs; users' per-client-id quotas)."""
+        paths = {f"{name}/{child_type}/{child}": ConfigEntityZNode.path(root_type, f"{name}/{child_type}/{child}")
+                 for name in self._children(f"/config/{root_type}")
+                 for child in self._children(f"/config/{root_type}/{name}/{child_type}")}
+        found = self._get_many(paths)
+        return {n: ConfigEntityZNode.decode(data) for n, (data, _) in sorted(found.items())}
+
+    @_zk
     def get_config_change_notifications(self) -> dict[str, tuple[str, str]]:
         """Notification name -> (entity type, entity name), oldest first."""
         names = sorted(self._children(ConfigChangeNotificationZNode.path))

@@ -288,7 +288,9 @@ class IsrChangeNotificationZNode:
 # --- configs --------------------------------------------------------------------------------------
 
 class ConfigEntityZNode:
-    """Per-entity config overrides: /config/topics/<topic>, /config/brokers/<id>."""
+    """Per-entity config overrides: /config/topics/<topic>, /config/brokers/<id>, and the client quotas
+    /config/clients/<client-id>, /config/users/<user>, /config/users/<user>/clients/<client-id> (names
+    sanitized, ``<default>`` for the defaults)."""
 
     @staticmethod
     def path(entity_type: str, entity_name: str) -> str:

@@ -52,11 +52,12 @@ def zk_client_factory(zk_chroot):
 
 
 def new_cluster(data_dir: Path, zookeeper: LocalZooKeeper, brokers: int = 1,
-                overrides: dict | None = None) -> LocalCluster:
-    """A (not yet started) cluster on free ports with a chroot of its own on ``zookeeper``."""
+                overrides: dict | None = None, **options) -> LocalCluster:
+    """A (not yet started) cluster on free ports with a chroot of its own on ``zookeeper``; ``options`` go
+    to LocalCluster (e.g. ``metrics_base_port=0``)."""
     return LocalCluster(data_dir, brokers, zookeeper=zookeeper, base_port=0,
                         chroot=f"/odradek-{uuid.uuid4().hex}",
-                        broker_overrides={**TEST_BROKER_OVERRIDES, **(overrides or {})})
+                        broker_overrides={**TEST_BROKER_OVERRIDES, **(overrides or {})}, **options)
 
 
 @pytest.fixture

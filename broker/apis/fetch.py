@@ -14,6 +14,12 @@ zstd batch, which their clients cannot decompress.
 
 A follower's fetch records the bytes of leader-throttled partitions against the leader's replication
 quota once the response is built (Kafka's sizeOfThrottledPartitions / quotas.leader.record).
+
+A consumer's fetch meets the client quotas (broker/quota/) as in Kafka 2.8's handleFetchRequest: its
+max_bytes is capped at what the fetch quota allows in one quota window; once read, the response's encoded
+size is recorded against the fetch quota and its handler time against the request quota, and if either is
+violated the answer is empty (no partitions, and the fetch session, if any, is left as it was, so the
+records come in a later fetch) with the throttle time, while the connection is muted for that long.
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ...protocol.api_keys import ApiKey
+from ...protocol.header import encode_response_parts
 from ...protocol.errors import (  # type: ignore[attr-defined]
     FetchSessionIdNotFoundError, InvalidFetchSessionEpochError, UnsupportedCompressionTypeError,
 )
@@ -49,11 +56,20 @@ class FetchApi:
         self.replica_manager = services.replica_manager
         self.fetch_manager = FetchManager(FetchSessionCache(
             services.config.get("max.incremental.fetch.session.cache.slots")))
+        self.client_quotas = getattr(services, "client_quotas", None)  # broker.quota.client_quotas.ClientQuotas, or None
 
     def handle(self, request: "Request") -> Any:
         body = request.body
         version = request.api_version
-        params = FetchParams(body.replica_id, body.max_wait_ms, body.min_bytes, body.max_bytes,
+        max_bytes, min_bytes = body.max_bytes, body.min_bytes
+        quotas = self.client_quotas
+        if quotas is not None and body.replica_id < 0 and quotas.fetch.quotas_enabled:
+            # More than one quota window's worth would be throttled for certain (Kafka's maxQuotaWindowBytes).
+            window_bytes = quotas.fetch_max_bytes(request)
+            if window_bytes < max_bytes:
+                max_bytes = int(window_bytes)
+                min_bytes = min(min_bytes, max_bytes)
+        params = FetchParams(body.replica_id, body.max_wait_ms, min_bytes, max_bytes,
                              body.isolation_level, hard_max_bytes_limit=version <= 2)
         specs = [FetchSpec(t.topic, p.partition, p.fetch_offset, p.partition_max_bytes, p.current_leader_epoch,
                            p.log_start_offset, p.last_fetched_epoch)
@@ -64,17 +80,26 @@ class FetchApi:
                                                  is_follower=body.replica_id >= 0)
         result = self.replica_manager.fetch_messages(params, context.specs())
         if isinstance(result, dict):
-            return self._response(body, version, context, result)
-        return self._respond_when_done(body, version, context, result)
+            return self._response(request, context, result)
+        return self._respond_when_done(request, context, result)
 
-    async def _respond_when_done(self, body: Any, version: int, context: FetchContext, pending: Any) -> Any:
-        return self._response(body, version, context, await pending)
+    async def _respond_when_done(self, request: "Request", context: FetchContext, pending: Any) -> Any:
+        return self._response(request, context, await pending)
 
-    def _response(self, body: Any, version: int, context: FetchContext, results: dict) -> Any:
-        response = _response(body, context, results)
+    def _response(self, request: "Request", context: FetchContext, results: dict) -> Any:
+        body, version = request.body, request.api_version
         if body.replica_id >= 0:
+            response = _response(body, context.answer(results))
             self._record_leader_throttled_bytes(response)
-        elif version < ZSTD_MIN_FETCH_VERSION:
+            return response
+        quotas = self.client_quotas
+        if quotas is not None and quotas.fetch_enabled:
+            size = sum(len(part) for part in encode_response_parts(_response(body, context.preview(results)),
+                                                                     version, request.correlation_id))
+            if quotas.fetch_throttle_time(request, size):
+                return _response(body, context.throttled_answer())  # KafkaApis puts in the throttle time
+        response = _response(body, context.answer(results))
+        if version < ZSTD_MIN_FETCH_VERSION:
             for topic in response.responses:
                 zstd_topic = self._topic_compression(topic.topic) == "zstd"
                 for data in topic.partitions:
@@ -105,8 +130,7 @@ class FetchApi:
                                records=b"") for p in t.partitions]) for t in body.topics])
 
 
-def _response(body: Any, context: FetchContext, results: dict) -> Any:
-    answer: FetchAnswer = context.answer(results)
+def _response(body: Any, answer: FetchAnswer) -> Any:
     read_committed = body.isolation_level == 1
     topics: list[Any] = []
     for (topic, partition), r in answer.partitions:

@@ -24,6 +24,7 @@ class BrokerServices:
     group_coordinator: Any = None            # coordinator.group.coordinator.GroupCoordinator
     transaction_coordinator: Any = None      # coordinator.transaction.coordinator.TransactionCoordinator
     dynamic_config: Any = None               # broker.dynamic_config.DynamicConfigManager
+    client_quotas: Any = None                # broker.quota.client_quotas.ClientQuotas
 
     async def in_executor(self, fn: Callable[..., Any], *args: Any) -> Any:
         """Run a blocking call (ZooKeeper, a big file operation) off the event loop."""

@@ -8,6 +8,7 @@ Most series are read from the broker's state at scrape time by collectors (one m
 ``replica_metrics``, ``controller_metrics``, ``group_metrics``); only what cannot be read afterwards is counted
 as it happens: per-topic bytes and records (``topic_stats``), request rates, errors and latency
 (``request_metrics``), ISR shrinks and expands (two integers on the ReplicaManager), ZooKeeper session events.
+Client-quota sensors (``quota_metrics``) are read from broker/quota, which keeps them for throttling.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from prometheus_client import CollectorRegistry, GCCollector, PlatformCollector,
 from .controller_metrics import ControllerCollector, ZooKeeperStats
 from .group_metrics import ConsumerGroupCollector
 from .http_endpoint import MetricsEndpoint
+from .quota_metrics import ClientQuotaCollector
 from .replica_metrics import ReplicaManagerCollector
 from .request_metrics import RequestMetrics, RequestMetricsCollector
 from .topic_stats import BrokerTopicMetricsCollector, BrokerTopicStats
@@ -41,6 +43,7 @@ class BrokerMetrics:
         self.registry.register(ReplicaManagerCollector(server))
         self.registry.register(ControllerCollector(server, self.zk_stats))
         self.registry.register(ConsumerGroupCollector(server))
+        self.registry.register(ClientQuotaCollector(server))
         self.endpoint: MetricsEndpoint | None = None
 
     def _channel(self) -> Any:

@@ -2,9 +2,9 @@
 
 The handler pool calls ``record`` once per answered request with the moments it was dequeued, handled
 locally, done waiting (purgatory or ZooKeeper) and written. From those and the receive time come Kafka's
-timers: RequestQueueTimeMs, LocalTimeMs, RemoteTimeMs, ResponseQueueTimeMs (always ~0: responses go straight
-to the connection on the one event loop), ResponseSendTimeMs (handing the bytes to the transport) and
-TotalTimeMs. Each timer keeps its last 1028 samples (the size of the Yammer reservoir Kafka's histograms
+timers: RequestQueueTimeMs, LocalTimeMs, RemoteTimeMs, ThrottleTimeMs (the client-quota throttle the
+request got), ResponseQueueTimeMs (always ~0: responses go straight to the connection on the one event
+loop), ResponseSendTimeMs (handing the bytes to the transport) and TotalTimeMs. Each timer keeps its last 1028 samples (the size of the Yammer reservoir Kafka's histograms
 use) and reports the JMX exporter's quantiles at scrape time; ``_count`` counts every sample.
 
 As Kafka, a Fetch is recorded under ``Fetch`` and also under ``FetchConsumer`` or ``FetchFollower``.
@@ -32,8 +32,8 @@ request_logger = logging.getLogger("kafka.request.logger")
 RESERVOIR_SIZE = 1028
 # The JMX exporter's kafka-2_0_0.yml turns 50thPercentile..999thPercentile into quantile="0.50".."0.999"
 QUANTILES = (("0.50", 0.50), ("0.75", 0.75), ("0.95", 0.95), ("0.98", 0.98), ("0.99", 0.99), ("0.999", 0.999))
-TIMERS = ("TotalTimeMs", "RequestQueueTimeMs", "LocalTimeMs", "RemoteTimeMs", "ResponseQueueTimeMs",
-          "ResponseSendTimeMs")
+TIMERS = ("TotalTimeMs", "RequestQueueTimeMs", "LocalTimeMs", "RemoteTimeMs", "ThrottleTimeMs",
+          "ResponseQueueTimeMs", "ResponseSendTimeMs")
 _FETCH = int(ApiKey.FETCH)
 
 
@@ -135,6 +135,7 @@ class RequestMetrics:
             ("RequestQueueTimeMs", (dequeued - received) * 1000.0),
             ("LocalTimeMs", (local_done - dequeued) * 1000.0),
             ("RemoteTimeMs", (remote_done - local_done) * 1000.0),
+            ("ThrottleTimeMs", float(getattr(request, "throttle_time_ms", None) or 0)),  # client quotas
             ("ResponseQueueTimeMs", 0.0),
             ("ResponseSendTimeMs", (sent - remote_done) * 1000.0),
         )
@@ -150,7 +151,7 @@ class RequestMetrics:
             request_logger.debug(
                 "Completed request:{api=%s, version=%d, correlationId=%d, clientId=%s} connection:%s "
                 "listener:%s totalTime:%.3f requestQueueTime:%.3f localTime:%.3f remoteTime:%.3f "
-                "sendTime:%.3f requestSize:%d", self._names(request)[-1], version, h.correlation_id,
+                "throttleTime:%.3f sendTime:%.3f requestSize:%d", self._names(request)[-1], version, h.correlation_id,
                 getattr(h, "client_id", None), request.connection_id, request.listener,
                 *(ms for timer, ms in times if timer != "ResponseQueueTimeMs"), request.size)
 

@@ -36,7 +36,7 @@ _API_VERSIONS = int(ApiKey.API_VERSIONS)
 
 class Connection(asyncio.Protocol):
     __slots__ = ("processor", "listener", "principal", "id", "transport", "splitter", "pending", "in_flight",
-                 "closed", "last_active", "_reading", "_writable", "_served", "_stats")
+                 "closed", "last_active", "_reading", "_writable", "_served", "_stats", "_throttle")
 
     def __init__(self, processor: "Processor", listener: str, max_frame_size: int) -> None:
         self.processor = processor
@@ -53,6 +53,7 @@ class Connection(asyncio.Protocol):
         self._writable = True
         self._served = processor.served
         self._stats = processor.stats
+        self._throttle: tuple[asyncio.TimerHandle, Callable[[], None]] | None = None  # muted by a client quota
 
     # -- asyncio.Protocol ---------------------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -73,7 +74,7 @@ class Connection(asyncio.Protocol):
             return
         if not frames:
             return
-        if self.in_flight is None and not self.pending and len(frames) == 1:
+        if self.in_flight is None and not self.pending and len(frames) == 1 and self._throttle is None:
             self._handle_frame(frames[0])  # the common case: one request, nothing queued
         else:
             self.pending.extend(frames)
@@ -88,6 +89,7 @@ class Connection(asyncio.Protocol):
             self.closed = True
             self._stats["connections_closed"] += 1
         self.pending.clear()
+        self._end_throttle(resume=False)
         self.processor.remove(self)
 
     def pause_writing(self) -> None:
@@ -129,13 +131,14 @@ class Connection(asyncio.Protocol):
         self.processor.enqueue(request)
 
     def _process_pending(self) -> None:
-        while self.in_flight is None and self.pending and self._writable and not self.closed:
+        while (self.in_flight is None and self.pending and self._writable and not self.closed
+               and self._throttle is None):
             self._handle_frame(self.pending.popleft())
 
     def _update_reading(self) -> None:
         if self.closed or self.transport is None:
             return
-        want = (self.in_flight is None and not self.pending and self._writable
+        want = (self.in_flight is None and not self.pending and self._writable and self._throttle is None
                 and not self.processor.blocked and self.processor.reading_enabled)
         if want != self._reading:
             self._reading = want
@@ -167,6 +170,33 @@ class Connection(asyncio.Protocol):
             self._process_pending()
         self._update_reading()
 
+    # -- client quotas (KIP-219) ------------------------------------------------------------------------
+    def throttle(self, seconds: float, on_done: Callable[[], None]) -> bool:
+        """Read no request for ``seconds``: a client quota was violated. The response in flight is still
+        sent at once. ``on_done`` runs when the throttle ends (or the connection closes); False if closed."""
+        if self.closed:
+            return False
+        self._end_throttle(resume=False)  # a new throttle replaces one still running
+        self._throttle = (self.processor.loop.call_later(seconds, self._end_throttle), on_done)
+        self._stats["throttled"] += 1
+        self._update_reading()
+        return True
+
+    @property
+    def throttled(self) -> bool:
+        return self._throttle is not None
+
+    def _end_throttle(self, resume: bool = True) -> None:
+        if self._throttle is None:
+            return
+        timer, on_done = self._throttle
+        self._throttle = None
+        timer.cancel()
+        on_done()
+        if resume and not self.closed:
+            self._process_pending()
+            self._update_reading()
+
     def close_for(self, counter: str, reason: str) -> None:
         """Close because of something this connection sent: one log line, one counter."""
         self._stats[counter] += 1
@@ -179,6 +209,7 @@ class Connection(asyncio.Protocol):
         self.closed = True
         self._stats["connections_closed"] += 1
         self.pending.clear()
+        self._end_throttle(resume=False)
         if self.transport is not None:
             self.transport.close()
 

@@ -25,7 +25,8 @@ _PRODUCE = int(ApiKey.PRODUCE)
 class Request:
     """One decoded request and where it came from."""
 
-    __slots__ = ("header", "body", "connection", "receive_time", "size", "unsupported_version")
+    __slots__ = ("header", "body", "connection", "receive_time", "size", "unsupported_version", "dequeue_time",
+                 "local_complete_time", "throttle_time_ms")
 
     def __init__(self, header: RequestHeader, body: Any, connection: Connection, size: int = 0,
                  unsupported_version: bool = False) -> None:
@@ -36,6 +37,10 @@ class Request:
         self.size = size
         # ApiVersions at a version we do not speak: answered (error 35, v0 body), body is None.
         self.unsupported_version = unsupported_version
+        # Set by the handler pool: when a handler took it, and when the handler returned (if it then waited).
+        self.dequeue_time = 0.0
+        self.local_complete_time = 0.0
+        self.throttle_time_ms: int | None = None  # the client quotas' verdict, once taken (broker/quota)
 
     @property
     def api_key(self) -> int:

@@ -1,34 +1,48 @@
-"""odradek-configs: describe and alter topic and broker configs, as Kafka's kafka-configs.sh.
+"""odradek-configs: describe and alter topic, broker, user and client configs, as Kafka's kafka-configs.sh.
 
 Kafka 2.8's ConfigCommand in its --bootstrap-server mode (CONVENTIONS.md §1), for the entity types this
-cluster keeps configs for: topics and brokers (``--entity-type``/``--entity-name``/``--entity-default``
-or the shortcuts ``--topic``, ``--broker``, ``--broker-defaults``). As Kafka 2.8: topics are altered
-with IncrementalAlterConfigs (SET and DELETE), brokers with the legacy AlterConfigs carrying the
-broker's whole new dynamic set; --describe shows the dynamic configs (--all: every config) as
+cluster keeps configs for: topics, brokers, users and clients (``--entity-type``/``--entity-name``/
+``--entity-default`` or the shortcuts ``--topic``, ``--broker``, ``--broker-defaults``, ``--user``,
+``--user-defaults``, ``--client``, ``--client-defaults``). As Kafka 2.8: topics are altered with
+IncrementalAlterConfigs (SET and DELETE), brokers with the legacy AlterConfigs carrying the broker's whole
+new dynamic set; --describe shows the dynamic configs (--all: every config) as
 "  key=value sensitive=false synonyms={SOURCE:key=value, ...}". Usage mistakes print one line on
 stderr and exit 1; a failed request prints "Error while executing config command with args '...'"
 and the error on stderr and exits 1.
 
-Users, clients, IPs and broker loggers are not kept by this cluster: naming them is a usage error.
-``--zookeeper`` is refused: this cluster is administered through brokers.
+Users and clients hold client quotas (producer_byte_rate, consumer_byte_rate, request_percentage), read and
+written with DescribeClientQuotas / AlterClientQuotas; ``users`` and ``clients`` may be named together for a
+user's quota on one client-id. --describe prints "Quota configs for user-principal 'u', client-id 'c' are
+k=v, ..." (values as Java prints doubles). SCRAM credentials, IPs and broker loggers are not kept by this
+cluster: naming them is an error. ``--zookeeper`` is refused: this cluster is administered through brokers.
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import re
 import sys
+from decimal import Decimal
 from typing import Sequence
 
 from ...protocol.errors import KafkaError  # type: ignore[attr-defined]
 from ..admin import AlterConfigOp, AlterConfigOpType, ConfigEntry, ConfigResource, ConfigResourceType
+from ..admin_quotas import ClientQuotaAlteration, ClientQuotaEntity, ClientQuotaFilter, ClientQuotaFilterComponent
 from .common import (
     AdminCommand, Parser, UsageError, client_id, error_message, failure_report, parse_known, read_properties,
     run_admin, run_tool, tool_args,
 )
 
-SUPPORTED_TYPES = ("topics", "brokers")
-KAFKA_ONLY_TYPES = ("users", "clients", "broker-loggers", "ips")
+SUPPORTED_TYPES = ("topics", "clients", "users", "brokers")
+KAFKA_ONLY_TYPES = ("broker-loggers", "ips")
+QUOTA_TYPES = ("users", "clients")
+QUOTA_KEYS = ("consumer_byte_rate", "controller_mutation_rate", "producer_byte_rate", "request_percentage")
+# Kafka's entityFlags and entityDefaultsFlags, in its order: entity types and names are listed in it.
+ENTITY_FLAGS = (("topic", "topics"), ("client", "clients"), ("user", "users"), ("broker", "brokers"),
+                ("broker_logger", "broker-loggers"), ("ip", "ips"))
+DEFAULT_FLAGS = (("client_defaults", "clients"), ("user_defaults", "users"), ("broker_defaults", "brokers"),
+                 ("ip_defaults", "ips"))
 # ConfigEntry.ConfigSource names by wire id
 CONFIG_SOURCES = {0: "UNKNOWN", 1: "DYNAMIC_TOPIC_CONFIG", 2: "DYNAMIC_BROKER_CONFIG", 3: "DYNAMIC_DEFAULT_BROKER_CONFIG",
                   4: "STATIC_BROKER_CONFIG", 5: "DEFAULT_CONFIG", 6: "DYNAMIC_BROKER_LOGGER_CONFIG"}
@@ -42,7 +56,8 @@ class InvalidConfiguration(Exception):
 
 def build_parser() -> argparse.ArgumentParser:
     parser = Parser(prog="odradek-configs", allow_abbrev=False,
-                    description="This tool helps to manipulate and describe entity config for a topic or broker.")
+                    description="This tool helps to manipulate and describe entity config for a topic, client, user "
+                                "or broker")
     add = parser.add_argument
     add("--bootstrap-server", metavar="<String: server to connect to>", help="The Kafka server to connect to.")
     add("--zookeeper", help=argparse.SUPPRESS)
@@ -52,22 +67,31 @@ def build_parser() -> argparse.ArgumentParser:
     add("--describe", action="store_true", help="List configs for the given entity.")
     add("--all", action="store_true", help="List all configs for the given topic or broker entity (includes static "
                                            "configuration when the entity type is brokers)")
-    add("--entity-type", action="append", default=[], metavar="<String>", help="Type of entity (topics/brokers)")
-    add("--entity-name", action="append", default=[], metavar="<String>", help="Name of entity (topic name/broker id)")
-    add("--entity-default", action="store_true", help="Default entity name for brokers (the cluster-wide default)")
+    add("--entity-type", action="append", default=[], metavar="<String>",
+        help="Type of entity (topics/clients/users/brokers)")
+    # --entity-name and --entity-default share one list, in command-line order (Kafka pairs them with the types)
+    add("--entity-name", action="append", dest="names", default=[], metavar="<String>",
+        help="Name of entity (topic name/client id/user principal name/broker id)")
+    add("--entity-default", action="append_const", dest="names", const="",
+        help="Default entity name for clients/users/brokers (applies to corresponding entity type in command line)")
     add("--add-config", metavar="<String>",
         help="Key Value pairs of configs to add. Square brackets can be used to group values which contain commas: "
-             "'k1=v1,k2=[v1,v2,v2],k3=v3'.")
+             "'k1=v1,k2=[v1,v2,v2],k3=v3'. For entity types 'users' and 'clients': consumer_byte_rate, "
+             "producer_byte_rate, request_percentage. Entity types 'users' and 'clients' may be specified together "
+             "to update config for clients of a specific user.")
     add("--add-config-file", metavar="<String>", help="Path to a properties file with configs to add.")
     add("--delete-config", action="append", default=[], metavar="<String>", help="config keys to remove 'k1,k2'")
     add("--force", action="store_true", help="Suppress console prompts")
     add("--topic", metavar="<String>", help="The topic's name.")
     add("--broker", metavar="<String>", help="The broker's ID.")
     add("--broker-defaults", action="store_true", help="The config defaults for all brokers.")
-    for flag in ("client", "user", "ip", "broker-logger"):
+    add("--client", metavar="<String>", help="The client's ID.")
+    add("--client-defaults", action="store_true", help="The config defaults for all clients.")
+    add("--user", metavar="<String>", help="The user's principal name.")
+    add("--user-defaults", action="store_true", help="The config defaults for all users.")
+    for flag in ("ip", "broker-logger"):
         add(f"--{flag}", help=argparse.SUPPRESS)
-    for flag in ("client-defaults", "user-defaults", "ip-defaults"):
-        add(f"--{flag}", action="store_true", help=argparse.SUPPRESS)
+    add("--ip-defaults", action="store_true", help=argparse.SUPPRESS)
     return parser
 
 
@@ -86,12 +110,11 @@ def _check(opts: argparse.Namespace) -> None:
         flag = "add-config" if opts.add_config is not None else "add-config-file" if opts.add_config_file else \
             "delete-config"
         raise UsageError(f'Option "[describe]" can\'t be used with option "[{flag}]"')
-    shortcuts = [t for flag, t in (("topic", "topics"), ("broker", "brokers"), ("broker_defaults", "brokers"),
-                                   ("client", "clients"), ("user", "users"), ("ip", "ips"),
-                                   ("broker_logger", "broker-loggers"), ("client_defaults", "clients"),
-                                   ("user_defaults", "users"), ("ip_defaults", "ips"))
-                 if getattr(opts, flag) not in (None, False)]
-    types = list(opts.entity_type) + shortcuts
+    shortcut_types = [t for flag, t in ENTITY_FLAGS if getattr(opts, flag) is not None]
+    shortcut_types += [t for flag, t in DEFAULT_FLAGS if getattr(opts, flag)]
+    types = list(opts.entity_type) + shortcut_types
+    names = list(opts.names) + [getattr(opts, flag) for flag, _ in ENTITY_FLAGS if getattr(opts, flag) is not None]
+    names += ["" for flag, _ in DEFAULT_FLAGS if getattr(opts, flag)]
     if len(types) != len(set(types)):
         raise UsageError(f"Duplicate entity type(s) specified: {','.join(sorted({t for t in types if types.count(t) > 1}))}")
     for entity_type in types:
@@ -101,17 +124,20 @@ def _check(opts: argparse.Namespace) -> None:
                              + (" (this cluster keeps no configs for it)" if entity_type in KAFKA_ONLY_TYPES else ""))
     if not types:
         raise UsageError("At least one entity type must be specified")
-    if len(types) > 1:
+    if len(types) > 1 and set(types) != set(QUOTA_TYPES):
         raise UsageError("Only 'users' and 'clients' entity types may be specified together")
-    if (opts.entity_name or opts.entity_type or opts.entity_default) and shortcuts:
+    if (opts.names or opts.entity_type) and shortcut_types:
         raise UsageError("--entity-{type,name,default} should not be used in conjunction with specific entity flags")
     if not opts.bootstrap_server:
         raise UsageError("One of the required --bootstrap-server or --zookeeper arguments must be specified")
-    if len(opts.entity_name) + opts.entity_default > 1:
+    opts.entity, opts.entity_types, opts.entity_names = types[0], types, names
+    if opts.entity in QUOTA_TYPES:
+        if len(names) > len(types):
+            raise UsageError("More entity names specified than entity types")
+        if opts.alter and len(names) != len(types):
+            raise UsageError("--entity-name or --entity-default must be specified with each --entity-type for --alter")
+    elif len(names) > 1:
         raise UsageError("Only one of --entity-name or --entity-default may be given for one entity type")
-    opts.entity = types[0]
-    names = opts.entity_name or ([""] if opts.entity_default or opts.broker_defaults else
-                                 [n for n in (opts.topic, opts.broker) if n is not None])
     opts.name = names[0] if names else None  # None: every entity of the type (--describe only)
     if opts.entity == "topics" and opts.name == "":
         raise UsageError("--entity-default is not supported for topics")
@@ -166,9 +192,96 @@ def _java(value: str | None) -> str:
     return "null" if value is None else value
 
 
+def java_double(value: float) -> str:
+    """Java's Double.toString, as Kafka's tool prints quota values: 200000.0, 12.5, 1.0E7."""
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "Infinity" if value > 0 else "-Infinity"
+    if value == 0 or 1e-3 <= abs(value) < 1e7:
+        text = repr(float(value))
+        return text if "." in text else text + ".0"
+    digits_tuple = Decimal(repr(abs(value))).normalize().as_tuple()
+    digits = "".join(map(str, digits_tuple.digits))
+    exponent = len(digits) - 1 + int(digits_tuple.exponent)
+    return f"{'-' if value < 0 else ''}{digits[0]}.{digits[1:] or '0'}E{exponent}"
+
+
+def _scala_collection(kind: str, names: Sequence[str]) -> str:
+    return f"{kind}({', '.join(names)})"
+
+
 class ConfigCommand(AdminCommand):
     async def run(self) -> None:
-        await (self._alter() if self.opts.alter else self._describe())
+        if self.opts.entity in QUOTA_TYPES:
+            await (self._alter_quotas() if self.opts.alter else self._describe_quotas())
+        else:
+            await (self._alter() if self.opts.alter else self._describe())
+
+    # -- users and clients: client quotas ---------------------------------------------------------------
+
+    def _quota_filter(self) -> ClientQuotaFilter:
+        """getAllClientQuotasConfigs: each entity type with its name, the default, or any name (strict)."""
+        names = self.opts.entity_names
+        components = []
+        for i, entity_type in enumerate(self.opts.entity_types):
+            kind = ClientQuotaEntity.USER if entity_type == "users" else ClientQuotaEntity.CLIENT_ID
+            if i >= len(names):
+                components.append(ClientQuotaFilterComponent.of_entity_type(kind))
+            elif names[i] == "":
+                components.append(ClientQuotaFilterComponent.of_default_entity(kind))
+            else:
+                components.append(ClientQuotaFilterComponent.of_entity(kind, names[i]))
+        return ClientQuotaFilter.contains_only(components)
+
+    async def _describe_quotas(self) -> None:
+        quotas = await self.admin.describe_client_quotas(self._quota_filter())
+        for entity, values in sorted(quotas.items(), key=lambda item: _entity_sort_key(item[0])):
+            parts = []
+            for kind, label in ((ClientQuotaEntity.USER, "user-principal"), (ClientQuotaEntity.CLIENT_ID, "client-id")):
+                if kind in entity.entries:
+                    name = entity.entries[kind]
+                    parts.append(f"{label} '{name}'" if name is not None else f"the default {label}")
+            values_text = ", ".join(f"{k}={java_double(v)}" for k, v in sorted(values.items()))
+            self.emit(f"Quota configs for {', '.join(parts)} are {values_text}")
+
+    async def _alter_quotas(self) -> None:
+        opts = self.opts
+        unknown_add = [k for k in opts.to_add if k not in QUOTA_KEYS]
+        unknown_delete = [k for k in opts.to_delete if k not in QUOTA_KEYS]
+        kind = "clients" if opts.entity == "clients" or len(opts.entity_types) == 2 else "users"
+        if unknown_add:
+            raise InvalidConfiguration(f"Only quota configs can be added for '{kind}' using --bootstrap-server. "
+                                       f"Unexpected config names: {_scala_collection('Set', unknown_add)}")
+        if unknown_delete:
+            raise InvalidConfiguration(f"Only quota configs can be deleted for '{kind}' using --bootstrap-server. "
+                                       f"Unexpected config names: {_scala_collection('ArrayBuffer', unknown_delete)}")
+        found = await self.admin.describe_client_quotas(self._quota_filter())
+        old = next(iter(found.values()), {})
+        invalid = [key for key in opts.to_delete if key not in old]
+        if invalid:  # Kafka fails the command if a config to delete is not set
+            raise InvalidConfiguration(f"Invalid config(s): {','.join(invalid)}")
+        ops = []
+        for key, value in opts.to_add.items():
+            try:
+                ops.append(ClientQuotaAlteration.Op(key, float(value)))
+            except ValueError:
+                raise InvalidConfiguration(f"Cannot parse quota configuration value for {key}: {value}") from None
+        ops += [ClientQuotaAlteration.Op(key, None) for key in opts.to_delete]
+        entity = ClientQuotaEntity({
+            ClientQuotaEntity.USER if entity_type == "users" else ClientQuotaEntity.CLIENT_ID: name or None
+            for entity_type, name in zip(opts.entity_types, opts.entity_names)})
+        await self.admin.alter_client_quotas([ClientQuotaAlteration(entity, ops)])
+        self._completed()
+
+    def _completed(self) -> None:
+        opts = self.opts
+        if opts.name:
+            self.emit(f"Completed updating config for {opts.entity[:-1]} {opts.name}.")
+        else:
+            self.emit(f"Completed updating default config for {opts.entity} in the cluster.")
+
+    # -- topics and brokers -------------------------------------------------------------------------------
 
     def _resource(self, name: str) -> ConfigResource:
         kind = ConfigResourceType.TOPIC if self.opts.entity == "topics" else ConfigResourceType.BROKER
@@ -217,10 +330,11 @@ class ConfigCommand(AdminCommand):
                 raise InvalidConfiguration("All sensitive broker config entries must be specified for --alter, "
                                            f"missing entries: {set(sensitive)}")
             await self.admin.alter_configs({resource: new})
-        if name:
-            self.emit(f"Completed updating config for {opts.entity[:-1]} {name}.")
-        else:
-            self.emit(f"Completed updating default config for {opts.entity} in the cluster.")
+        self._completed()
+
+
+def _entity_sort_key(entity: ClientQuotaEntity) -> tuple:
+    return tuple((kind, name is not None, name or "") for kind, name in sorted(entity.entries.items()))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -114,7 +114,7 @@ def test_alter_and_describe_broker_configs(single_broker_cluster, tool):
 @pytest.mark.parametrize("args, message", [
     (["--entity-type", "topics", "--entity-name", "t"], "Command must include exactly one action: --describe, --alter"),
     (["--describe"], "At least one entity type must be specified"),
-    (["--entity-type", "users", "--describe"], "Invalid entity type users"),
+    (["--entity-type", "ips", "--describe"], "Invalid entity type ips"),
     (["--entity-type", "topics", "--alter", "--add-config", "a=1"], "an entity name must be specified with --alter"),
     (["--topic", "t", "--alter"], "At least one of --add-config, --add-config-file, or --delete-config"),
     (["--topic", "t", "--alter", "--add-config", "novalue"], 'all configs to be added must be in the format "key=val"'),

@@ -114,3 +114,22 @@ def test_validation_names_the_key_and_what_it_accepts():
     with pytest.raises(InvalidRequestError, match="min.compaction.lag.ms"):
         _validate({"min.compaction.lag.ms": "10", "max.compaction.lag.ms": "5"}, TOPIC_KEYS, label, "topic")
     _validate({"retention.ms": "-1", "cleanup.policy": "compact,delete"}, TOPIC_KEYS, label, "topic")
+
+
+def test_user_and_client_quota_changes_reach_the_client_quotas(static):
+    from odradek.broker.quota.client_quotas import ClientQuotas
+
+    zk = ConfigZNodes()
+    quotas = ClientQuotas.from_config(static)
+    manager = DynamicConfigManager(zk, 1, static, None)
+    manager.client_quotas = quotas  # no event loop: applied at once
+    zk.set_entity_config("clients", "slow", {"producer_byte_rate": "200000"})
+    zk.set_entity_config("users", "User%3Aalice/clients/<default>", {"consumer_byte_rate": "5000"})
+    zk.set_entity_config("users", "<default>", {"request_percentage": "40"})
+    assert manager.process_notifications() == 3
+    assert quotas.produce.quota("anyone", "slow") == 200_000
+    assert quotas.fetch.quota("User:alice", "any-client") == 5000
+    assert quotas.request.quota("bob", "app") == 40
+    zk.set_entity_config("clients", "slow", {})
+    manager.process_notifications()
+    assert quotas.produce.quota("anyone", "slow") > 1e18  # removed: unlimited again

@@ -255,3 +255,31 @@ def test_session_ids_are_positive_and_unique():
     ids = {cache.maybe_create_session(0, False, 1, lambda: partitions(1)) for _ in range(50)}
     assert len(ids) == 50 and all(0 < i < MAX_EPOCH for i in ids)
     assert cache.remove(next(iter(ids))) is not None and len(cache) == 49
+
+
+# -- a fetch throttled by a client quota ----------------------------------------------------------
+
+def test_a_throttled_full_fetch_answers_nothing_and_creates_no_session():
+    fm, _ = manager()
+    keys = [("t", 0), ("t", 1)]
+    ctx = fm.new_context(0, INITIAL_EPOCH, [spec(*k) for k in keys], [], is_follower=False)
+    preview = ctx.preview(results_for(keys, records=b"x"))
+    assert [k for k, _ in preview.partitions] == keys and len(fm.cache) == 0  # sized without side effects
+    throttled = ctx.throttled_answer()
+    assert (throttled.error_code, throttled.session_id, throttled.partitions) == (0, INVALID_SESSION_ID, [])
+    assert len(fm.cache) == 0
+
+
+def test_a_throttled_incremental_fetch_keeps_the_session_and_sends_the_changes_later():
+    fm, _ = manager()
+    keys = [("t", 0), ("t", 1)]
+    sid = open_session(fm, keys)
+    ctx = fm.new_context(sid, 1, [], [], is_follower=False)
+    changed = {("t", 0): Result(records=b"new", high_watermark=11), ("t", 1): Result()}
+    assert [k for k, _ in ctx.preview(changed).partitions] == [("t", 0)]
+    throttled = ctx.throttled_answer()
+    assert (throttled.error_code, throttled.session_id, throttled.partitions) == (0, sid, [])
+    # the next request goes on at the advanced epoch and still hears of partition 0
+    again = fm.new_context(sid, 2, [], [], is_follower=False)
+    assert isinstance(again, IncrementalFetchContext)
+    assert [k for k, _ in again.answer(changed).partitions] == [("t", 0)]

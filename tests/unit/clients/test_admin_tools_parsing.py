@@ -129,10 +129,38 @@ def test_bad_add_config_and_entity_checks():
     assert (opts.entity, opts.name) == ("brokers", "")
     opts = configs.parse_args(base + ["--topic", "t", "--alter", "--delete-config", "a,b", "--delete-config", "c"])
     assert (opts.entity, opts.name, opts.to_delete) == ("topics", "t", ["a", "b", "c"])
-    with pytest.raises(UsageError, match="Invalid entity type clients"):
-        configs.parse_args(base + ["--entity-type", "clients", "--describe"])
+    with pytest.raises(UsageError, match="Invalid entity type ips"):
+        configs.parse_args(base + ["--entity-type", "ips", "--describe"])
     with pytest.raises(UsageError, match="is illegal"):
         configs.parse_args(base + ["--topic", "a/b", "--describe"])
+
+
+def test_user_and_client_entities_pair_names_with_types_in_command_line_order():
+    base = ["--bootstrap-server", "b:9092"]
+    opts = configs.parse_args(base + ["--entity-type", "users", "--entity-default", "--entity-type", "clients",
+                                      "--entity-name", "app", "--alter", "--add-config", "producer_byte_rate=10"])
+    assert (opts.entity_types, opts.entity_names, opts.to_add) == (["users", "clients"], ["", "app"],
+                                                                   {"producer_byte_rate": "10"})
+    # the shortcuts are listed as Kafka lists them: --client before --user
+    opts = configs.parse_args(base + ["--user", "alice", "--client", "app", "--describe"])
+    assert (opts.entity_types, opts.entity_names) == (["clients", "users"], ["app", "alice"])
+    opts = configs.parse_args(base + ["--entity-type", "users", "--entity-name", "alice", "--entity-type", "clients",
+                                      "--describe"])  # every client-id of alice
+    assert (opts.entity_types, opts.entity_names) == (["users", "clients"], ["alice"])
+    with pytest.raises(UsageError, match="must be specified with each --entity-type for --alter"):
+        configs.parse_args(base + ["--entity-type", "users", "--entity-name", "alice", "--entity-type", "clients",
+                                   "--alter", "--add-config", "producer_byte_rate=10"])
+    with pytest.raises(UsageError, match="More entity names specified than entity types"):
+        configs.parse_args(base + ["--entity-type", "clients", "--entity-name", "a", "--entity-name", "b",
+                                   "--describe"])
+    with pytest.raises(UsageError, match="Only 'users' and 'clients' entity types may be specified together"):
+        configs.parse_args(base + ["--entity-type", "users", "--entity-type", "topics", "--describe"])
+
+
+@pytest.mark.parametrize("value, text", [(200000.0, "200000.0"), (12.5, "12.5"), (1e7, "1.0E7"),
+                                         (123456789.0, "1.23456789E8"), (0.0005, "5.0E-4"), (0.0, "0.0")])
+def test_quota_values_print_as_java_doubles(value, text):
+    assert configs.java_double(value) == text
 
 
 def test_config_entry_line():

@@ -1,0 +1,360 @@
+"""Client quotas with real brokers: DescribeClientQuotas / AlterClientQuotas from our Admin, kafka-python's
+codec and odradek-configs; what lands in ZooKeeper; a quota set with the tool reaching every broker of
+three; throttled confluent-kafka and kafka-python clients seeing throttle_time_ms while others are not
+throttled; the quota metrics.
+
+The brokers keep two quota samples of one second (``quota.window.num=2``), so rates and throttle times
+follow a burst within a second or two instead of Kafka's ten. Throughput is printed, never asserted: the
+assertions are on throttle times reported to the clients and on the brokers' own throttle counters.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+import urllib.request
+import uuid
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from odradek.clients.admin import (
+    Admin, ClientQuotaAlteration, ClientQuotaEntity, ClientQuotaFilter, ClientQuotaFilterComponent,
+)
+from odradek.clients.cli.local_cluster import LocalCluster
+from odradek.clients.simple_client import SyncSimpleClient, build_batch
+from odradek.protocol import errors
+from odradek.protocol.messages import ProduceRequest
+from tests.conftest import new_cluster
+from tests.integration.helpers import console_tool, wait_until
+
+pytestmark = pytest.mark.timeout(300)
+
+USER, CLIENT = ClientQuotaEntity.USER, ClientQuotaEntity.CLIENT_ID
+Op = ClientQuotaAlteration.Op
+BATCH_BYTES = 400_000  # one produce request's records (below the 1 MB max.message.bytes)
+
+
+@pytest.fixture(scope="module")
+def cluster(zookeeper, tmp_path_factory):
+    running = new_cluster(tmp_path_factory.mktemp("quota-cluster"), zookeeper, 3, {"quota.window.num": "2"},
+                          metrics_base_port=0)
+    try:
+        yield running.start()
+    finally:
+        running.stop(timeout=15.0)
+
+
+@pytest.fixture(scope="module")
+def admin(cluster):
+    with Admin(cluster.bootstrap_servers) as admin:
+        yield admin
+
+
+@pytest.fixture(scope="module")
+def spread_topic(cluster):
+    """Three partitions, partition i led by broker i."""
+    with SyncSimpleClient(cluster.bootstrap_servers) as client:
+        assert client.create_topics({"quota-spread": {0: [0], 1: [1], 2: [2]}})["quota-spread"] == 0
+        client.wait_for_leaders("quota-spread")
+    return "quota-spread"
+
+
+def unique(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:6]}"
+
+
+def entity(**names: str | None) -> ClientQuotaEntity:
+    return ClientQuotaEntity({USER if key == "user" else CLIENT: value for key, value in names.items()})
+
+
+def set_quota(admin: Admin, quota_entity: ClientQuotaEntity, **values: float | None) -> None:
+    admin.alter_client_quotas([ClientQuotaAlteration(quota_entity, [Op(k, v) for k, v in values.items()])])
+
+
+def produce_throttle_ms(cluster: LocalCluster, broker: int, client_id: str, topic: str) -> int:
+    """One produce of BATCH_BYTES to the partition broker ``broker`` leads; the throttle_time_ms it answers."""
+    batch = build_batch([(None, os.urandom(BATCH_BYTES))])
+    request = ProduceRequest(acks=1, timeout_ms=10_000, topic_data=[ProduceRequest.TopicProduceData(
+        name=topic, partition_data=[ProduceRequest.TopicProduceData.PartitionProduceData(index=broker, records=batch)])])
+    with SyncSimpleClient(cluster.bootstrap_servers, client_id=client_id) as client:
+        response = client.send(broker, request)
+    [topic_response] = response.responses
+    assert topic_response.partition_responses[0].error_code == 0
+    return response.throttle_time_ms
+
+
+def scrape(url: str) -> dict[tuple[str, frozenset], float]:
+    with urllib.request.urlopen(url, timeout=10) as response:
+        text = response.read().decode()
+    return {(s.name, frozenset(s.labels.items())): s.value
+            for family in text_string_to_metric_families(text) for s in family.samples}
+
+
+# -- the API ------------------------------------------------------------------------------------------------
+
+def test_alter_and_describe_client_quotas_with_our_admin(cluster, admin, zk_client_factory):
+    user, app = unique("User:alice"), unique("app")
+    set_quota(admin, entity(client=app), producer_byte_rate=200_000, consumer_byte_rate=300_000)
+    set_quota(admin, entity(user=user), request_percentage=25.5)
+    set_quota(admin, entity(user=user, client=app), producer_byte_rate=500_000)
+    set_quota(admin, entity(user=None, client=None), producer_byte_rate=1e9)  # <default>/<default>
+    everything = admin.describe_client_quotas()
+    assert everything[entity(client=app)] == {"producer_byte_rate": 200_000.0, "consumer_byte_rate": 300_000.0}
+    assert everything[entity(user=user)] == {"request_percentage": 25.5}
+    assert everything[entity(user=user, client=app)] == {"producer_byte_rate": 500_000.0}
+    assert everything[entity(user=None, client=None)] == {"producer_byte_rate": 1e9}
+
+    of_user = ClientQuotaFilterComponent.of_entity(USER, user)
+    assert set(admin.describe_client_quotas(ClientQuotaFilter.contains([of_user]))) == {
+        entity(user=user), entity(user=user, client=app)}
+    assert set(admin.describe_client_quotas(ClientQuotaFilter.contains_only([of_user]))) == {entity(user=user)}
+    defaults = [ClientQuotaFilterComponent.of_default_entity(USER), ClientQuotaFilterComponent.of_default_entity(CLIENT)]
+    assert set(admin.describe_client_quotas(ClientQuotaFilter.contains_only(defaults))) == {
+        entity(user=None, client=None)}
+    clients_only = admin.describe_client_quotas(ClientQuotaFilter.contains_only(
+        [ClientQuotaFilterComponent.of_entity_type(CLIENT)]))
+    assert entity(client=app) in clients_only and all(set(e.entries) == {CLIENT} for e in clients_only)
+
+    # Stored as Kafka stores it: sanitized names, {"version":1,"config":{...}}, and a change notification.
+    zk = zk_client_factory(cluster.zookeeper_connect)
+    path = f"/config/users/{user.replace(':', '%3A')}/clients/{app}"
+    assert json.loads(zk.get_data(path)[0]) == {"version": 1, "config": {"producer_byte_rate": "500000"}}
+    assert json.loads(zk.get_data(f"/config/users/{user.replace(':', '%3A')}")[0]) == {
+        "version": 1, "config": {"request_percentage": "25.5"}}
+    assert json.loads(zk.get_data("/config/users/<default>/clients/<default>")[0])["config"] == {
+        "producer_byte_rate": "1000000000"}
+    last = zk.get_children("/config/changes")[-1]
+    assert json.loads(zk.get_data(f"/config/changes/{last}")[0]) == {
+        "version": 2, "entity_path": "users/<default>/clients/<default>"}
+
+    # validate_only writes nothing; removing the last key leaves the entity out of descriptions
+    admin.alter_client_quotas([ClientQuotaAlteration(entity(client=app), [Op("producer_byte_rate", 1)])],
+                              validate_only=True)
+    assert admin.describe_client_quotas()[entity(client=app)]["producer_byte_rate"] == 200_000.0
+    set_quota(admin, entity(client=app), producer_byte_rate=None, consumer_byte_rate=None)
+    set_quota(admin, entity(user=None, client=None), producer_byte_rate=None)
+    remaining = admin.describe_client_quotas()
+    assert entity(client=app) not in remaining and entity(user=None, client=None) not in remaining
+
+
+@pytest.mark.parametrize("quota_entity, ops, error, message", [
+    (entity(client="x"), [Op("producer_byte_rate", 1.5)], errors.InvalidRequestError,
+     "Configuration producer_byte_rate must be a LONG value"),
+    (entity(client="x"), [Op("bogus", 1)], errors.InvalidRequestError, "Invalid configuration key bogus"),
+    (entity(client="x"), [Op("consumer_byte_rate", 0)], errors.InvalidRequestError,
+     "Quota consumer_byte_rate must be greater than 0"),
+    (entity(client="x"), [Op("controller_mutation_rate", 5)], errors.InvalidRequestError, "not supported"),
+    (ClientQuotaEntity({}), [Op("producer_byte_rate", 1)], errors.InvalidRequestError,
+     "Invalid empty client quota entity"),
+    (entity(client=""), [Op("producer_byte_rate", 1)], errors.InvalidRequestError, "Empty client-id not supported"),
+    (ClientQuotaEntity({"group": "g"}), [Op("producer_byte_rate", 1)], errors.InvalidRequestError,
+     "Unhandled client quota entity type: group"),
+    (ClientQuotaEntity({"ip": "127.0.0.1"}), [Op("connection_creation_rate", 1)], errors.InvalidRequestError,
+     "not supported"),
+])
+def test_bad_alterations_get_kafkas_errors_per_entity(admin, quota_entity, ops, error, message):
+    good = entity(client=unique("good"))
+    results = admin.alter_client_quotas([ClientQuotaAlteration(quota_entity, ops),
+                                         ClientQuotaAlteration(good, [Op("producer_byte_rate", 1000)])],
+                                        raise_errors=False)
+    assert isinstance(results[quota_entity], error) and message in str(results[quota_entity])
+    assert results[good] is None  # the other entry of the request is applied
+    set_quota(admin, good, producer_byte_rate=None)
+
+
+def test_bad_describe_filters_are_top_level_errors(admin):
+    with pytest.raises(errors.InvalidRequestError, match="Duplicate user filter component"):
+        admin.describe_client_quotas(ClientQuotaFilter.contains([ClientQuotaFilterComponent.of_entity(USER, "a"),
+                                                                 ClientQuotaFilterComponent.of_entity(USER, "b")]))
+    with pytest.raises(errors.UnsupportedVersionError, match="Custom entity type 'group' not supported"):
+        admin.describe_client_quotas(ClientQuotaFilter.contains([ClientQuotaFilterComponent.of_entity("group", "a")]))
+
+
+def test_kafka_python_speaks_both_apis(cluster, admin):
+    """kafka-python's own encoding of DescribeClientQuotas / AlterClientQuotas (it has no admin method)."""
+    from kafka.admin import KafkaAdminClient
+    from kafka.protocol.admin import AlterClientQuotasRequest, DescribeClientQuotasRequest
+
+    client_id = unique("kp-quota")
+    kp = KafkaAdminClient(bootstrap_servers=cluster.bootstrap_servers)
+    try:
+        async def send(request):
+            return await kp._manager.send(request)
+
+        entry = AlterClientQuotasRequest.EntryData
+        altered = kp._manager.run(send, AlterClientQuotasRequest(validate_only=False, entries=[entry(
+            entity=[entry.EntityData(entity_type="client-id", entity_name=client_id)],
+            ops=[entry.OpData(key="consumer_byte_rate", value=123456.0, remove=False)])]))
+        assert [(e.error_code, e.error_message) for e in altered.entries] == [(0, None)]
+        described = kp._manager.run(send, DescribeClientQuotasRequest(
+            components=[DescribeClientQuotasRequest.ComponentData(entity_type="client-id", match_type=0,
+                                                                 match=client_id)], strict=True))
+        assert described.error_code == 0
+        assert [([(e.entity_type, e.entity_name) for e in d.entity], [(v.key, v.value) for v in d.values])
+                for d in described.entries] == [([("client-id", client_id)], [("consumer_byte_rate", 123456.0)])]
+    finally:
+        kp.close()
+    assert admin.describe_client_quotas()[entity(client=client_id)] == {"consumer_byte_rate": 123456.0}
+    set_quota(admin, entity(client=client_id), consumer_byte_rate=None)
+
+
+# -- odradek-configs ----------------------------------------------------------------------------------------
+
+def test_configs_tool_alters_and_describes_users_and_clients(cluster):
+    def tool(*args: str, check: bool = True):
+        return console_tool("configs", "--bootstrap-server", cluster.bootstrap_servers, *args, check=check)
+
+    client_id, user = unique("tool-client"), unique("tool-user")
+    done = tool("--entity-type", "clients", "--entity-name", client_id, "--alter",
+                "--add-config", "producer_byte_rate=1048576,consumer_byte_rate=20000000")
+    assert done.stdout == f"Completed updating config for client {client_id}.\n"
+    assert tool("--entity-type", "clients", "--entity-name", client_id, "--describe").stdout == (
+        f"Quota configs for client-id '{client_id}' are consumer_byte_rate=2.0E7, producer_byte_rate=1048576.0\n")
+    done = tool("--entity-type", "users", "--entity-name", user, "--entity-type", "clients", "--entity-default",
+                "--alter", "--add-config", "request_percentage=12.5")
+    assert done.stdout == f"Completed updating config for user {user}.\n"
+    done = tool("--user-defaults", "--alter", "--add-config", "producer_byte_rate=900000000")
+    assert done.stdout == "Completed updating default config for users in the cluster.\n"
+    try:
+        lines = tool("--entity-type", "users", "--entity-type", "clients", "--describe").stdout.splitlines()
+        assert f"Quota configs for user-principal '{user}', the default client-id are request_percentage=12.5" in lines
+        lines = tool("--entity-type", "users", "--describe").stdout.splitlines()
+        assert "Quota configs for the default user-principal are producer_byte_rate=9.0E8" in lines
+        assert not any(user in line for line in lines)  # strict: the (user, client-id) entity is not a user's
+
+        missing = tool("--client", client_id, "--alter", "--delete-config", "request_percentage", check=False)
+        assert (missing.returncode, missing.stderr.strip()) == (1, "Invalid config(s): request_percentage")
+        scram = tool("--client", client_id, "--alter", "--add-config", "SCRAM-SHA-256=[password=x]", check=False)
+        assert scram.returncode == 1 and "Only quota configs can be added for 'clients'" in scram.stderr
+        bad = tool("--client", client_id, "--alter", "--add-config", "producer_byte_rate=fast", check=False)
+        assert (bad.returncode, bad.stderr.strip()) == (1, "Cannot parse quota configuration value for "
+                                                            "producer_byte_rate: fast")
+        refused = tool("--client", client_id, "--alter", "--add-config", "producer_byte_rate=0.5", check=False)
+        assert refused.returncode == 1 and "must be a LONG value" in refused.stderr
+
+        tool("--client", client_id, "--alter", "--delete-config", "producer_byte_rate")
+        assert tool("--client", client_id, "--describe").stdout == (
+            f"Quota configs for client-id '{client_id}' are consumer_byte_rate=2.0E7\n")
+    finally:
+        tool("--client", client_id, "--alter", "--delete-config", "consumer_byte_rate")
+        tool("--user-defaults", "--alter", "--delete-config", "producer_byte_rate")
+        tool("--user", user, "--client-defaults", "--alter", "--delete-config", "request_percentage")
+    assert tool("--client", client_id, "--describe").stdout == ""
+
+
+# -- throttling -----------------------------------------------------------------------------------------------
+
+def test_a_quota_set_with_the_tool_reaches_every_broker_and_spares_other_clients(cluster, spread_topic):
+    slow, fast = unique("slow"), unique("fast")
+    started = time.monotonic()
+    console_tool("configs", "--bootstrap-server", cluster.bootstrap_servers, "--alter", "--entity-type", "clients",
+                 "--entity-name", slow, "--add-config", "producer_byte_rate=200000")
+    for broker in range(3):
+        # 400 kB in the first second is twice the quota: this broker throttles slow once it knows the quota
+        wait_until(lambda b=broker: produce_throttle_ms(cluster, b, slow, spread_topic) > 0, timeout=30,
+                   what=f"broker {broker} to throttle {slow}", interval=0.5)
+        assert produce_throttle_ms(cluster, broker, fast, spread_topic) == 0
+    print(f"\nthe quota throttled {slow} on all three brokers {time.monotonic() - started:.1f} s after the tool ran")
+
+
+def test_throttled_confluent_producer_sees_throttle_time_and_another_does_not(cluster, admin, spread_topic):
+    from confluent_kafka import Producer
+
+    slow, fast = unique("ck-slow"), unique("ck-fast")
+    set_quota(admin, entity(client=slow), producer_byte_rate=500_000)
+    wait_until(lambda: produce_throttle_ms(cluster, 0, slow, spread_topic) > 0, timeout=30, what="quota applied")
+
+    def run(client_id: str, total_bytes: int) -> tuple[list[float], float]:
+        throttles: list[float] = []
+        producer = Producer({"bootstrap.servers": cluster.bootstrap_servers, "client.id": client_id,
+                             "throttle_cb": lambda event: throttles.append(event.throttle_time), "linger.ms": 5})
+        value = os.urandom(10_000)
+        started = time.monotonic()
+        for i in range(total_bytes // len(value)):
+            producer.produce(spread_topic, value, partition=0)
+            producer.poll(0)
+        assert producer.flush(120) == 0
+        return throttles, time.monotonic() - started
+
+    slow_throttles, slow_s = run(slow, 2_000_000)
+    fast_throttles, fast_s = run(fast, 2_000_000)
+    print(f"\nconfluent-kafka: {slow} {2_000_000 / slow_s / 1000:.0f} kB/s under a 500 kB/s quota "
+          f"(throttled {len(slow_throttles)} times, up to {max(slow_throttles, default=0) * 1000:.0f} ms); "
+          f"{fast} {2_000_000 / fast_s / 1000:.0f} kB/s")
+    assert slow_throttles and max(slow_throttles) > 0
+    assert not fast_throttles
+
+
+def test_throttled_kafka_python_producer_and_consumer(cluster, admin, spread_topic):
+    from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+
+    slow, fast = unique("kp-slow"), unique("kp-fast")
+    set_quota(admin, entity(client=slow), producer_byte_rate=500_000, consumer_byte_rate=500_000)
+    wait_until(lambda: produce_throttle_ms(cluster, 1, slow, spread_topic) > 0, timeout=30, what="quota applied")
+
+    def throttle_max(client) -> float:
+        return max((v for metrics in client.metrics().values() for k, v in metrics.items()
+                    if k == "throttle-time-max"), default=0.0)
+
+    producer = KafkaProducer(bootstrap_servers=cluster.bootstrap_servers, client_id=slow, linger_ms=5)
+    value = os.urandom(10_000)
+    started = time.monotonic()
+    for _ in range(200):
+        producer.send(spread_topic, value, partition=1)
+    producer.flush(120)
+    produced_s = time.monotonic() - started
+    assert throttle_max(producer) > 0
+    producer.close()
+
+    def consume(client_id: str) -> tuple[float, float]:
+        consumer = KafkaConsumer(bootstrap_servers=cluster.bootstrap_servers, client_id=client_id,
+                                 enable_auto_commit=False, fetch_max_bytes=10_000_000)
+        tp = TopicPartition(spread_topic, 1)
+        consumer.assign([tp])
+        consumer.seek_to_beginning(tp)
+        end = consumer.end_offsets([tp])[tp]
+        started = time.monotonic()
+        got = 0
+        while consumer.position(tp) < end:
+            got += sum(len(r.value) for records in consumer.poll(timeout_ms=500).values() for r in records)
+        elapsed = time.monotonic() - started
+        result = throttle_max(consumer), got / elapsed
+        consumer.close()
+        return result
+
+    slow_throttle, slow_rate = consume(slow)
+    fast_throttle, fast_rate = consume(fast)
+    print(f"\nkafka-python: produced 2 MB in {produced_s:.1f} s under a 500 kB/s quota; consumed "
+          f"{slow_rate / 1000:.0f} kB/s throttled (up to {slow_throttle:.0f} ms) against {fast_rate / 1000:.0f} kB/s")
+    assert slow_throttle > 0
+    assert fast_throttle == 0
+
+
+def test_quota_metrics_on_the_brokers(cluster, admin, spread_topic):
+    slow = unique("metrics-slow")
+    set_quota(admin, entity(client=slow), producer_byte_rate=100_000)
+    wait_until(lambda: produce_throttle_ms(cluster, 2, slow, spread_topic) > 0, timeout=30, what="quota applied")
+    samples = scrape(cluster.metrics_urls[2])
+    labels = frozenset({"resource": "Produce", "user": "", "clientId": slow}.items())
+    assert samples[("kafka_server_quota_byte_rate", labels)] > 100_000
+    assert samples[("kafka_server_quota_throttle_time", labels)] > 0
+    throttled_ms = samples[("kafka_network_requestmetrics_throttletimems_sum", frozenset({"request": "Produce"}.items()))]
+    assert throttled_ms > 0
+
+
+def test_a_user_quota_applies_to_the_connections_principal(cluster, admin, spread_topic):
+    """Without authentication every connection's principal is User:ANONYMOUS: a quota on that user throttles
+    every client-id, and its sensor is the user's."""
+    set_quota(admin, entity(user="ANONYMOUS"), producer_byte_rate=100_000)
+    try:
+        wait_until(lambda: produce_throttle_ms(cluster, 0, unique("anon"), spread_topic) > 0, timeout=30,
+                   what="the user quota applied")
+        samples = scrape(cluster.metrics_urls[0])
+        labels = frozenset({"resource": "Produce", "user": "ANONYMOUS", "clientId": ""}.items())
+        assert samples[("kafka_server_quota_throttle_time", labels)] > 0
+    finally:
+        set_quota(admin, entity(user="ANONYMOUS"), producer_byte_rate=None)
+    wait_until(lambda: produce_throttle_ms(cluster, 0, unique("anon"), spread_topic) == 0, timeout=30,
+               what="the user quota removed")
