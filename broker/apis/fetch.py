@@ -12,6 +12,8 @@ such a consumer either: it gets the batches before the first zstd one, or the sa
 comes first. Kafka 2.8 does this only for v0-3 (down-conversion cannot convert zstd) and sends v4-9 the
 zstd batch, which their clients cannot decompress.
 
+Fetch v0-3 get their records down-converted to magic 0 or 1 (``fetch_down_conversion.py``).
+
 A follower's fetch records the bytes of leader-throttled partitions against the leader's replication
 quota once the response is built (Kafka's sizeOfThrottledPartitions / quotas.leader.record).
 
@@ -37,6 +39,7 @@ from ...protocol.records.batch import ATTRIBUTES_OFFSET, CODEC_MASK
 from ..log.segment import walk_headers
 from ..delayed_ops import FetchSpec
 from ..fetch_session import FetchAnswer, FetchContext, FetchManager, FetchSessionCache
+from .fetch_down_conversion import FetchDownConverter
 from ..replica_manager import FetchParams
 
 if TYPE_CHECKING:
@@ -57,6 +60,7 @@ class FetchApi:
         self.fetch_manager = FetchManager(FetchSessionCache(
             services.config.get("max.incremental.fetch.session.cache.slots")))
         self.client_quotas = getattr(services, "client_quotas", None)  # broker.quota.client_quotas.ClientQuotas, or None
+        self.down_converter = FetchDownConverter(self.replica_manager.log_manager)  # Fetch v0-3
 
     def handle(self, request: "Request") -> Any:
         body = request.body
@@ -104,6 +108,7 @@ class FetchApi:
                 zstd_topic = self._topic_compression(topic.topic) == "zstd"
                 for data in topic.partitions:
                     _refuse_zstd(data, zstd_topic)
+        self.down_converter.convert(response, version, body)  # magic 0/1 for Fetch v0-3 (after the quota, as Kafka)
         return response
 
     def _record_leader_throttled_bytes(self, response: Any) -> None:
