@@ -26,6 +26,7 @@ records come in a later fetch) with the throttle time, while the connection is m
 
 from __future__ import annotations
 
+import inspect
 from typing import TYPE_CHECKING, Any
 
 from ...protocol.api_keys import ApiKey
@@ -88,7 +89,8 @@ class FetchApi:
         return self._respond_when_done(request, context, result)
 
     async def _respond_when_done(self, request: "Request", context: FetchContext, pending: Any) -> Any:
-        return self._response(request, context, await pending)
+        response = self._response(request, context, await pending)
+        return await response if inspect.isawaitable(response) else response
 
     def _response(self, request: "Request", context: FetchContext, results: dict) -> Any:
         body, version = request.body, request.api_version
@@ -108,7 +110,8 @@ class FetchApi:
                 zstd_topic = self._topic_compression(topic.topic) == "zstd"
                 for data in topic.partitions:
                     _refuse_zstd(data, zstd_topic)
-        self.down_converter.convert(response, version, body)  # magic 0/1 for Fetch v0-3 (after the quota, as Kafka)
+        if self.down_converter.has_work(response, version):  # magic 0/1 for Fetch v0-3, after the quota as Kafka
+            return self.down_converter.convert_off_loop(response, version, body)
         return response
 
     def _record_leader_throttled_bytes(self, response: Any) -> None:

@@ -16,6 +16,7 @@ and log start offset.
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from ...protocol.errors import UnsupportedCompressionTypeError, UnsupportedVersionError  # type: ignore[attr-defined]
@@ -49,6 +50,18 @@ class FetchDownConverter:
         if value is None or value == "":
             value = self.log_manager.topic_defaults.get("message.downconversion.enable", "true")
         return _enabled(value)
+
+    @staticmethod
+    def has_work(response: Any, version: int) -> bool:
+        """True when ``convert`` would touch some partition of ``response``."""
+        return target_magic(version) is not None and any(
+            not data.error_code and data.records for topic in response.responses for data in topic.partitions)
+
+    async def convert_off_loop(self, response: Any, version: int, request: Any) -> Any:
+        """``convert`` in an executor thread, so a big conversion (about 70 ms per MiB of uncompressed
+        batches, up to a second for a MiB of compressed small records) does not stall the event loop."""
+        await asyncio.get_running_loop().run_in_executor(None, self.convert, response, version, request)
+        return response
 
     def convert(self, response: Any, version: int, request: Any) -> None:
         """Rewrite ``response``'s partitions in place for a Fetch ``version`` below 4."""

@@ -68,3 +68,22 @@ def test_partitions_with_errors_or_no_records_are_left_alone():
     answer = response(error_code=6)
     converter(broker="false").convert(answer, 1, request())
     assert answer.responses[0].partitions[0].error_code == 6
+
+
+def test_conversion_runs_off_the_event_loop_only_when_there_is_work():
+    import asyncio
+    import threading
+    assert not FetchDownConverter.has_work(response(), 4)
+    assert not FetchDownConverter.has_work(response(error_code=6), 3)
+    assert FetchDownConverter.has_work(response(), 3)
+    threads = []
+    conv = converter()
+    original = conv.convert
+    conv.convert = lambda *args: (threads.append(threading.current_thread()), original(*args))  # type: ignore
+
+    async def go():
+        return await conv.convert_off_loop(response(), 2, request())
+    answer = asyncio.run(go())
+    assert threads and threads[0] is not threading.main_thread()
+    [message] = iter_messages(bytes(answer.responses[0].partitions[0].records))
+    assert message.magic == 1
