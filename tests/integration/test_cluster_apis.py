@@ -8,10 +8,13 @@ real brokers, DescribeCluster (60), DescribeProducers (61) and the SASL APIs on 
 - DescribeProducers on the leader and on a follower (Kafka 2.8 answers from the local log), idempotent and
   transactional producers from confluent-kafka (open transaction, then committed), NOT_LEADER_OR_FOLLOWER
   on a broker without the partition, UNKNOWN_TOPIC_OR_PARTITION for unknown topics and partitions;
+- DescribeGroups v3+ and Metadata v8+ report authorized operations when asked (the group's coordinator only);
 - SaslHandshake and SaslAuthenticate answer ILLEGAL_SASL_STATE, as Kafka 2.8 does on a PLAINTEXT listener.
 """
 
 from __future__ import annotations
+
+import asyncio
 
 import pytest
 
@@ -19,8 +22,8 @@ from odradek.clients import Admin, TopicPartition
 from odradek.clients.simple_client import SimpleClient
 from odradek.protocol.api_keys import KAFKA_2_8_VERSIONS
 from odradek.protocol.messages import (
-    REQUESTS, RESPONSES, ApiVersionsRequest, DescribeClusterRequest, DescribeProducersRequest,
-    SaslAuthenticateRequest, SaslHandshakeRequest,
+    REQUESTS, RESPONSES, ApiVersionsRequest, DescribeClusterRequest, DescribeGroupsRequest, DescribeProducersRequest,
+    FindCoordinatorRequest, SaslAuthenticateRequest, SaslHandshakeRequest,
 )
 from tests.integration.helpers import run, wait_until
 
@@ -140,6 +143,26 @@ def test_describe_producers_of_idempotent_and_transactional_producers(servers):
             for t in answer.topics] == [("producers-idem", [(0, NOT_LEADER_OR_FOLLOWER, []),
                                                             (7, UNKNOWN_TOPIC_OR_PARTITION, [])]),
                                         ("no-such-topic", [(0, UNKNOWN_TOPIC_OR_PARTITION, [])])]
+
+
+def test_describe_groups_reports_group_operations_when_asked(servers):
+    async def go():
+        async with SimpleClient(servers) as client:
+            nodes = (await client.metadata([])).brokers
+            for _ in range(300):  # the first lookup creates __consumer_offsets; wait for its leaders
+                found = await client.send(None, FindCoordinatorRequest(key="nobody-here", key_type=0))
+                if found.error_code == 0:
+                    break
+                await asyncio.sleep(0.1)
+            assert found.error_code == 0
+            for include, expected in ((True, 1 << 3 | 1 << 6 | 1 << 8), (False, -(1 << 31))):  # READ, DELETE, DESCRIBE
+                request = DescribeGroupsRequest(groups=["nobody-here"], include_authorized_operations=include)
+                answers = set()
+                for node in nodes:  # the coordinator describes the group; the others answer NOT_COORDINATOR
+                    [group] = (await client.send(node, request, version=3)).groups
+                    answers.add((group.error_code, group.group_state, group.authorized_operations))
+                assert answers == {(0, "Dead", expected), (16, "", -(1 << 31))}
+    run(go())
 
 
 def test_sasl_apis_on_a_plaintext_listener_are_illegal_sasl_state(servers):
