@@ -15,6 +15,8 @@ import zlib
 
 import pytest
 import xxhash
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from kafka.record.legacy_records import LegacyRecordBatch, LegacyRecordBatchBuilder
 
 from odradek.protocol.errors import InvalidTimestampError, MessageTooLargeError  # type: ignore[attr-defined]
@@ -202,3 +204,34 @@ def test_produce_refusals_follow_log_validator():
         convert_produced_message_set(encode_message(0, 1, Compression.GZIP, 5, None, _gzip(nested)))
     with pytest.raises(InvalidRecordBatchError, match="null value"):
         convert_produced_message_set(encode_message(0, 1, Compression.GZIP, 5, None, None))
+
+
+# -- fuzz: mutated legacy sets either convert or raise a Kafka error --------------------------------------------
+
+LEGACY_SAMPLES = [our_set(magic, codec, base_offset=3) for magic in (0, 1) for codec in (Compression.NONE,) + CODECS]
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(sample=st.sampled_from(LEGACY_SAMPLES), flips=st.lists(st.tuples(st.integers(0, 10_000), st.integers(1, 255)),
+                                                              max_size=4), cut=st.integers(0, 10_000))
+def test_mutated_legacy_sets_convert_or_raise_kafka_errors(sample, flips, cut):
+    from odradek.protocol.errors import KafkaError
+    data = bytearray(sample)
+    for position, mask in flips:
+        data[position % len(data)] ^= mask
+    data = bytes(data[:max(1, len(data) - cut % 40)])
+    try:
+        batch = convert_produced_message_set(data)
+    except KafkaError:
+        return
+    v2_records(batch)  # what was accepted is a valid v2 batch
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.binary(max_size=300))
+def test_garbage_converts_or_raises_kafka_errors(data):
+    from odradek.protocol.errors import KafkaError
+    try:
+        convert_produced_message_set(data)
+    except KafkaError:
+        pass
