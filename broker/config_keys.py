@@ -188,6 +188,14 @@ def _version(v: str) -> None:
         raise Invalid("a Kafka version such as 2.8 or 2.8-IV1")
 
 
+def _message_format_version(v: str) -> None:
+    # Formats before v2 are served by converting (issue 13), never stored: a setting that would store them is refused.
+    _version(v)
+    if v.startswith(("0.8", "0.9", "0.10")):
+        raise Invalid("a Kafka version of 0.11.0 or later (the log always writes message format v2; "
+                      "older clients' formats are converted)")
+
+
 K = Key
 _BROKER_KEYS: list[Key] = [
     # ZooKeeper
@@ -277,7 +285,8 @@ _BROKER_KEYS: list[Key] = [
       at_least(0)),
     K("log.segment.delete.delay.ms", L, 60000, "Wait before a deleted segment file is removed", at_least(0)),
     K("log.preallocate", B, False, "Preallocate segment files"),
-    K("log.message.format.version", STR, "2.8-IV1", "Message format version appended to logs", _version),
+    K("log.message.format.version", STR, "2.8-IV1", "Message format version appended to logs",
+      _message_format_version),
     K("log.message.timestamp.type", STR, "CreateTime", "Timestamp stored in records",
       OneOf(TIMESTAMP_TYPES)),
     K("log.message.timestamp.difference.max.ms", L, LONG_MAX, "Max broker/record timestamp difference",
@@ -427,7 +436,8 @@ _T = [
     (K("min.insync.replicas", I, None, "Min in-sync replicas for acks=all", at_least(1)), "min.insync.replicas"),
     (K("compression.type", STR, None, "Final compression", OneOf(COMPRESSION_TYPES)), "compression.type"),
     (K("preallocate", B, None, "Preallocate segment files"), "log.preallocate"),
-    (K("message.format.version", STR, None, "Message format version", _version), "log.message.format.version"),
+    (K("message.format.version", STR, None, "Message format version", _message_format_version),
+     "log.message.format.version"),
     (K("message.timestamp.type", STR, None, "CreateTime or LogAppendTime", OneOf(TIMESTAMP_TYPES)),
      "log.message.timestamp.type"),
     (K("message.timestamp.difference.max.ms", L, None, "Max timestamp difference", at_least(0)),

@@ -34,6 +34,7 @@ from .apis import alter_configs, delete_records
 from .apis import describe_log_dirs
 from .apis import elect_leaders, reassignment_apis
 from .apis import client_quotas as client_quotas_api
+from .apis import describe_cluster, describe_producers, sasl_plaintext
 from .apis.services import BrokerServices
 from .broker_id import ONE_LINE_STARTUP_ERRORS, resolve_broker_id
 from .controlled_shutdown import controlled_shutdown
@@ -62,7 +63,8 @@ _API_MODULES = (produce, fetch, list_offsets, metadata, create_topics, delete_to
                 offset_for_leader_epoch, producers, group_apis, offset_apis, create_partitions,
                 describe_configs, alter_configs, delete_records, write_txn_markers,
                 txn_apis, describe_log_dirs,
-                elect_leaders, reassignment_apis, client_quotas_api)
+                elect_leaders, reassignment_apis, client_quotas_api, describe_cluster, describe_producers,
+                sasl_plaintext)
 _NEVER_MS = 2 ** 62  # Kafka's Long.MaxValue defaults: "never"
 
 

@@ -34,11 +34,11 @@ from enum import IntEnum
 from typing import Any, Callable, Iterable, Mapping, NamedTuple, Sequence
 
 from ..protocol.errors import (  # type: ignore[attr-defined]
-    KafkaError, NotLeaderOrFollowerError, UnknownTopicOrPartitionError, for_code,
+    KafkaError, NotLeaderOrFollowerError, UnknownTopicOrPartitionError, UnsupportedVersionError, for_code,
 )
 from ..protocol.messages import (
-    AlterConfigsRequest, CreatePartitionsRequest, CreateTopicsRequest, DeleteRecordsRequest, DescribeConfigsRequest,
-    IncrementalAlterConfigsRequest,
+    AlterConfigsRequest, CreatePartitionsRequest, CreateTopicsRequest, DeleteRecordsRequest, DescribeClusterRequest,
+    DescribeConfigsRequest, IncrementalAlterConfigsRequest,
 )
 from ..protocol.types import ZERO_UUID
 from .admin_groups import ConsumerGroupDescription, Coordinator, GroupAdmin, GroupListing, MemberDescription
@@ -47,6 +47,7 @@ from .admin_partitions import ElectionType, PartitionAdmin, PartitionReassignmen
 from .admin_quotas import (
     ClientQuotaAlteration, ClientQuotaEntity, ClientQuotaFilter, ClientQuotaFilterComponent, QuotaAdmin,
 )
+from .admin_producers import ProducerAdmin, ProducerState
 from .connection import BrokerConnection
 from .simple_client import SimpleClient, SyncSimpleClient, _creatable_topic, _raise_code, _Retry
 from .types import TopicPartition
@@ -97,6 +98,8 @@ class ClusterDescription(NamedTuple):
     cluster_id: str | None
     controller_id: int
     brokers: list[BrokerMetadata]
+    # the AclOperation codes the caller may use on the cluster; None unless asked for
+    authorized_operations: frozenset[int] | None = None
 
 
 class PartitionDescription(NamedTuple):
@@ -170,7 +173,7 @@ class AlterConfigOp(NamedTuple):
     op_type: AlterConfigOpType = AlterConfigOpType.SET
 
 
-class AIOAdmin(GroupAdmin, LogDirAdmin, PartitionAdmin, QuotaAdmin):
+class AIOAdmin(GroupAdmin, LogDirAdmin, PartitionAdmin, QuotaAdmin, ProducerAdmin):
     """``AIOAdmin(bootstrap_servers="host:9092", client_id=..., request_timeout_ms=30000, retries=5,
     retry_backoff_ms=100)``; ``async with`` or ``await close()``."""
 
@@ -271,11 +274,24 @@ class AIOAdmin(GroupAdmin, LogDirAdmin, PartitionAdmin, QuotaAdmin):
                                                  partitions))
         return descriptions
 
-    async def describe_cluster(self) -> ClusterDescription:
-        response = await self._client.metadata_response([])
-        brokers = sorted((BrokerMetadata(b.node_id, b.host, b.port, b.rack) for b in response.brokers),
-                         key=lambda b: b.node_id)
-        return ClusterDescription(response.cluster_id, response.controller_id, brokers)
+    async def describe_cluster(self, include_authorized_operations: bool = False) -> ClusterDescription:
+        """Brokers, controller and cluster id through DescribeCluster, or Metadata from a broker that does
+        not serve it (Kafka 2.8's Admin does the same)."""
+        try:
+            answer = await self._client.send(None, DescribeClusterRequest(
+                include_cluster_authorized_operations=include_authorized_operations))
+        except UnsupportedVersionError:
+            response = await self._client.metadata_response([])
+            return ClusterDescription(response.cluster_id, response.controller_id, sorted(
+                (BrokerMetadata(b.node_id, b.host, b.port, b.rack) for b in response.brokers), key=lambda b: b.node_id))
+        if answer.error_code:
+            raise for_code(answer.error_code)(answer.error_message or "DescribeCluster")
+        operations = None
+        if include_authorized_operations and answer.cluster_authorized_operations != -(1 << 31):
+            operations = frozenset(op for op in range(32) if answer.cluster_authorized_operations >> op & 1)
+        return ClusterDescription(answer.cluster_id, answer.controller_id, sorted(
+            (BrokerMetadata(b.broker_id, b.host, b.port, b.rack) for b in answer.brokers), key=lambda b: b.node_id),
+            operations)
 
     # -- configs ----------------------------------------------------------------------------------
     async def describe_configs(self, config_resources: Sequence[ConfigResource], include_synonyms: bool = False
@@ -394,13 +410,7 @@ class AIOAdmin(GroupAdmin, LogDirAdmin, PartitionAdmin, QuotaAdmin):
                         raise for_code(p.error_code)(f"DeleteRecords of {tp.topic}-{tp.partition}")
 
         async def attempt() -> dict[TopicPartition, int]:
-            metadata = await self._client.metadata(sorted({tp.topic for tp in pending}))
-            by_leader: dict[int, list[TopicPartition]] = {}
-            for tp in pending:
-                leader = metadata.leader_for(tp.topic, tp.partition)
-                if leader is None or leader < 0:
-                    raise UnknownTopicOrPartitionError(f"no leader for {tp.topic}-{tp.partition}")
-                by_leader.setdefault(leader, []).append(tp)
+            by_leader = await self._client.partitions_by_leader(pending)
             await asyncio.gather(*(at_leader(leader, tps) for leader, tps in by_leader.items()))
             if pending:  # answered with a retriable error (the leader moved): look it up again
                 raise NotLeaderOrFollowerError(f"DeleteRecords of {sorted(pending)}")
@@ -452,4 +462,4 @@ __all__ = ["AIOAdmin", "Admin", "LATEST", "EARLIEST", "NewTopic", "NewPartitions
            "AlterConfigOp", "AlterConfigOpType", "BrokerMetadata", "ClusterDescription", "TopicDescription",
            "PartitionDescription", "format_topic_id", "GroupListing", "ConsumerGroupDescription", "MemberDescription",
            "Coordinator", "LogDirDescription", "ReplicaInfo", "ClientQuotaEntity", "ClientQuotaFilter",
-           "ClientQuotaFilterComponent", "ClientQuotaAlteration"]
+           "ClientQuotaFilterComponent", "ClientQuotaAlteration", "ProducerState"]

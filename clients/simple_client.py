@@ -27,7 +27,7 @@ import random
 from typing import Any, Awaitable, Callable, Iterable, Mapping, NamedTuple, Sequence, TypeVar
 
 from ..protocol.api_keys import ApiKey
-from ..protocol.errors import KafkaError, UnsupportedVersionError, for_code
+from ..protocol.errors import KafkaError, UnknownTopicOrPartitionError, UnsupportedVersionError, for_code  # type: ignore[attr-defined]
 from ..protocol.messages import (
     CreateTopicsRequest, DeleteTopicsRequest, FetchRequest, InitProducerIdRequest, ListOffsetsRequest,
     MetadataRequest, ProduceRequest,
@@ -509,6 +509,19 @@ class SimpleClient:
             return answer.offset, answer.timestamp
 
         return await self._with_retries(attempt, _raise_code, topics=[topic])
+
+    async def partitions_by_leader(self, partitions: Iterable[Any]) -> dict[int, list[Any]]:
+        """TopicPartitions grouped by their leader, from fresh metadata; a partition without a leader
+        raises UNKNOWN_TOPIC_OR_PARTITION (retriable)."""
+        partitions = list(partitions)
+        metadata = await self.metadata(sorted({tp.topic for tp in partitions}))
+        by_leader: dict[int, list[Any]] = {}
+        for tp in partitions:
+            leader = metadata.leader_for(tp.topic, tp.partition)
+            if leader is None or leader < 0:
+                raise UnknownTopicOrPartitionError(f"no leader for {tp.topic}-{tp.partition}")
+            by_leader.setdefault(leader, []).append(tp)
+        return by_leader
 
     async def init_producer_id(self) -> tuple[int, int]:
         """A producer id and epoch for an idempotent (non-transactional) producer, from any broker."""

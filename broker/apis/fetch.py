@@ -12,6 +12,8 @@ such a consumer either: it gets the batches before the first zstd one, or the sa
 comes first. Kafka 2.8 does this only for v0-3 (down-conversion cannot convert zstd) and sends v4-9 the
 zstd batch, which their clients cannot decompress.
 
+Fetch v0-3 get their records down-converted to magic 0 or 1 (``fetch_down_conversion.py``).
+
 A follower's fetch records the bytes of leader-throttled partitions against the leader's replication
 quota once the response is built (Kafka's sizeOfThrottledPartitions / quotas.leader.record).
 
@@ -24,6 +26,7 @@ records come in a later fetch) with the throttle time, while the connection is m
 
 from __future__ import annotations
 
+import inspect
 from typing import TYPE_CHECKING, Any
 
 from ...protocol.api_keys import ApiKey
@@ -37,6 +40,7 @@ from ...protocol.records.batch import ATTRIBUTES_OFFSET, CODEC_MASK
 from ..log.segment import walk_headers
 from ..delayed_ops import FetchSpec
 from ..fetch_session import FetchAnswer, FetchContext, FetchManager, FetchSessionCache
+from .fetch_down_conversion import FetchDownConverter
 from ..replica_manager import FetchParams
 
 if TYPE_CHECKING:
@@ -57,6 +61,7 @@ class FetchApi:
         self.fetch_manager = FetchManager(FetchSessionCache(
             services.config.get("max.incremental.fetch.session.cache.slots")))
         self.client_quotas = getattr(services, "client_quotas", None)  # broker.quota.client_quotas.ClientQuotas, or None
+        self.down_converter = FetchDownConverter(self.replica_manager.log_manager)  # Fetch v0-3
 
     def handle(self, request: "Request") -> Any:
         body = request.body
@@ -84,7 +89,8 @@ class FetchApi:
         return self._respond_when_done(request, context, result)
 
     async def _respond_when_done(self, request: "Request", context: FetchContext, pending: Any) -> Any:
-        return self._response(request, context, await pending)
+        response = self._response(request, context, await pending)
+        return await response if inspect.isawaitable(response) else response
 
     def _response(self, request: "Request", context: FetchContext, results: dict) -> Any:
         body, version = request.body, request.api_version
@@ -104,6 +110,8 @@ class FetchApi:
                 zstd_topic = self._topic_compression(topic.topic) == "zstd"
                 for data in topic.partitions:
                     _refuse_zstd(data, zstd_topic)
+        if self.down_converter.has_work(response, version):  # magic 0/1 for Fetch v0-3, after the quota as Kafka
+            return self.down_converter.convert_off_loop(response, version, body)
         return response
 
     def _record_leader_throttled_bytes(self, response: Any) -> None:

@@ -32,6 +32,7 @@ from ..coordinator.group.group_metadata import DEAD, STABLE
 from ..coordinator.group.metadata_manager import GROUP_METADATA_TOPIC
 from ..coordinator.transaction.state_manager import TRANSACTION_STATE_TOPIC
 from ..kafka_apis import generic_error_response
+from ..security.acl_operations import authorized_operations_without_authorizer
 
 if TYPE_CHECKING:
     from ..coordinator.group.coordinator import GroupCoordinator
@@ -164,8 +165,12 @@ class GroupApis:
     # -- administration ---------------------------------------------------------------------------
 
     def describe_groups(self, request: "Request") -> Any:
-        return DescribeGroupsResponse(throttle_time_ms=0,
-                                      groups=[self._describe(g) for g in request.body.groups])
+        groups = [self._describe(g) for g in request.body.groups]
+        if request.api_version >= 3 and request.body.include_authorized_operations:
+            for group in groups:  # Kafka 2.8: for the groups described without error; no authorizer: all
+                if group.error_code == 0:
+                    group.authorized_operations = authorized_operations_without_authorizer("group")
+        return DescribeGroupsResponse(throttle_time_ms=0, groups=groups)
 
     def _describe(self, group_id: str) -> Any:
         try:

@@ -4,7 +4,8 @@ As Kafka 2.8's handleTopicMetadataRequest: every live broker with an endpoint on
 request came in on (COMPAT G8: the full list, always), the live controller (-1 if none yet), and
 per topic its partitions. A missing topic is created when the request allows it and
 ``auto.create.topics.enable`` is on, and answered LEADER_NOT_AVAILABLE until the controller has
-elected its leaders; otherwise UNKNOWN_TOPIC_OR_PARTITION.
+elected its leaders; otherwise UNKNOWN_TOPIC_OR_PARTITION. From v8, the cluster's (v8-10) and the
+topics' authorized operations when the request asks for them.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from ...protocol.errors import (  # type: ignore[attr-defined]
 from ...protocol.messages import MetadataResponse
 from ...protocol.types import ZERO_UUID
 from ..metadata_cache import INTERNAL_TOPICS
+from ..security.acl_operations import authorized_operations_without_authorizer
 
 if TYPE_CHECKING:
     from ..kafka_apis import KafkaApis
@@ -102,8 +104,10 @@ class MetadataApi:
                                  is_internal=name in INTERNAL_TOPICS,
                                  partitions=self._partitions(name, listener, version)))
         controller = cache.controller_id if cache.controller_id is not None else -1
-        return MetadataResponse(throttle_time_ms=0, brokers=brokers, cluster_id=cache.cluster_id,
-                                controller_id=controller, topics=topics)
+        response = MetadataResponse(throttle_time_ms=0, brokers=brokers, cluster_id=cache.cluster_id,
+                                    controller_id=controller, topics=topics)
+        _authorized_operations(request, response)
+        return response
 
     def _partitions(self, topic: str, listener: str, version: int) -> list[Any]:
         cache = self.cache
@@ -121,6 +125,19 @@ class MetadataApi:
                                      leader_id=p.leader if leader_alive else -1, leader_epoch=p.leader_epoch,
                                      replica_nodes=replicas, isr_nodes=isr, offline_replicas=p.offline_replicas))
         return result
+
+
+def _authorized_operations(request: "Request", response: Any) -> None:
+    """v8+: the cluster's (v8-10) and each topic's authorized operations when asked, as Kafka 2.8 (without an
+    authorizer: everything the resource type supports); else the fields keep -2147483648."""
+    if request.api_version < 8:
+        return
+    body = request.body
+    if body.include_cluster_authorized_operations and request.api_version <= 10:
+        response.cluster_authorized_operations = authorized_operations_without_authorizer("cluster")
+    if body.include_topic_authorized_operations:
+        for topic in response.topics:
+            topic.topic_authorized_operations = authorized_operations_without_authorizer("topic")
 
 
 def register(apis: "KafkaApis", services: "BrokerServices") -> MetadataApi:

@@ -3,6 +3,10 @@
 The batch is checked as Kafka checks a client's batch (one batch per partition, magic 2, CRC-32C,
 counts; zstd only from v7, KIP-110) without decoding its records, copied once into a ``bytearray``
 (the frame is read-only) and appended. acks=0 is never answered; acks=-1 may wait in the purgatory.
+
+Produce v0-2 may carry a legacy message set (magic 0/1; Kafka checks the magic only from v3): it is
+converted to one v2 batch first, as a Kafka 2.8 leader with its default ``log.message.format.version``
+does (``protocol/records/legacy_conversion.py``).
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from ...protocol.errors import (  # type: ignore[attr-defined]
 )
 from ...protocol.messages import ProduceResponse
 from ...protocol.records import Compression, read_produce_batch
+from ...protocol.records.legacy_conversion import convert_produced_message_set, is_legacy_message_set
 from ..metadata_cache import INTERNAL_TOPICS
 
 if TYPE_CHECKING:
@@ -25,6 +30,7 @@ if TYPE_CHECKING:
 _TopicResponse = ProduceResponse.TopicProduceResponse
 _PartitionResponse = _TopicResponse.PartitionProduceResponse
 _ZSTD = int(Compression.ZSTD)
+MAX_LEGACY_PRODUCE_VERSION = 2  # Kafka's ProduceRequest.validateRecords requires magic 2 from v3
 
 
 class ProduceApi:
@@ -38,13 +44,18 @@ class ProduceApi:
         for topic in body.topic_data:
             internal = topic.name in INTERNAL_TOPICS
             for part in topic.partition_data:
-                entries[(topic.name, part.index)] = _validated(part.records, version, internal)
+                entries[(topic.name, part.index)] = _validated(part.records, version, internal,
+                                                               self._max_message_bytes(topic.name, part.index))
         result = self.replica_manager.append_records(body.acks, body.timeout_ms, entries)
         if body.acks == 0:
             return None  # never answered (COMPAT G7); an error here closes nothing either
         if isinstance(result, dict):
             return _response(body, result)
         return _respond_when_done(body, result)
+
+    def _max_message_bytes(self, topic: str, partition: int) -> int | None:
+        hosted = self.replica_manager.online_partition(topic, partition)
+        return hosted.log.config.max_message_bytes if hosted is not None else None
 
     def error_response(self, request: "Request", error_code: int) -> Any:
         return ProduceResponse(responses=[
@@ -53,15 +64,18 @@ class ProduceApi:
                 for p in t.partition_data]) for t in request.body.topic_data], throttle_time_ms=0)
 
 
-def _validated(records: Any, version: int, internal: bool) -> Any:
+def _validated(records: Any, version: int, internal: bool, max_message_bytes: int | None = None) -> Any:
     """The batch copied into a bytearray, or the KafkaError explaining why it was refused."""
     if records is None or len(records) == 0:
         return InvalidRecordError("a produce request must carry a record batch")
     if internal:
         return InvalidTopicError("clients may not write to internal topics")
     try:
+        if version <= MAX_LEGACY_PRODUCE_VERSION and is_legacy_message_set(records):
+            return bytearray(convert_produced_message_set(records, max_message_bytes=max_message_bytes))
         batch = read_produce_batch(records)
-        if batch.compression == _ZSTD and version < 7:
+        # Kafka 2.8 refuses zstd only at v3-6 (validateRecords skips v0-2, KIP-110)
+        if batch.compression == _ZSTD and 3 <= version < 7:
             raise UnsupportedCompressionTypeError("zstd needs Produce v7 or later")
     except KafkaError as exc:
         return exc

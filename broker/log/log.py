@@ -45,7 +45,9 @@ from .log_types import (
     FetchDataInfo, LogAppendInfo, UnexpectedAppendOffsetError, log_dir_name, parse_topic_partition,
 )
 from .offset_index import CorruptIndexError
-from .producer_state import DEFAULT_PRODUCER_ID_EXPIRATION_MS, BatchMetadata, CompletedTxn, ProducerStateManager
+from .producer_state import (
+    DEFAULT_PRODUCER_ID_EXPIRATION_MS, BatchMetadata, CompletedTxn, ProducerStateEntry, ProducerStateManager,
+)
 from .segment import (
     CLEANED_SUFFIX, DELETED_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, SWAP_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX,
     LogSegment, now_ms, parse_base_offset, walk_headers,
@@ -403,6 +405,11 @@ class Log:
                 if complete:
                     break
             return found
+
+    def active_producers(self) -> list[ProducerStateEntry]:
+        """The producers this partition remembers (DescribeProducers; Kafka's Log.activeProducers)."""
+        with self._lock:
+            return list(self.producer_state.producers.values())
 
     def aborted_transactions_in(self, fetch_offset: int, records: bytes | bytearray | memoryview) -> list[AbortedTxn]:
         """The aborted transactions a read_committed consumer needs to filter ``records`` (read from

@@ -54,6 +54,35 @@ async def read_all(servers: str, topic: str, partitions: int) -> dict[int, list]
     return result
 
 
+async def raw_fetch(client: SimpleClient, topic: str, offset: int, version: int, *, partition: int = 0,
+                    max_bytes: int = 1 << 20):
+    """One partition's answer to a sessionless consumer Fetch sent at exactly ``version`` to its leader."""
+    from odradek.protocol.messages import FetchRequest
+    conn = await client._leader_connection(topic, partition)
+    request = FetchRequest(replica_id=-1, max_wait_ms=100, min_bytes=1, max_bytes=max_bytes, isolation_level=0,
+                           session_id=0, session_epoch=-1, topics=[FetchRequest.FetchTopic(topic=topic, partitions=[
+                               FetchRequest.FetchTopic.FetchPartition(partition=partition, fetch_offset=offset,
+                                                                       partition_max_bytes=max_bytes)])])
+    response = await conn.send(request, version=version)
+    [topic_answer] = response.responses
+    [answer] = topic_answer.partitions
+    return answer
+
+
+async def raw_produce(client: SimpleClient, topic: str, records: bytes, version: int, *, partition: int = 0,
+                      acks: int = -1):
+    """One partition's answer to a Produce of ``records`` (any bytes) sent at exactly ``version``."""
+    from odradek.protocol.messages import ProduceRequest
+    conn = await client._leader_connection(topic, partition)
+    data = ProduceRequest.TopicProduceData
+    request = ProduceRequest(transactional_id=None, acks=acks, timeout_ms=10_000, topic_data=[data(
+        name=topic, partition_data=[data.PartitionProduceData(index=partition, records=records)])])
+    response = await conn.send(request, version=version)
+    [topic_answer] = response.responses
+    [answer] = topic_answer.partition_responses
+    return answer
+
+
 def console_tool(name: str, *args: str, stdin: str | None = None, check: bool = True,
                  timeout: float = 120) -> subprocess.CompletedProcess:
     """Run odradek-<name> as a user would (the module when the script is not on PATH)."""

@@ -125,7 +125,10 @@ def test_kafka_python_admin_client_creates_describes_deletes(three_broker_cluste
         replicas = {field(p, "partition_index", "partition"): sorted(field(p, "replica_nodes", "replicas"))
                     for p in described["partitions"]}
         assert sorted(replicas) == [0, 1] and all(len(r) == 2 for r in replicas.values())
-        assert len(client.describe_cluster()["brokers"]) == 3
+        # kafka-python 3.0.12's describe_cluster breaks on a DescribeCluster v0 answer, Kafka 2.8's only version
+        # (it pops endpoint_type, a v1 field): it fails against Kafka 2.8 as against us
+        with pytest.raises(KeyError, match="endpoint_type"):
+            client.describe_cluster()
         # What kafka-python created is what our Admin sees.
         [ours] = admin.describe_topics(["kp-admin"])
         assert {p.partition: sorted(p.replicas) for p in ours.partitions} == replicas

@@ -169,6 +169,7 @@ def test_unknown_environment_key_is_reported_with_its_variable():
     ("zookeeper.connect", "zk:notaport", "expected host:port[,host:port...][/chroot]"),
     ("broker.id", "1001", "expected an integer in [-1, 1000]"),
     ("inter.broker.protocol.version", "9.9", "expected a Kafka version"),
+    ("log.message.format.version", "0.10.2", "expected a Kafka version of 0.11.0 or later"),
 ])
 def test_invalid_value_names_key_value_and_accepted_values_on_one_line(key, value, accepts):
     with pytest.raises(ConfigError) as ei:
