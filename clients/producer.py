@@ -5,11 +5,14 @@
         metadata = await future                                          # RecordMetadata
         await producer.send_and_wait("events", b"other")
 
-Records are appended to one open batch per partition; a sender task sends a partition's batch when
-it reaches ``batch_size``, ``linger_ms`` after it was opened, or on ``flush``/``close``, grouping the
-batches for one leader into one Produce request (one batch per partition, as the Java client does).
-Retriable errors (and lost connections) put the batch back at its place in the queue after
-``retry_backoff_ms`` and refresh the metadata; ``delivery_timeout_ms`` bounds the whole time.
+Records are appended to one open batch per partition (``record_accumulator.py``); a sender task
+(``producer_sender.py``) sends a partition's batch when it reaches ``batch_size``, ``linger_ms`` after it
+was opened, or on ``flush``/``close``, grouping the batches for one leader into one Produce request (one
+batch per partition, as the Java client does). Retriable errors (and lost connections) put the batch back
+at its place in the queue after ``retry_backoff_ms`` and refresh the metadata. ``delivery_timeout_ms``
+bounds every record from its batch's creation to its outcome, whatever it waits for (a retry, an earlier
+batch, a leader, an epoch bump, an answer): then its future fails with REQUEST_TIMED_OUT, naming the error
+it was last retried after, as Kafka 2.8's producer does; so ``flush`` and ``close`` always return.
 
 Idempotence (on unless acks, retries or max_in_flight_requests_per_connection rule it out, as in
 Kafka 3.x) gives each partition's batches consecutive sequence numbers under a producer id from
@@ -23,7 +26,9 @@ transaction aborts). Only the batch whose sequence broke and those queued behind
 0; any other batch being retried (an earlier one of that partition, or of another) keeps its old epoch
 and sequence (it may already be written, and only that lets the broker recognise it), and the partition's
 new-epoch batches wait until its old ones are answered, as Java's Sender does
-(TransactionManager.maybeUpdateProducerIdAndEpoch).
+(TransactionManager.maybeUpdateProducerIdAndEpoch). A sent batch that expires leaves its partition's
+sequences unresolved: nothing new goes there until the answers show whether it was written, and the epoch
+is bumped if they do not (Java's unresolved sequences). The numbers are kept in ``producer_sequences.py``.
 
 A ``transactional_id`` makes the producer transactional (and idempotent), as kafka-python's and
 aiokafka's: ``init_transactions``, ``begin_transaction``, ``send_offsets_to_transaction``,
@@ -37,29 +42,23 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections import deque
 from typing import Any, Callable, Iterable
 
-from ..protocol.api_keys import ApiKey
-from ..protocol.errors import (
-    DuplicateSequenceNumberError, KafkaError, MessageTooLargeError, OutOfOrderSequenceNumberError,
-    RequestTimedOutError, UnknownProducerIdError, UnsupportedVersionError, for_code,
-)
-from ..protocol.messages import ProduceRequest
+from ..protocol.errors import KafkaError, MessageTooLargeError, RequestTimedOutError, for_code
 from ..protocol.records import Compression
-from .partitioner import DefaultPartitioner
-from .producer_batch import BATCH_OVERHEAD as _BATCH_OVERHEAD, RecordMetadata, _Batch, _Record
-from .simple_client import SimpleClient
 from .errors import KafkaConnectionError
+from .partitioner import DefaultPartitioner
+from .producer_batch import BATCH_OVERHEAD as _BATCH_OVERHEAD, RecordMetadata, _Batch, _Record  # noqa: F401 (_Batch: tests)
+from .producer_sender import Sender
+from .producer_sequences import ProducerSequences
+from .record_accumulator import RecordAccumulator
+from .simple_client import SimpleClient
 from .transaction_manager import TransactionManager, TransactionState, TransactionStateError
 from .types import KafkaConfigurationError, TopicPartition, check_configs
 
 log = logging.getLogger(__name__)
 
 _INT32_MAX = 2**31 - 1
-_INT16_MAX = 2**15 - 1
-# Errors after which the partition's leader must be looked up again (Kafka's InvalidMetadataException).
-_REFRESH_CODES = frozenset({3, 5, 6})
 # Per-record overhead when estimating a batch's size (varints and attributes; Java's estimate too is loose).
 _RECORD_OVERHEAD = 21
 
@@ -107,8 +106,9 @@ def _parse_compression(name: str | None) -> Compression:
         raise KafkaConfigurationError(f"compression_type must be none, gzip, snappy, lz4 or zstd, not {name!r}") from None
 
 
-def producer_config(configs: dict[str, Any]) -> dict[str, Any]:
-    """The defaults overridden by ``configs``; unknown names and contradictions raise KafkaConfigurationError."""
+def producer_config(configs: dict[str, Any], whole: bool = True) -> dict[str, Any]:
+    """The defaults overridden by ``configs``; unknown names and contradictions raise KafkaConfigurationError.
+    ``whole=False`` checks settings one by one (the Spark sink's options): no rule between timeouts then."""
     config = check_configs(configs, _DEFAULTS)
     acks = _parse_acks(config["acks"])
     idempotent = config["enable_idempotence"]
@@ -126,6 +126,14 @@ def producer_config(configs: dict[str, Any]) -> dict[str, Any]:
     config["compression_type"] = _parse_compression(config["compression_type"])
     if config["max_in_flight_requests_per_connection"] < 1:
         raise KafkaConfigurationError("max_in_flight_requests_per_connection must be at least 1")
+    # Kafka 2.8's KafkaProducer.configureDeliveryTimeout: a record must have time for its linger and one request.
+    least = config["linger_ms"] + config["request_timeout_ms"]
+    if whole and config["delivery_timeout_ms"] < least:
+        if "delivery_timeout_ms" in configs:
+            raise KafkaConfigurationError(f"delivery_timeout_ms should be equal to or larger than linger_ms + "
+                                          f"request_timeout_ms ({least}), not {config['delivery_timeout_ms']}")
+        log.warning("delivery_timeout_ms raised to linger_ms + request_timeout_ms = %d ms", least)
+        config["delivery_timeout_ms"] = least
     return config
 
 
@@ -157,27 +165,30 @@ class AIOProducer:
             self._txn = TransactionManager(self._client, c["transactional_id"],
                                            transaction_timeout_ms=c["transaction_timeout_ms"],
                                            retry_backoff_ms=c["retry_backoff_ms"], max_block_ms=c["max_block_ms"])
-        self._queues: dict[TopicPartition, deque[_Batch]] = {}
-        self._in_flight: dict[TopicPartition, list[_Batch]] = {}
-        self._next_sequence: dict[TopicPartition, int] = {}
-        self._next_order = 0
-        self._unfinished: set[_Batch] = set()
-        self._buffered = 0
-        self._producer_id, self._producer_epoch = -1, -1
-        self._epoch_stale = False
-        # Per partition, the first batch (its queue order) whose sequence broke: it and the batches after it
-        # restart at sequence 0 in the next epoch; the batches before it keep their epoch and sequence.
-        self._broken_sequences: dict[TopicPartition, int] = {}
-        self._topics: set[str] = set()
-        self._flushing = 0
-        self._closing = False
+        self._sequences = ProducerSequences() if self._idempotent else None
+        self._topics: set[str] = set()  # topics waited for: kept in the sender's metadata refreshes
+        self._accumulator = RecordAccumulator(batch_size=c["batch_size"], compression=c["compression_type"],
+                                              buffer_memory=c["buffer_memory"],
+                                              delivery_timeout_ms=c["delivery_timeout_ms"], on_ready=self._wake)
+        self._sender = Sender(c, self._client, self._accumulator, self._sequences, self._txn, self._topics)
+        self._closing = False  # sends are refused
+        self._closed = False  # close() was called
         self._started = False
         self._start_lock: asyncio.Lock | None = None
-        self._sender: asyncio.Task | None = None
-        self._requests: set[asyncio.Task] = set()
-        self._metadata_task: asyncio.Task | None = None
-        self._wakeup: asyncio.Event | None = None
-        self._space: asyncio.Event | None = None
+        self._sender_task: asyncio.Task | None = None
+
+    @property
+    def _producer_id(self) -> int:
+        return self._sequences.producer_id if self._sequences is not None else -1
+
+    @property
+    def _producer_epoch(self) -> int:
+        return self._sequences.epoch if self._sequences is not None else -1
+
+    @_producer_epoch.setter
+    def _producer_epoch(self, epoch: int) -> None:  # tests set it (an exhausted epoch)
+        assert self._sequences is not None
+        self._sequences.epoch = epoch
 
     # -- lifecycle --------------------------------------------------------------------------------
     async def start(self) -> None:
@@ -190,11 +201,22 @@ class AIOProducer:
             if self._closing:
                 raise KafkaConnectionError("the producer is closed")
             await self._client.metadata(topics=[])
-            if self._idempotent and self._txn is None:  # transactional: init_transactions() takes the id
-                self._producer_id, self._producer_epoch = await self._client.init_producer_id()
-            self._wakeup, self._space = asyncio.Event(), asyncio.Event()
-            self._sender = asyncio.create_task(self._run_sender(), name="odradek-producer-sender")
+            if self._sequences is not None and self._txn is None:  # transactional: init_transactions() takes it
+                self._sequences.use(*await self._client.init_producer_id())
+            self._sender_task = asyncio.create_task(self._sender.run(), name="odradek-producer-sender")
+            self._sender_task.add_done_callback(self._sender_stopped)
             self._started = True
+
+    def _sender_stopped(self, task: asyncio.Task) -> None:
+        """A sender that died of a bug must not leave flush() waiting for ever: its records fail, and so do
+        later sends (as after close)."""
+        if task.cancelled() or task.exception() is None:
+            return
+        log.error("the producer's sender stopped", exc_info=task.exception())
+        self._closing = self._sender.closing = True
+        error = KafkaConnectionError(f"the producer's sender stopped: {task.exception()!r}")
+        for batch in list(self._accumulator.incomplete):
+            batch.fail(error)
 
     async def __aenter__(self) -> "AIOProducer":
         await self.start()
@@ -204,50 +226,54 @@ class AIOProducer:
         await self.close()
 
     async def flush(self, timeout: float | None = None) -> None:
-        """Send everything queued now, without waiting for linger, and wait for every answer."""
-        if not self._unfinished:
+        """Send everything queued now, without waiting for linger, and wait until every record sent so far is
+        done: acknowledged or failed (``delivery_timeout_ms`` bounds that). RequestTimedOutError if that takes
+        more than ``timeout`` s; the records are not affected."""
+        waiting = [batch.done for batch in self._accumulator.incomplete]
+        if not waiting:
             return
-        self._flushing += 1
+        self._sender.flushing += 1
         self._wake()
         try:
-            waiting = [batch.done for batch in self._unfinished]
-            async with asyncio.timeout(timeout):
-                await asyncio.gather(*waiting)
-        except TimeoutError:
-            raise RequestTimedOutError(f"flush did not finish within {timeout} s") from None
+            # asyncio.wait, not gather: a timeout must not cancel the batches' futures (they are their outcome)
+            _, pending = await asyncio.wait(waiting, timeout=timeout)
         finally:
-            self._flushing -= 1
+            self._sender.flushing -= 1
+        if pending:
+            raise RequestTimedOutError(f"flush did not finish within {timeout} s: "
+                                       f"{sum(len(b.records) for b in self._accumulator.incomplete)} records pending")
 
     async def close(self, timeout: float | None = None) -> None:
         """Send what is queued (waiting up to ``timeout`` s, None = as long as it takes), then disconnect.
         Records still unsent after the timeout fail with KafkaConnectionError. An open transaction is
         aborted first, as Kafka's producer does, so it does not hold back read_committed consumers
         until the coordinator times it out."""
-        if self._closing:
+        if self._closed:
             return
+        self._closed = True
         if self._txn is not None and self._started and self._txn.state in (
                 TransactionState.IN_TRANSACTION, TransactionState.ABORTABLE_ERROR, TransactionState.ABORTING_TRANSACTION):
             try:
                 await asyncio.wait_for(self.abort_transaction(), timeout)
-            except (KafkaError, OSError, TimeoutError) as exc:
+            except TimeoutError:
+                log.warning("closing with the transaction still open: its abort did not finish within %s s", timeout)
+            except (KafkaError, OSError) as exc:
                 log.warning("closing with the transaction still open: its abort failed: %s", exc)
-        self._closing = True
+        self._closing = self._sender.closing = True
         try:
-            if self._sender is not None:
+            if self._sender_task is not None:
                 self._wake()
                 try:
-                    await asyncio.wait_for(asyncio.shield(self._sender), timeout)
+                    await asyncio.wait_for(asyncio.shield(self._sender_task), timeout)
                 except TimeoutError:
-                    log.warning("producer closed with %d batches unsent", len(self._unfinished))
+                    log.warning("producer closed with %d batches unsent", len(self._accumulator.incomplete))
         finally:
-            for task in [self._sender, self._metadata_task, *self._requests]:
-                if task is not None and not task.done():
-                    task.cancel()
-            await asyncio.gather(*(t for t in [self._sender, self._metadata_task, *self._requests] if t),
-                                 return_exceptions=True)
-            for batch in list(self._unfinished):
+            tasks = [t for t in (self._sender_task, *self._sender.tasks()) if t is not None]
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            for batch in list(self._accumulator.incomplete):
                 batch.fail(KafkaConnectionError("the producer was closed before the record was sent"))
-            self._unfinished.clear()
             await self._client.close()
 
     # -- transactions (the protocol and states are in transaction_manager.py) ----------------------
@@ -267,14 +293,13 @@ class AIOProducer:
         if not self._started:
             await self.start()
         await txn.init_transactions()
-        self._use_producer_id(txn.producer_id, txn.producer_epoch)
+        self._use_transaction_producer_id()
 
-    def _use_producer_id(self, producer_id: int, epoch: int) -> None:
-        if (producer_id, epoch) != (self._producer_id, self._producer_epoch):
-            self._producer_id, self._producer_epoch = producer_id, epoch
-            self._next_sequence.clear()  # a new epoch starts every partition's sequence at 0
-        self._epoch_stale = False
-        self._broken_sequences.clear()  # an abort dropped every queued batch: nothing to re-sequence
+    def _use_transaction_producer_id(self) -> None:
+        """The id and epoch init_transactions or an abort's bump gave: sequences restart at 0 (an abort dropped
+        every queued batch, so nothing is left to re-sequence)."""
+        assert self._txn is not None and self._sequences is not None
+        self._sequences.use(self._txn.producer_id, self._txn.producer_epoch)
 
     def begin_transaction(self) -> None:
         self._transactions().begin_transaction()
@@ -301,8 +326,9 @@ class AIOProducer:
         await self.flush()
         # A batch dropped or failed after it had a sequence leaves the broker expecting another one:
         # take a new epoch, as Kafka's producer does after such an abort (KIP-360).
-        await txn.end_transaction(commit=False, bump_epoch=self._epoch_stale)
-        self._use_producer_id(txn.producer_id, txn.producer_epoch)
+        assert self._sequences is not None
+        await txn.end_transaction(commit=False, bump_epoch=self._sequences.bump_required)
+        self._use_transaction_producer_id()
 
     def transaction(self) -> "TransactionContext":
         """``async with producer.transaction(): ...`` begins a transaction (calling init_transactions
@@ -322,22 +348,6 @@ class AIOProducer:
             if txn.state is TransactionState.ABORTABLE_ERROR:
                 await self.abort_transaction()
             raise
-
-    def _transaction_step(self) -> None:
-        """The sender's transactional work before draining: fail what may no longer be sent (aborting,
-        abortable or fatal error, as Java's abortUndrainedBatches), else add new partitions."""
-        txn = self._txn
-        assert txn is not None
-        if not txn.drops_unsent:
-            txn.maybe_add_partitions(self._wake)
-            return
-        error = txn.unsent_error()
-        for queue in self._queues.values():
-            while queue:
-                batch = queue.popleft()
-                if batch.sequence is not None:
-                    self._mark_broken(batch)  # its sequence was taken (maybe even written)
-                batch.fail(error)
 
     # -- sending ----------------------------------------------------------------------------------
     def serialize(self, topic: str, value: Any = None, key: Any = None, headers: Iterable | None = None) -> _Record:
@@ -363,9 +373,11 @@ class AIOProducer:
         return await (await self.send(topic, value, key, partition, timestamp_ms, headers))
 
     async def send_serialized(self, topic: str, record: _Record, partition: int | None = None,
-                              timestamp_ms: int | None = None, future: Any = None) -> Any:
+                              timestamp_ms: int | None = None, future: Any = None, deadline: float | None = None) -> Any:
         """Queue a record ``serialize`` made; its outcome goes to ``future`` (a new asyncio future if
-        None; the blocking Producer passes its own, anything with done/set_result/set_exception)."""
+        None; the blocking Producer passes its own, anything with done/set_result/set_exception).
+        Waiting for the topic's metadata or for buffer_memory ends at ``deadline`` (loop time; default
+        ``max_block_ms`` from now, the time Java's send may block) with RequestTimedOutError."""
         if self._closing:
             raise KafkaConnectionError("the producer is closed")
         if not self._started:
@@ -376,10 +388,13 @@ class AIOProducer:
             future = asyncio.get_running_loop().create_future()
         if self._too_large(record, future):
             return future
-        partitions = await self._wait_for_partitions(topic)
+        if deadline is None:
+            deadline = self._time() + self.config["max_block_ms"] / 1000
+        partitions = await self._wait_for_partitions(topic, deadline)
         if partition is not None and partition not in partitions:
             raise ValueError(f"{topic!r} has no partition {partition} (it has {len(partitions)})")
-        await self._wait_for_space()
+        if self._accumulator.is_full:
+            await self._accumulator.wait_for_space(deadline, self.config["max_block_ms"])
         self._append_record(topic, record, partitions, partition, timestamp_ms, future)
         return future
 
@@ -393,14 +408,15 @@ class AIOProducer:
         if not self._started:
             return start
         cluster = self._client.cluster
-        limit = self.config["buffer_memory"]
+        accumulator = self._accumulator
+        limit = accumulator.buffer_memory
         known: dict[str, list[int]] = {}  # the metadata cannot change while this runs (no await)
         for index in range(start, len(entries)):
             topic, record, partition, timestamp_ms, future = entries[index]
             partitions = known.get(topic)
             if partitions is None:
                 partitions = known[topic] = cluster.partitions_for(topic)
-            if not partitions or self._buffered > limit:
+            if not partitions or accumulator.buffered > limit:
                 return index
             try:
                 if self._closing:
@@ -433,7 +449,7 @@ class AIOProducer:
         tp = TopicPartition(topic, partition)
         if self._txn is not None:
             self._txn.maybe_add_partition(tp)  # raises if the transaction ended while we waited
-        self._append(tp, record, timestamp, future)
+        self._accumulator.append(tp, record, timestamp, future)
 
     async def partitions_for(self, topic: str) -> set[int]:
         """The topic's partitions (looked up, and auto-created where the broker allows, if unknown)."""
@@ -445,331 +461,44 @@ class AIOProducer:
         cluster = self._client.cluster
         available = [p for p in partitions if cluster.leader_for(topic, p) is not None]
         partition = self._partitioner.partition(topic, record.key, partitions, available)
-        if record.key is None and not self._fits(TopicPartition(topic, partition), record):
+        if record.key is None and not self._accumulator.fits(TopicPartition(topic, partition), record):
             # Kafka's sticky partitioner moves on when a new batch would be opened (KIP-480).
             self._partitioner.new_batch(topic, partition, partitions, available)
             partition = self._partitioner.partition(topic, record.key, partitions, available)
         return partition
 
-    def _fits(self, tp: TopicPartition, record: _Record) -> bool:
-        queue = self._queues.get(tp)
-        if not queue:
-            return False
-        last = queue[-1]
-        return not last.full and last.data is None and last.size + record.size <= self.config["batch_size"]
-
-    def _append(self, tp: TopicPartition, record: _Record, timestamp: int, future: asyncio.Future) -> None:
-        queue = self._queues.setdefault(tp, deque())
-        if not queue or not queue[-1].try_append(record, timestamp, future, self.config["batch_size"]):
-            batch = _Batch(tp, self._next_order, self.config["compression_type"], self._time())
-            self._next_order += 1
-            batch.try_append(record, timestamp, future, self.config["batch_size"])
-            queue.append(batch)
-            self._unfinished.add(batch)
-            self._buffered += batch.size
-            batch.done.add_done_callback(lambda _, b=batch: self._release(b))
-            self._wake()
-        else:
-            self._buffered += record.size
-            if queue[-1].full:
-                self._wake()
-
-    def _release(self, batch: _Batch) -> None:
-        self._unfinished.discard(batch)
-        self._buffered -= batch.size
-        if self._space is not None and self._buffered <= self.config["buffer_memory"]:
-            self._space.set()
-        if self._closing and not self._unfinished:
-            # This done-callback may run after the sender last looked (its wake-up was already due):
-            # wake it again, or close() waits for a sender that sleeps forever.
-            self._wake()
-
-    async def _wait_for_space(self) -> None:
-        """Block like Java's buffer.memory: wait up to max_block_ms while too much is queued."""
-        if self._buffered <= self.config["buffer_memory"]:
-            return
-        assert self._space is not None
-        deadline = self._time() + self.config["max_block_ms"] / 1000
-        while self._buffered > self.config["buffer_memory"]:
-            self._space.clear()
-            try:
-                async with asyncio.timeout(max(deadline - self._time(), 0)):
-                    await self._space.wait()
-            except TimeoutError:
-                raise RequestTimedOutError(f"buffer_memory stayed full for {self.config['max_block_ms']} ms") from None
-
-    async def _wait_for_partitions(self, topic: str) -> list[int]:
-        """The topic's partitions, asking Metadata (which may auto-create it) until it has some."""
+    async def _wait_for_partitions(self, topic: str, deadline: float | None = None) -> list[int]:
+        """The topic's partitions, asking Metadata (which may auto-create it) until it has some or ``deadline``
+        (loop time; default max_block_ms from now) passes: then RequestTimedOutError, Java's wording."""
         partitions = self._client.cluster.partitions_for(topic)
         if partitions:
             return partitions
         self._topics.add(topic)
-        deadline = self._time() + self.config["max_block_ms"] / 1000
+        if deadline is None:
+            deadline = self._time() + self.config["max_block_ms"] / 1000
         while True:
+            remaining = deadline - self._time()
+            if remaining <= 0:
+                raise RequestTimedOutError(f"Topic {topic} not present in metadata after "
+                                           f"{self.config['max_block_ms']} ms.")
             try:
-                await self._client.metadata(sorted(self._topics), allow_auto_topic_creation=True)
-            except (OSError, KafkaError) as exc:
+                async with asyncio.timeout(remaining):
+                    await self._client.metadata(sorted(self._topics), allow_auto_topic_creation=True)
+            except (OSError, KafkaError) as exc:  # TimeoutError included: the loop ends at the deadline
                 log.debug("metadata for %s failed: %s", topic, exc)
             info = self._client.cluster.topics.get(topic)
             if info is not None and info.partitions:
                 return sorted(info.partitions)
             if info is not None and info.error_code and not for_code(info.error_code).retriable:
                 raise for_code(info.error_code)(f"topic {topic!r}")
-            if self._time() >= deadline:
-                raise RequestTimedOutError(f"no metadata for topic {topic!r} after {self.config['max_block_ms']} ms")
-            await asyncio.sleep(self.config["retry_backoff_ms"] / 1000)
+            await asyncio.sleep(min(self.config["retry_backoff_ms"] / 1000, max(deadline - self._time(), 0)))
 
-    # -- the sender -------------------------------------------------------------------------------
     @staticmethod
     def _time() -> float:
         return asyncio.get_running_loop().time()
 
     def _wake(self) -> None:
-        if self._wakeup is not None:
-            self._wakeup.set()
-
-    async def _run_sender(self) -> None:
-        assert self._wakeup is not None
-        while True:
-            self._wakeup.clear()
-            if self._epoch_stale and self._txn is None and not any(self._in_flight.values()):
-                await self._bump_epoch()
-            if self._txn is not None:
-                self._transaction_step()
-            by_node, wake_at = self._drain(self._time())
-            for node, batches in by_node.items():
-                task = asyncio.create_task(self._send_batches(node, batches))
-                self._requests.add(task)
-                task.add_done_callback(self._requests.discard)
-            if self._closing and not self._unfinished:
-                return
-            timeout = None if wake_at is None else max(wake_at - self._time(), 0)
-            try:
-                async with asyncio.timeout(timeout):
-                    await self._wakeup.wait()
-            except TimeoutError:
-                pass
-
-    async def _bump_epoch(self) -> None:
-        """Kafka 2.8's idempotent epoch bump (KIP-360): the same producer id with the next epoch, taken
-        locally; a fresh InitProducerId only once the epoch is exhausted. Every partition's sequences
-        restart at 0. Keeping the id matters: a leader that knows the id refuses a new epoch's batch that
-        is not sequence 0, whereas a fresh id is unknown everywhere and its first batch is accepted at any
-        sequence (Kafka's rule for lost producer state), so after a leader move a later batch of the new
-        id could be written before an earlier one."""
-        if self._producer_epoch < _INT16_MAX:
-            self._producer_epoch += 1
-        else:
-            try:
-                self._producer_id, self._producer_epoch = await self._client.init_producer_id()
-            except (OSError, KafkaError) as exc:
-                log.warning("could not get a new producer id: %s", exc)
-                await asyncio.sleep(self.config["retry_backoff_ms"] / 1000)
-                return
-        self._epoch_stale = False
-        self._next_sequence.clear()
-        # Only from the batch whose sequence broke on are the queued batches re-sequenced (the leader refused
-        # them for the gap). Any other retried batch keeps its old epoch and sequence: it may have been
-        # written (NOT_LEADER_OR_FOLLOWER after the append, a lost answer), and re-sending it as sequence 0
-        # of the new epoch would store it twice (librdkafka#4953's duplicate).
-        for tp, first_broken in self._broken_sequences.items():
-            for batch in self._queues.get(tp, ()):
-                if batch.sequence is not None and batch.order >= first_broken:
-                    batch.unseal()
-        self._broken_sequences.clear()
-
-    def _mark_broken(self, batch: _Batch) -> None:
-        """``batch`` failed for good or was refused for a gap: the next epoch bump re-sequences it and the
-        batches after it. Those before it may be written (answered NOT_LEADER_OR_FOLLOWER after the append,
-        an answer lost with its connection): they keep their epoch and sequence so the leader recognises
-        them, as a batch re-sent as sequence 0 of the new epoch would be stored twice."""
-        self._epoch_stale = True
-        self._broken_sequences[batch.tp] = min(batch.order, self._broken_sequences.get(batch.tp, batch.order))
-
-    def _drain(self, now: float) -> tuple[dict[int, list[_Batch]], float | None]:
-        """Take each partition's first batch if it is due and may go; returns batches by leader and
-        when to look again (None: only when woken)."""
-        c = self.config
-        linger = c["linger_ms"] / 1000
-        by_node: dict[int, list[_Batch]] = {}
-        wake_at: float | None = None
-        missing_leader = False
-        for tp, queue in self._queues.items():
-            while queue and self._expire(queue[0], now):
-                queue.popleft()
-            if not queue:
-                continue
-            batch = queue[0]
-            in_flight = self._in_flight.setdefault(tp, [])
-            if self._epoch_stale and self._idempotent:
-                continue
-            if self._txn is not None and not self._txn.is_send_allowed(tp):
-                continue  # its AddPartitionsToTxn is still to be answered
-            if batch.retry_at > now:
-                wake_at = min(wake_at or batch.retry_at, batch.retry_at)
-                continue
-            if batch.sequence is not None and in_flight:
-                continue  # a retry waits for the rest of its partition to be answered (keeps order)
-            if batch.data is None and in_flight and self._idempotent and any(
-                    b.producer != (self._producer_id, self._producer_epoch) for b in in_flight):
-                continue  # a new epoch's first batch waits for the old epoch's batches (Java's drain rule)
-            due = batch.created + linger
-            if not (batch.full or len(queue) > 1 or self._flushing or self._closing or now >= due):
-                wake_at = min(wake_at or due, due)
-                continue
-            if len(in_flight) >= c["max_in_flight_requests_per_connection"]:
-                continue
-            leader = self._client.cluster.leader_for(tp.topic, tp.partition)
-            if leader is None:
-                missing_leader = True
-                continue
-            queue.popleft()
-            if batch.data is None:
-                self._seal(batch)
-            in_flight.append(batch)
-            batch.attempts += 1
-            by_node.setdefault(leader, []).append(batch)
-        if missing_leader:
-            self._refresh_metadata()
-        return by_node, wake_at
-
-    def _seal(self, batch: _Batch) -> None:
-        if not self._idempotent:
-            batch.seal(-1, -1, None)
-            return
-        sequence = self._next_sequence.get(batch.tp, 0)
-        batch.seal(self._producer_id, self._producer_epoch, sequence, transactional=self._txn is not None)
-        # Sequences wrap from Integer.MAX_VALUE to 0 (DefaultRecordBatch.incrementSequence).
-        self._next_sequence[batch.tp] = (sequence + batch.builder.record_count) % (_INT32_MAX + 1)
-
-    def _expire(self, batch: _Batch, now: float) -> bool:
-        """delivery_timeout_ms passed for a queued batch: fail it (Kafka's TimeoutException)."""
-        if now - batch.created < self.config["delivery_timeout_ms"] / 1000:
-            return False
-        error = RequestTimedOutError(f"{batch.tp.topic}-{batch.tp.partition}: not delivered within "
-                                     f"delivery_timeout_ms={self.config['delivery_timeout_ms']}")
-        batch.fail(error)
-        if batch.sequence is not None and batch.attempts:
-            self._mark_broken(batch)  # it may have been written: our sequences are uncertain
-        if self._txn is not None:
-            self._txn.on_batch_error(error)
-        return True
-
-    def _refresh_metadata(self) -> None:
-        if self._metadata_task is not None and not self._metadata_task.done():
-            return
-
-        async def refresh() -> None:
-            try:
-                topics = sorted(self._topics | {tp.topic for tp in self._queues})
-                await self._client.metadata(topics)
-            except (OSError, KafkaError) as exc:
-                log.debug("metadata refresh failed: %s", exc)
-                await asyncio.sleep(self.config["retry_backoff_ms"] / 1000)
-            self._wake()
-
-        self._metadata_task = asyncio.create_task(refresh())
-
-    async def _send_batches(self, node: int, batches: list[_Batch]) -> None:
-        c = self.config
-        by_topic: dict[str, list[Any]] = {}
-        for batch in batches:
-            by_topic.setdefault(batch.tp.topic, []).append(
-                ProduceRequest.TopicProduceData.PartitionProduceData(index=batch.tp.partition, records=batch.data))
-        request = ProduceRequest(transactional_id=c["transactional_id"], acks=c["acks"], timeout_ms=c["request_timeout_ms"],
-                                 topic_data=[ProduceRequest.TopicProduceData(name=name, partition_data=data)
-                                             for name, data in by_topic.items()])
-        try:
-            conn = await self._client.connection(node)
-            version = conn.version_for(ApiKey.PRODUCE)
-            if version < 3:
-                raise UnsupportedVersionError(f"{conn.host}:{conn.port} cannot take v2 record batches")
-            response = await conn.send(request, version=version, timeout=2 * c["request_timeout_ms"] / 1000)
-        except asyncio.CancelledError:
-            raise
-        except (OSError, KafkaError) as exc:
-            retriable = isinstance(exc, OSError) or exc.retriable
-            for batch in batches:
-                self._on_error(batch, exc, retriable, refresh=True)
-            self._wake()
-            return
-        answers = {}
-        if response is not None:
-            for topic in response.responses:
-                for part in topic.partition_responses:
-                    answers[(topic.name, part.index)] = part
-        for batch in batches:
-            answer = answers.get(batch.tp) if response is not None else None
-            if response is None:  # acks=0: no answer, no offset
-                self._finish(batch)
-                batch.complete(-1, -1, -1)
-            elif answer is None:
-                self._on_error(batch, KafkaConnectionError(f"the response has no entry for {batch.tp}"), True, True)
-            else:
-                self._on_answer(batch, answer)
-        self._wake()
-
-    def _finish(self, batch: _Batch) -> None:
-        in_flight = self._in_flight.get(batch.tp)
-        if in_flight and batch in in_flight:
-            in_flight.remove(batch)
-
-    def _on_answer(self, batch: _Batch, answer: Any) -> None:
-        code = answer.error_code
-        if code == 0 or code == DuplicateSequenceNumberError.code:  # a duplicate was written before
-            self._finish(batch)
-            batch.complete(answer.base_offset, answer.log_append_time_ms, answer.log_start_offset)
-            return
-        error = for_code(code)(answer.error_message or f"producing to {batch.tp.topic}-{batch.tp.partition}")
-        retriable = error.retriable
-        if code in (OutOfOrderSequenceNumberError.code, UnknownProducerIdError.code) and batch.sequence is not None:
-            current = batch.producer == (self._producer_id, self._producer_epoch)
-            if self._txn is not None and (not current or self._epoch_stale):
-                self._finish(batch)  # sent under an epoch we gave up: resend under the new one
-                batch.unseal()
-                batch.attempts -= 1
-                self._requeue(batch)
-                return
-            # An earlier batch of the partition is being retried: this one was refused because of it.
-            retriable = current and any(
-                other.producer == batch.producer and other.sequence < batch.sequence
-                for other in (*self._queues.get(batch.tp, ()), *self._in_flight.get(batch.tp, ())))
-            if not retriable and self._txn is None:
-                # A real gap (the batch before it failed for good, or was lost), or a refusal under an epoch
-                # already given up. Kafka 2.8's idempotent producer retries every OUT_OF_ORDER_SEQUENCE after
-                # bumping the epoch (TransactionManager.canRetry); the broker checks sequences before
-                # appending, so this batch was not written; the bump re-sequences it and the batches behind
-                # it together (re-sequencing only this one could leave an older epoch's batch to follow a
-                # newer one, which the leader refuses for good).
-                self._mark_broken(batch)
-                retriable = True
-        self._on_error(batch, error, retriable, refresh=code in _REFRESH_CODES)
-
-    def _on_error(self, batch: _Batch, error: BaseException, retriable: bool, refresh: bool) -> None:
-        self._finish(batch)
-        c = self.config
-        now = self._time()
-        if (retriable and batch.attempts <= c["retries"]
-                and now - batch.created < c["delivery_timeout_ms"] / 1000):
-            log.debug("retrying %s after %s (attempt %d)", batch.tp, error, batch.attempts)
-            batch.retry_at = now + c["retry_backoff_ms"] / 1000
-            self._requeue(batch)
-            if refresh:
-                self._refresh_metadata()
-            return
-        batch.fail(error)
-        if batch.sequence is not None:
-            self._mark_broken(batch)
-        if self._txn is not None:
-            self._txn.on_batch_error(error)
-
-    def _requeue(self, batch: _Batch) -> None:
-        """Put a batch back at its place (queues stay in creation order, so retries keep order)."""
-        queue = self._queues.setdefault(batch.tp, deque())
-        index = 0
-        while index < len(queue) and queue[index].order < batch.order:
-            index += 1
-        queue.insert(index, batch)
+        self._sender.wake()
 
 
 class TransactionContext:

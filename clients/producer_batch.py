@@ -1,7 +1,9 @@
 """A producer's batch on its way (its records, sequence and outcome) and the RecordMetadata it answers with.
 
-Split out of producer.py, which decides when batches are sent and what their sequences are; a batch only
-holds its records, is sealed into bytes once per producer epoch, and completes its records' futures.
+The accumulator (record_accumulator.py) queues batches, the sender (producer_sender.py) decides when they go
+and producer_sequences.py what their sequences are; a batch only holds its records, is sealed into bytes once
+per producer epoch, and completes its records' futures, once: a batch that expired while its request was in
+flight keeps its outcome when the late answer comes (Java's ProducerBatch.done).
 """
 
 from __future__ import annotations
@@ -58,7 +60,23 @@ class _Batch:
         self.producer: tuple[int, int] | None = None  # (id, epoch) its sequence belongs to
         self.data: bytes | None = None
         self.full = False
+        self.last_error: BaseException | None = None  # what its last attempt was answered with, if it failed
         self.done = asyncio.get_running_loop().create_future()
+
+    @property
+    def record_count(self) -> int:
+        return len(self.records)
+
+    @property
+    def is_done(self) -> bool:
+        """Its records' outcome is known (acknowledged, failed or expired), though a request may still be out."""
+        return self.done.done()
+
+    @property
+    def last_sequence(self) -> int:
+        """The sequence of its last record (sealed batches only); sequences wrap at Integer.MAX_VALUE."""
+        assert self.sequence is not None
+        return (self.sequence + len(self.records) - 1) % (2**31)
 
     def try_append(self, record: _Record, timestamp: int, future: asyncio.Future, batch_size: int) -> bool:
         if self.full or self.data is not None or (self.records and self.size + record.size > batch_size):
@@ -86,7 +104,10 @@ class _Batch:
         self.sequence = self.producer = self.data = None
         self.full = True
 
-    def complete(self, base_offset: int, log_append_time: int, log_start_offset: int) -> None:
+    def complete(self, base_offset: int, log_append_time: int, log_start_offset: int) -> bool:
+        """Answer every record; False (and nothing changes) if the batch was already done."""
+        if self.done.done():
+            return False
         for index, (future, timestamp, record) in enumerate(self.records):
             if not future.done():
                 offset = base_offset + index if base_offset >= 0 else -1
@@ -94,15 +115,18 @@ class _Batch:
                     self.tp.topic, self.tp.partition, self.tp, offset,
                     log_append_time if log_append_time >= 0 else timestamp, log_start_offset, None,
                     record.key_size, record.value_size, record.header_size))
-        if not self.done.done():
-            self.done.set_result(None)
+        self.done.set_result(None)
+        return True
 
-    def fail(self, error: BaseException) -> None:
+    def fail(self, error: BaseException) -> bool:
+        """Fail every record with ``error``; False (and nothing changes) if the batch was already done."""
+        if self.done.done():
+            return False
         for future, _, _ in self.records:
             if not future.done():
                 future.set_exception(error)
-        if not self.done.done():
-            self.done.set_result(None)
+        self.done.set_result(None)
+        return True
 
 
 __all__ = ["BATCH_OVERHEAD", "RecordMetadata", "_Batch", "_Record"]

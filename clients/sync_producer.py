@@ -11,7 +11,10 @@ serializes in the caller's thread, so bad input raises at once as with kafka-pyt
 record to a hand-off queue; the loop is woken once per burst, not once per record, and moves the
 whole burst into the AIOProducer's batches in one go (``AIOProducer.append_now``), awaiting only for a
 record whose topic is not known yet or while buffer_memory is full (the records behind it wait, so
-each partition keeps the order of the sends). The batches complete each record's
+each partition keeps the order of the sends). Such waits end ``max_block_ms`` after the loop took the
+burst, for the whole burst: the time Java's ``send`` would have blocked, not that much per record (a
+burst to a topic that never appears fails within max_block_ms, not after one wait per record). Once in
+a batch, ``delivery_timeout_ms`` bounds a record. The batches complete each record's
 ``FutureRecordMetadata`` directly. Callbacks run in the producer's thread, as kafka-python's run in
 its sender thread: keep them short.
 
@@ -228,15 +231,19 @@ class Producer:
         handoff, aio = self._handoff, self._aio
         entries: list[tuple[str, Any, int | None, int | None, FutureRecordMetadata]] = []
         index = 0
+        loop = asyncio.get_running_loop()
+        max_block = aio.config["max_block_ms"] / 1000
         try:
             while True:
                 while handoff:
                     entries = [handoff.popleft() for _ in range(len(handoff))]
+                    deadline = loop.time() + max_block  # for every record of the burst together
                     index = aio.append_now(entries)
                     while index < len(entries):
                         topic, record, partition, timestamp_ms, result = entries[index]
                         try:
-                            await aio.send_serialized(topic, record, partition, timestamp_ms, future=result)
+                            await aio.send_serialized(topic, record, partition, timestamp_ms, future=result,
+                                                      deadline=deadline)
                         except Exception as exc:  # noqa: BLE001 - the record's error goes to its future
                             result.set_exception(exc)
                         index = aio.append_now(entries, index + 1)
@@ -262,15 +269,23 @@ class Producer:
                 await asyncio.sleep(0)  # scheduled with call_soon_threadsafe, not started yet
 
     async def _flush(self, timeout: float | None) -> None:
-        await self._handed_over()
-        await self._aio.flush(timeout)
+        loop = asyncio.get_running_loop()
+        deadline = None if timeout is None else loop.time() + timeout
+        try:
+            async with asyncio.timeout_at(deadline):
+                await self._handed_over()
+        except TimeoutError:
+            raise RequestTimedOutError(f"flush did not finish within {timeout} s: records are still being "
+                                       f"handed to the producer") from None
+        await self._aio.flush(None if deadline is None else max(deadline - loop.time(), 0))
 
     async def _close(self, timeout: float | None) -> None:
         await self._handed_over()
         await self._aio.close(timeout)
 
     def flush(self, timeout: float | None = None) -> None:
-        """Send everything queued and wait for the answers (RequestTimedOutError after ``timeout`` s)."""
+        """Send everything queued and wait until every record sent so far is acknowledged or has failed
+        (``delivery_timeout_ms`` bounds that); RequestTimedOutError after ``timeout`` s."""
         self._thread.run(self._flush(timeout))
 
     # -- transactions ---------------------------------------------------------------------------------

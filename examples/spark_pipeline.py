@@ -27,19 +27,22 @@ USERS = 5
 
 
 def produce_events(servers: str, topic: str, count: int, start: int = 0) -> None:
-    with Producer(bootstrap_servers=servers, linger_ms=5) as producer:
+    with Producer(bootstrap_servers=servers, linger_ms=5) as producer:  # idempotent, acks=all
         futures = [producer.send(topic, key=f"u{i % USERS}".encode(),
                                  value=json.dumps({"user": f"u{i % USERS}", "amount": i}).encode())
                    for i in range(start, start + count)]
-        producer.flush()
-        for future in futures:
-            future.get(timeout=60)
+        producer.flush()  # until each event is acknowledged or has failed (delivery_timeout_ms, 2 min)
+    failed = [future.exception() for future in futures if future.failed()]
+    if failed:
+        raise RuntimeError(f"{len(failed)} of {count} events were not written to {topic}: {failed[0]}")
 
 
 def ensure_topics(servers: str, *topics: str, partitions: int = 3) -> None:
+    """Create the topics that are missing, with the brokers' default.replication.factor (3 on the cluster
+    cluster.sh and docker-compose start, whose min.insync.replicas 2 refuses acks=all writes to fewer)."""
     with Admin(servers) as admin:
         existing = set(admin.list_topics())
-        missing = [NewTopic(t, partitions, 1) for t in topics if t not in existing]
+        missing = [NewTopic(t, partitions) for t in topics if t not in existing]
         if missing:
             admin.create_topics(missing)
     with Producer(bootstrap_servers=servers) as producer:  # wait until the leaders are known

@@ -288,7 +288,7 @@ def _producer_accepts(arg: str, value: str) -> bool:
     if arg in ("key_serializer", "value_serializer", "bootstrap_servers", "transactional_id", "partitioner"):
         return False
     try:
-        producer_config({arg: int(value) if value.lstrip("-").isdigit() else value})
+        producer_config({arg: int(value) if value.lstrip("-").isdigit() else value}, whole=False)
     except (KafkaConfigurationError, ValueError, TypeError):
         return False
     return True
@@ -300,6 +300,10 @@ def parse_sink_options(options: Mapping[str, Any]) -> SinkOptions:
     if not servers:
         raise ValueError("Option 'kafka.bootstrap.servers' must be specified for configuring Kafka producer")
     params = _kafka_params(opts, producer_config({}), _UNSUPPORTED_PRODUCER_OPTIONS, _producer_accepts)
+    try:  # the rules between settings (delivery.timeout.ms >= linger.ms + request.timeout.ms), as the producer would
+        producer_config(dict(params))
+    except KafkaConfigurationError as exc:
+        raise ValueError(f"Invalid producer options: {exc}") from None
     exactly_once = _bool(opts, "exactlyonce", True, "exactlyOnce")
     if exactly_once and params.get("enable_idempotence") is False:
         raise ValueError("Option 'exactlyOnce' needs an idempotent producer: drop 'kafka.enable.idempotence' "

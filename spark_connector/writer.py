@@ -58,6 +58,10 @@ class KafkaCommitMessage(WriterCommitMessage):
     prefix: str = ""
 
 
+class SinkWriteError(RuntimeError):
+    """Records of a task were not acknowledged by Kafka (the task fails)."""
+
+
 def validate_sink_schema(schema: StructType, options: SinkOptions) -> None:
     """KafkaWriter.validateQuery's checks and messages."""
     types = {f.name.lower(): f.dataType for f in schema.fields}
@@ -173,12 +177,16 @@ class _TaskWriter:
                 futures.append(producer.send(topic, value=value, key=key, headers=headers, partition=partition))
                 if topic not in topics:
                     topics.append(topic)
-            producer.flush()
-            for future in futures:
-                future.get()  # a failed send fails the task, as Spark's sink does
+            producer.flush()  # returns once every record is acknowledged or failed (delivery.timeout.ms)
         finally:
             producer.close()
+        failed = [future for future in futures if future.failed()]
+        if failed:  # a failed send fails the task, as Spark's sink does; one line for thousands alike
+            first = failed[0].exception()
+            raise SinkWriteError(f"{len(failed)} of {len(futures)} records could not be written to "
+                                 f"{', '.join(topics)}; the first error: {first}") from first
         return KafkaCommitMessage(partition_id, len(futures), topics, False, prefix)
+
 
 
 def _task_context() -> Any:

@@ -9,7 +9,10 @@ The line reader is LineMessageReader's: ``parse.key`` splits each line at the fi
 (TAB by default); a line without one stops the tool with "No key found on line N" unless
 ``ignore.error=true``, which sends the whole line as a value without key. The ">" prompt is printed
 only when stdin and stdout are a terminal (``System.console() != null``). At EOF the producer flushes
-and the tool exits 0; failed sends are logged on stderr as Kafka's ErrorLoggingCallback does.
+(``delivery.timeout.ms`` bounds that) and the tool exits. The first failed send is logged on stderr as
+Kafka's ErrorLoggingCallback does; Kafka logs every one, which buries the cause under thousands of
+identical lines when a topic cannot be written (too few in-sync replicas, a leader gone), so we count
+the others and say how many at the end, and exit 1 if any send failed (Kafka exits 0).
 
 Precedence of producer settings: --producer.config file < --producer-property < the tool's own flags
 given explicitly < the tool's defaults for what is still unset. Kafka 2.8 let the flags' defaults
@@ -186,12 +189,27 @@ def _log(level: str, message: str, logger: str) -> None:
     print(f"[{time.strftime('%Y-%m-%d %H:%M:%S')},000] {level} {message} ({logger})", file=sys.stderr)
 
 
-def _send_error_logger(topic: str, key: bytes | None, value: bytes) -> Any:
-    def log(error: BaseException) -> None:  # ErrorLoggingCallback's message
-        key_text = "null" if key is None else f"{len(key)} bytes"
-        _log("ERROR", f"Error when sending message to topic {topic} with key: {key_text}, value: {len(value)} "
-             f"bytes with error: {error}", "org.apache.kafka.clients.producer.internals.ErrorLoggingCallback")
-    return log
+class SendFailures:
+    """The failed sends: the first logged at once in ErrorLoggingCallback's words, the rest counted."""
+
+    def __init__(self, topic: str) -> None:
+        self.topic = topic
+        self.count = 0  # callbacks run on the producer's one thread
+
+    def errback(self, key: bytes | None, value: bytes) -> Any:
+        def log(error: BaseException) -> None:
+            self.count += 1
+            if self.count == 1:
+                key_text = "null" if key is None else f"{len(key)} bytes"
+                _log("ERROR", f"Error when sending message to topic {self.topic} with key: {key_text}, value: "
+                     f"{len(value)} bytes with error: {error}",
+                     "org.apache.kafka.clients.producer.internals.ErrorLoggingCallback")
+        return log
+
+    def report(self) -> None:
+        if self.count > 1:
+            _log("ERROR", f"{self.count - 1} more messages to topic {self.topic} failed (the first error is above)",
+                 "kafka.tools.ConsoleProducer$")
 
 
 def run(opts: argparse.Namespace, stdin: BinaryIO | None = None) -> int:
@@ -208,6 +226,7 @@ def run(opts: argparse.Namespace, stdin: BinaryIO | None = None) -> int:
         _log("ERROR", f"Could not connect to {opts.servers}: {exc}", "kafka.tools.ConsoleProducer$")
         return 1
     reader = LineReader(stdin, opts.reader, prompt)
+    failures = SendFailures(opts.topic)
     status = 0
     try:
         for key, value in reader:
@@ -215,7 +234,7 @@ def run(opts: argparse.Namespace, stdin: BinaryIO | None = None) -> int:
             if opts.sync:
                 future.get()
             else:
-                future.add_errback(_send_error_logger(opts.topic, key, value))
+                future.add_errback(failures.errback(key, value))
     except ValueError as exc:  # a line without key: Kafka throws and exits 1 (the shutdown hook closes the producer)
         _log("ERROR", str(exc), "kafka.tools.ConsoleProducer$")
         status = 1
@@ -226,7 +245,8 @@ def run(opts: argparse.Namespace, stdin: BinaryIO | None = None) -> int:
         status = 130
     finally:
         producer.close()
-    return status
+    failures.report()
+    return status or (1 if failures.count else 0)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -13,6 +13,10 @@ window line, at the end the total line with latency percentiles, in Kafka's form
 
 Latency is from send to the record's acknowledgement, in whole milliseconds; at most 500,000 samples
 are kept for the percentiles (every ``num_records / 500000``-th record), as Kafka keeps them.
+
+Failed sends: Kafka prints each one's stack trace; a producer that cannot write fails every record the same
+way, so after the total line we print one line on stderr, the number of failures and the first error,
+and exit 1 (``delivery.timeout.ms`` bounds how long the records are retried).
 """
 
 from __future__ import annotations
@@ -186,6 +190,10 @@ class Throttler:
             self.deficit_ns = max(self.deficit_ns - slept, 0)
 
 
+class SendsFailed(Exception):
+    """Some records were not acknowledged (reported in one line, exit 1)."""
+
+
 async def produce(opts: argparse.Namespace, payloads: list[bytes] | None) -> None:
     from ..producer import AIOProducer
 
@@ -198,8 +206,6 @@ async def produce(opts: argparse.Namespace, payloads: list[bytes] | None) -> Non
             return
         error = future.exception()
         if error is not None:
-            if not failures:
-                print(f"Error when sending message to topic {opts.topic}: {error}", file=sys.stderr)
             failures.append(error)
             return
         now = time.monotonic()
@@ -223,7 +229,9 @@ async def produce(opts: argparse.Namespace, payloads: list[bytes] | None) -> Non
             print_metrics(stats, producer)
     stats.print_total()
     if failures:
-        print(f"{len(failures)} records failed", file=sys.stderr)
+        raise SendsFailed(f"{len(failures)} of {opts.num_records} records could not be sent to topic {opts.topic}; "
+                          f"the first error: {failures[0]}")
+
 
 
 def print_metrics(stats: Stats, producer: object) -> None:
@@ -251,7 +259,8 @@ def run(opts: argparse.Namespace) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     return run_tool(parse_args, run, argv,
                     (KafkaConfigurationError, failure_report("Invalid producer configuration: {exc}", stderr=True)),
-                    ((KafkaError, OSError), failure_report("Error while producing: {exc}", stderr=True)))
+                    ((KafkaError, OSError), failure_report("Error while producing: {exc}", stderr=True)),
+                    (SendsFailed, failure_report("{exc}", stderr=True)))
 
 
 if __name__ == "__main__":

@@ -98,7 +98,7 @@ class OurProducerLoad:
 
     def __enter__(self) -> "OurProducerLoad":
         self.retries = RetryCounter()
-        self._logger = logging.getLogger("odradek.clients.producer")
+        self._logger = logging.getLogger("odradek.clients.producer_sender")
         self._level = self._logger.level
         self._logger.addHandler(self.retries)
         self._logger.setLevel(logging.DEBUG)

@@ -1,5 +1,8 @@
-"""examples/spark_pipeline.py runs end to end: twice, with new events in between, and its two outputs
-(a topic read back with confluent-kafka, and parquet) hold exactly the totals of every event."""
+"""examples/spark_pipeline.py runs end to end on the cluster the README starts (three brokers with
+cluster.sh's settings: default.replication.factor 3, min.insync.replicas 2): twice, with new events in
+between, and its two outputs (a topic read back with confluent-kafka, and parquet) hold exactly the
+totals of every event. Its topics take the brokers' replication factor (issue 22: with RF 1 every
+acks=all write was refused and the producer retried for ever)."""
 
 from __future__ import annotations
 
@@ -9,6 +12,9 @@ import time
 from pathlib import Path
 
 import pytest
+
+from odradek.clients import Admin
+from tests.conftest import new_cluster
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "spark_pipeline.py"
 
@@ -39,10 +45,25 @@ def latest_per_key(servers, topic):
     return latest
 
 
-def test_example_pipeline(spark, three_broker_cluster, tmp_path):
+@pytest.fixture(scope="module")
+def readme_cluster(zookeeper, tmp_path_factory):
+    """Three brokers with the replication settings of `bash cluster.sh start` (LocalCluster's
+    replication_defaults, as odradek-cluster passes them); the test fixtures' other overrides only shorten
+    ZooKeeper sessions and shutdown retries."""
+    cluster = new_cluster(tmp_path_factory.mktemp("readme-cluster"), zookeeper, 3, replication_defaults=True)
+    try:
+        yield cluster.start()
+    finally:
+        cluster.stop(timeout=15.0)
+
+
+def test_example_pipeline(spark, readme_cluster, tmp_path):
     example = load_example()
-    servers = three_broker_cluster.bootstrap_servers
+    servers = readme_cluster.bootstrap_servers
     example.ensure_topics(servers, "events", "user-totals")
+    with Admin(servers) as admin:  # the brokers' default.replication.factor, not 1
+        assert {t.topic: len(t.partitions[0].replicas) for t in admin.describe_topics(["events", "user-totals"])} \
+            == {"events": 3, "user-totals": 3}
     example.produce_events(servers, "events", 300)
     example.run_pipeline(spark, servers, tmp_path)
     example.produce_events(servers, "events", 200, start=300)

@@ -10,6 +10,7 @@ import pytest
 from pyspark.sql.types import ArrayType, BinaryType, IntegerType, StringType, StructField, StructType
 
 from odradek.clients import Admin, TopicPartition
+from odradek.spark_connector.options import parse_sink_options
 
 from .helpers import create_topic, produce
 
@@ -64,6 +65,23 @@ def test_writer_rejects_missing_value_and_topic(spark, three_broker_cluster):
     with pytest.raises(Exception, match="topic option required"):
         df.write.format("odradek").option("kafka.bootstrap.servers", three_broker_cluster.bootstrap_servers) \
             .mode("append").save()
+
+
+def test_a_write_the_brokers_refuse_fails_the_job_with_one_line_not_a_hang(spark, three_broker_cluster):
+    # One replica, two required in sync: every acks=all write is refused (NOT_ENOUGH_REPLICAS) and retried
+    # until delivery.timeout.ms (issue 22: the task's flush never returned).
+    servers, topic = three_broker_cluster.bootstrap_servers, "spark-write-short-isr"
+    create_topic(servers, topic, 2, configs={"min.insync.replicas": "2"})
+    df = spark.createDataFrame([(f"v{i}",) for i in range(50)], "value string").coalesce(1)
+    with pytest.raises(Exception) as failure:
+        df.write.format("odradek").option("kafka.bootstrap.servers", servers).option("topic", topic) \
+            .option("exactlyOnce", "false").option("kafka.delivery.timeout.ms", "3000") \
+            .option("kafka.request.timeout.ms", "1500").mode("append").save()
+    lines = [line for line in str(failure.value).splitlines() if "SinkWriteError: " in line]
+    assert lines and "50 of 50 records could not be written to spark-write-short-isr; the first error: " in lines[0]
+    assert "NOT_ENOUGH_REPLICAS" in lines[0], lines[0]
+    with pytest.raises(ValueError, match="delivery_timeout_ms should be equal to or larger than"):
+        parse_sink_options({"kafka.bootstrap.servers": servers, "kafka.delivery.timeout.ms": "1000"})
 
 
 def test_replayed_micro_batches_write_no_duplicates(spark, three_broker_cluster, tmp_path):

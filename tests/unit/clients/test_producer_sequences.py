@@ -37,15 +37,17 @@ class DedupLeader(FakeCluster):
     producer state does. ``script[partition]`` lists answers for the next batches (``by_value[first byte of the
     batch's first value]`` first, when it has one): ("written", code) appends
     (or finds the duplicate) and answers ``code``; ("refused", code) appends nothing; ``delay`` s before
-    answering. ``sent`` records (partition, (producer id, epoch), base sequence, first value) of every batch
-    received."""
+    answering; ``default`` when neither has one. ``sent`` records (partition, (producer id, epoch), base
+    sequence, first value) of every batch received; ``answered`` counts the responses sent."""
 
     def __init__(self) -> None:
         super().__init__(1)
         self.script: dict[int, list[tuple[str, int, float]]] = defaultdict(list)
         self.by_value: dict[bytes, list[tuple[str, int, float]]] = defaultdict(list)
+        self.default: tuple[str, int, float] = ("written", 0, 0.0)
         self.written: dict[tuple[int, int, int, int], int] = {}
         self.sent: list[tuple[int, tuple[int, int], int, bytes]] = []
+        self.answered = 0
 
     def _produce(self, broker_id: int, request: Any) -> Any:
         answers, delay = [], 0.0
@@ -55,7 +57,7 @@ class DedupLeader(FakeCluster):
                 first = bytes(next(iter(batch.records())).value)
                 self.sent.append((part.index, (batch.producer_id, batch.producer_epoch), batch.base_sequence, first))
                 script = self.by_value[first[:1]] or self.script[part.index]
-                action, code, wait = script.pop(0) if script else ("written", 0, 0)
+                action, code, wait = script.pop(0) if script else self.default
                 delay = max(delay, wait)
                 base = -1
                 if action == "written":
@@ -66,10 +68,12 @@ class DedupLeader(FakeCluster):
                 answers.append(ProducePartition(index=part.index, error_code=code, base_offset=base))
         response = ProduceResponse(responses=[ProduceTopic(name="t", partition_responses=answers)])
         if not delay:
+            self.answered += 1
             return response
 
         async def later() -> Any:
             await asyncio.sleep(delay)
+            self.answered += 1
             return response
         return later()
 
