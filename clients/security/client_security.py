@@ -26,7 +26,7 @@ from .jaas import JaasError, parse_jaas
 from .scram import MECHANISMS as SCRAM_MECHANISMS
 from .tls import SslConfigError, SslSettings, client_context
 
-__all__ = ["ClientSecurity", "AUTHENTICATION_ERRORS", "client_security", "SECURITY_DEFAULTS", "SECURITY_PROTOCOLS", "SASL_MECHANISMS",
+__all__ = ["ClientSecurity", "AUTHENTICATION_ERRORS", "client_security", "file_security_kwargs", "SECURITY_DEFAULTS", "SECURITY_PROTOCOLS", "SASL_MECHANISMS",
            "security_kwargs_from_properties", "SECURITY_PROPERTY_PREFIXES"]
 
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
@@ -135,26 +135,54 @@ def security_kwargs_from_properties(props: Mapping[str, str]) -> dict[str, Any]:
     """Kafka client properties -> ``ClientSecurity.from_kwargs`` keywords.
 
     security.protocol, sasl.mechanism, sasl.jaas.config (PlainLoginModule / ScramLoginModule with username and
-    password) and the ssl.* keys of a PEM trust store / key store. Raises ValueError naming the property."""
-    protocol = (props.get("security.protocol") or "PLAINTEXT").strip().upper()
-    kwargs: dict[str, Any] = {"security_protocol": protocol}
-    if protocol in ("SSL", "SASL_SSL"):
+    password) and the ssl.* keys of a PEM trust store / key store (files or PEM text), as an SSLContext.
+    Raises ValueError naming the property."""
+    kwargs = _protocol_and_sasl(props)
+    if kwargs["security_protocol"] in ("SSL", "SASL_SSL"):
         try:
-            settings = SslSettings.from_lookup(lambda key: props.get(key))
-            kwargs["ssl_context"] = client_context(settings)
+            kwargs["ssl_context"] = client_context(SslSettings.from_lookup(lambda key: props.get(key)))
         except SslConfigError as exc:
             raise ValueError(str(exc)) from None
+    return kwargs
+
+
+def file_security_kwargs(props: Mapping[str, str], prefix: str = "") -> dict[str, Any]:
+    """Like ``security_kwargs_from_properties`` but only picklable values (file names, no SSLContext), for
+    settings that travel to other processes (Spark executors): PEM stores must be files."""
+    kwargs = _protocol_and_sasl(props, prefix)
+    if kwargs["security_protocol"] not in ("SSL", "SASL_SSL"):
+        return kwargs
+    try:
+        settings = SslSettings.from_lookup(lambda key: props.get(prefix + key))
+    except SslConfigError as exc:
+        raise ValueError(str(exc)) from None
+    for text_key in ("ssl.truststore.certificates", "ssl.keystore.certificate.chain", "ssl.keystore.key"):
+        if props.get(prefix + text_key):
+            raise ValueError(f"Option '{prefix}{text_key}' is not supported here: give the PEM file with "
+                             f"'{prefix}ssl.truststore.location' / '{prefix}ssl.keystore.location'")
+    kwargs.update(ssl_cafile=settings.truststore_location, ssl_password=settings.key_password,
+                  ssl_check_hostname=settings.endpoint_identification_algorithm.lower() == "https")
+    if settings.keystore_location:
+        kwargs.update(ssl_certfile=settings.keystore_location, ssl_keyfile=settings.keystore_location)
+    if settings.cipher_suites:
+        kwargs["ssl_ciphers"] = settings.openssl_ciphers(prefix)
+    return kwargs
+
+
+def _protocol_and_sasl(props: Mapping[str, str], prefix: str = "") -> dict[str, Any]:
+    protocol = (props.get(prefix + "security.protocol") or "PLAINTEXT").strip().upper()
+    kwargs: dict[str, Any] = {"security_protocol": protocol}
     if protocol in ("SASL_PLAINTEXT", "SASL_SSL"):
-        mechanism = (props.get("sasl.mechanism") or "GSSAPI").strip()
+        mechanism = (props.get(prefix + "sasl.mechanism") or "GSSAPI").strip()
         kwargs["sasl_mechanism"] = mechanism
-        jaas_text = props.get("sasl.jaas.config")
+        jaas_text = props.get(prefix + "sasl.jaas.config")
         if not jaas_text:
-            raise ValueError(f"sasl.jaas.config is required for sasl.mechanism={mechanism} (Odradek's clients have "
-                             "no JAAS file)")
+            raise ValueError(f"{prefix}sasl.jaas.config is required for {prefix}sasl.mechanism={mechanism} "
+                             "(Odradek's clients have no JAAS file)")
         try:
             jaas = parse_jaas(jaas_text)
         except JaasError as exc:
-            raise ValueError(f"Invalid value for configuration sasl.jaas.config: {exc}") from None
+            raise ValueError(f"Invalid value for configuration {prefix}sasl.jaas.config: {exc}") from None
         kwargs["sasl_plain_username"] = jaas.username
         kwargs["sasl_plain_password"] = jaas.password
     return kwargs
