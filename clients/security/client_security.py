@@ -153,7 +153,7 @@ def file_security_kwargs(props: Mapping[str, str], prefix: str = "") -> dict[str
     if kwargs["security_protocol"] not in ("SSL", "SASL_SSL"):
         return kwargs
     try:
-        settings = SslSettings.from_lookup(lambda key: props.get(prefix + key))
+        settings = SslSettings.from_lookup(props.get, prefix)
     except SslConfigError as exc:
         raise ValueError(str(exc)) from None
     for text_key in ("ssl.truststore.certificates", "ssl.keystore.certificate.chain", "ssl.keystore.key"):
