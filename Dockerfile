@@ -27,9 +27,9 @@ RUN pip install --no-cache-dir /tmp/wheels/odradek-*.whl \
     && python -c "import uvloop, cramjam, crc32c, odradek.broker.server"
 RUN groupadd --system --gid 1001 odradek \
     && useradd --system --uid 1001 --gid odradek --home-dir /var/lib/odradek --shell /usr/sbin/nologin odradek \
-    && mkdir -p /var/lib/odradek/data /var/lib/odradek/logs /opt/odradek/config /opt/odradek/bin \
+    && mkdir -p /var/lib/odradek/data /var/lib/odradek/logs /var/lib/odradek/secrets /opt/odradek/config /opt/odradek/bin \
     && chown -R odradek:odradek /var/lib/odradek /opt/odradek/config
-COPY docker/entrypoint.py docker/healthcheck.py /opt/odradek/bin/
+COPY docker/entrypoint.py docker/healthcheck.py docker/secure_init.py /opt/odradek/bin/
 USER odradek
 WORKDIR /var/lib/odradek
 VOLUME ["/var/lib/odradek/data"]

@@ -3,7 +3,8 @@
     python benchmarks/kafka_client_workloads.py '<json spec>'
 
 The spec names the workload (``produce``, ``prefill``, ``consume``, ``e2e``), the bootstrap servers,
-the topic, the counts and the pid of the broker under test. The last line printed is a JSON result:
+the topic, the counts and the pid of the broker under test; ``client_config`` (optional) adds librdkafka
+settings to every client (``security.protocol``, ``sasl.*``, ``ssl.*``: bench_security.py). The last line printed is a JSON result:
 records, bytes, seconds of the timed window, the broker's and this client's CPU seconds over that
 window, and latency samples' percentiles for ``e2e``. Running the client apart from the script keeps
 its CPU out of the orchestrating process, and reading the broker's /proc counters here brackets the
@@ -72,9 +73,10 @@ class Window:
                 "client_cpu": own_cpu_seconds() - self.client_cpu}
 
 
-def create_topic(bootstrap: str, topic: str, partitions: int, timeout: float = 30.0) -> None:
+def create_topic(bootstrap: str, topic: str, partitions: int, timeout: float = 30.0,
+                 client_config: dict | None = None) -> None:
     """CreateTopics (replication factor 1), then wait until Metadata shows a leader for every partition."""
-    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin = AdminClient({"bootstrap.servers": bootstrap, **(client_config or {})})
     for future in admin.create_topics([NewTopic(topic, partitions, 1)], operation_timeout=timeout).values():
         future.result(timeout)
     deadline = time.monotonic() + timeout
@@ -93,7 +95,8 @@ def _producer(spec: dict, **overrides) -> tuple[Producer, list]:
     config = {"bootstrap.servers": spec["bootstrap"], "acks": spec.get("acks", 1),
               "linger.ms": spec.get("linger_ms", 5), "enable.idempotence": False,
               "delivery.report.only.error": True,
-              "on_delivery": lambda err, msg: failures.append(str(err)) if err else None}
+              "on_delivery": lambda err, msg: failures.append(str(err)) if err else None,
+              **spec.get("client_config", {})}
     config.update(overrides)
     return Producer(config), failures
 
@@ -119,7 +122,7 @@ def _flush(producer: Producer, failures: list, timeout: float = 300.0) -> None:
 
 def run_produce(spec: dict) -> dict:
     """Produce ``count`` values of ``size`` bytes (no key: librdkafka spreads them over the partitions)."""
-    create_topic(spec["bootstrap"], spec["topic"], spec["partitions"])
+    create_topic(spec["bootstrap"], spec["topic"], spec["partitions"], client_config=spec.get("client_config"))
     producer, failures = _producer(spec)
     value = b"v" * spec["size"]
     producer.produce(spec["topic"], value)  # warm-up: connections and metadata outside the window
@@ -133,7 +136,7 @@ def run_produce(spec: dict) -> dict:
 
 def run_prefill(spec: dict) -> dict:
     """Fill a topic for the consume workload (acks=1); nothing is measured."""
-    create_topic(spec["bootstrap"], spec["topic"], spec["partitions"])
+    create_topic(spec["bootstrap"], spec["topic"], spec["partitions"], client_config=spec.get("client_config"))
     producer, failures = _producer(spec, acks=1)
     _produce_all(producer, spec["topic"], b"v" * spec["size"], spec["count"])
     _flush(producer, failures)
@@ -143,7 +146,7 @@ def run_prefill(spec: dict) -> dict:
 def _consumer(spec: dict, **overrides) -> Consumer:
     # librdkafka insists on a group.id; with assign() and no commits the group is never joined.
     config = {"bootstrap.servers": spec["bootstrap"], "group.id": f"bench-{uuid.uuid4().hex[:8]}",
-              "enable.auto.commit": False, "enable.auto.offset.store": False}
+              "enable.auto.commit": False, "enable.auto.offset.store": False, **spec.get("client_config", {})}
     config.update(overrides)
     return Consumer(config)
 
@@ -197,7 +200,7 @@ def _paced_sender(producer: Producer, topic: str, size: int, rate: float, total:
 
 def run_e2e(spec: dict) -> dict:
     """End-to-end latency: records stamped at send, timed when ``poll`` hands them to the consumer."""
-    create_topic(spec["bootstrap"], spec["topic"], spec["partitions"])
+    create_topic(spec["bootstrap"], spec["topic"], spec["partitions"], client_config=spec.get("client_config"))
     consumer = _consumer(spec, **{"fetch.wait.max.ms": spec["fetch_wait_max_ms"]})
     _assign_from_earliest(consumer, spec["topic"], spec["partitions"])
     producer, failures = _producer(spec, acks=1, **{"linger.ms": spec["e2e_linger_ms"]})

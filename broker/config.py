@@ -21,6 +21,7 @@ from typing import Any, Iterable, Mapping
 
 from .config_keys import (BROKER_KEYS, SECURITY_PROTOCOLS, TOPIC_KEYS, TOPIC_SYNONYMS, Invalid, Key,
                           is_unsupported)
+from .security import listener_config
 
 __all__ = ["ConfigError", "KafkaConfig", "Endpoint", "ZkConnect", "load_config", "parse_properties",
            "env_to_properties", "parse_listeners", "parse_zookeeper_connect", "validate_topic_config",
@@ -295,6 +296,8 @@ class KafkaConfig:
         values: dict[str, Any] = {}
         for key, raw in self.originals.items():
             spec = BROKER_KEYS.get(key)
+            if spec is None and listener_config.is_listener_scoped(key):
+                continue  # listener.name.<l>.* and <mechanism>.sasl.jaas.config: checked with the listeners
             if spec is None:
                 self.unknown[key] = raw
                 self.warnings.append(_unknown_warning(key, self.sources.get(key)))
@@ -338,15 +341,12 @@ class KafkaConfig:
         else:
             ms = v["log.retention.hours"] * 3600000
         self.log_retention_ms: int = -1 if ms < 0 else ms  # any negative value means "no time limit"
+        self._inter_broker_security: Any = None  # see inter_broker_client_security()
         self.log_flush_interval_ms: int = (v["log.flush.interval.ms"] if v["log.flush.interval.ms"] is not None
                                            else v["log.flush.scheduler.interval.ms"])
 
         self.listener_security_protocol_map = parse_protocol_map(v["listener.security.protocol.map"])
         self.listeners = parse_listeners(v["listeners"], self.listener_security_protocol_map)
-        for e in self.listeners:
-            if e.security_protocol != "PLAINTEXT":
-                raise _invalid("listeners", v["listeners"], f"expected listeners whose security protocol is "
-                               f"PLAINTEXT (Odradek does not implement {e.security_protocol})", self._src("listeners"))
         ports = [e.port for e in self.listeners if e.port != 0]
         if len(set(ports)) != len(ports):
             raise _invalid("listeners", v["listeners"], "expected each port at most once", self._src("listeners"))
@@ -378,6 +378,11 @@ class KafkaConfig:
                            "inter.broker.listener.name when no listener is named after "
                            "security.inter.broker.protocol)", self._src(key))
         self.inter_broker_listener_name: str = ibl
+        try:
+            self.warnings += listener_config.check(self)
+        except listener_config.ListenerSecurityError as exc:
+            raise ConfigError(f"{exc}" + (f" (from {self._src(exc.key)})" if self._src(exc.key) else "")) from None
+        self._listener_security: dict[str, listener_config.ListenerSecurity] | None = None
 
         bid, max_id = v["broker.id"], v["reserved.broker.max.id"]
         if v["broker.id.generation.enable"]:
@@ -428,6 +433,23 @@ class KafkaConfig:
     @property
     def broker_id(self) -> int:
         return self._values["broker.id"]
+
+    def listener_security(self) -> dict[str, "listener_config.ListenerSecurity"]:
+        """Each listener's TLS context and SASL settings, key and trust stores loaded on the first call
+        (``ConfigError`` when they cannot be)."""
+        if self._listener_security is None:
+            try:
+                self._listener_security = listener_config.build(self)
+                self._inter_broker_security = listener_config.inter_broker_security(self)
+            except listener_config.ListenerSecurityError as exc:
+                raise ConfigError(str(exc)) from None
+        return self._listener_security
+
+    def inter_broker_client_security(self) -> Any:
+        """How this broker's own clients (controller, replica fetchers, transaction markers, controlled
+        shutdown) reach the inter-broker listener: a ClientSecurity, None for PLAINTEXT."""
+        self.listener_security()
+        return self._inter_broker_security
 
     @property
     def metrics_port(self) -> int:

@@ -196,6 +196,11 @@ def _message_format_version(v: str) -> None:
                       "older clients' formats are converted)")
 
 
+def _no_reauthentication(v: int) -> None:
+    if v != 0:
+        raise Invalid("0: Odradek does not re-authenticate connections (KIP-368 is not implemented)")
+
+
 K = Key
 _BROKER_KEYS: list[Key] = [
     # ZooKeeper
@@ -245,6 +250,38 @@ _BROKER_KEYS: list[Key] = [
     K("socket.send.buffer.bytes", I, 102400, "SO_SNDBUF of server sockets; -1 = OS default"),
     K("socket.receive.buffer.bytes", I, 102400, "SO_RCVBUF of server sockets; -1 = OS default"),
     K("socket.request.max.bytes", I, 104857600, "Largest request the broker accepts", at_least(1)),
+    # Security: TLS and SASL of the listeners (broker/security/listener_config.py). Each may also be set per
+    # listener as listener.name.<listener>.<key>; Java-only knobs (key/trust manager algorithms, providers) are
+    # accepted at their defaults and warned about otherwise.
+    K("ssl.protocol", STR, "TLSv1.3", "TLS protocol of the SSL context"),
+    K("ssl.enabled.protocols", LIST, ["TLSv1.2", "TLSv1.3"], "TLS protocol versions enabled"),
+    K("ssl.cipher.suites", LIST, [], "Cipher suites (IANA or OpenSSL names); empty = the library's defaults"),
+    K("ssl.keystore.type", STR, "JKS", "Key store format; only PEM is read"),
+    K("ssl.keystore.location", STR, None, "PEM file with the private key (PKCS#8) and the certificate chain"),
+    K("ssl.keystore.password", STR, None, "Key store password (not allowed with PEM)"),
+    K("ssl.keystore.certificate.chain", STR, None, "The certificate chain as PEM text"),
+    K("ssl.keystore.key", STR, None, "The private key as PEM text"),
+    K("ssl.key.password", STR, None, "Password of an encrypted private key"),
+    K("ssl.truststore.type", STR, "JKS", "Trust store format; only PEM is read"),
+    K("ssl.truststore.location", STR, None, "PEM file of trusted CA certificates"),
+    K("ssl.truststore.password", STR, None, "Trust store password (not allowed with PEM)"),
+    K("ssl.truststore.certificates", STR, None, "Trusted CA certificates as PEM text"),
+    K("ssl.client.auth", STR, "none", "Client certificates: none, requested or required",
+      OneOf(("none", "requested", "required"))),
+    K("ssl.endpoint.identification.algorithm", STR, "https", "https: the broker's clients verify host names"),
+    K("ssl.principal.mapping.rules", STR, "DEFAULT", "Rules mapping a certificate's subject to a principal name"),
+    K("ssl.keymanager.algorithm", STR, "SunX509", "Java only; ignored"),
+    K("ssl.trustmanager.algorithm", STR, "PKIX", "Java only; ignored"),
+    K("ssl.secure.random.implementation", STR, None, "Java only; ignored"),
+    K("ssl.provider", STR, None, "Java only; ignored"),
+    K("ssl.engine.factory.class", STR, None, "Java only; must be unset"),
+    K("sasl.enabled.mechanisms", LIST, ["GSSAPI"], "SASL mechanisms of SASL listeners (PLAIN, SCRAM-SHA-256, "
+      "SCRAM-SHA-512)"),
+    K("sasl.mechanism.inter.broker.protocol", STR, "GSSAPI", "SASL mechanism brokers authenticate with"),
+    K("connections.max.reauth.ms", L, 0, "Re-authentication interval (KIP-368); only 0 (off) is supported",
+      _no_reauthentication),
+    K("connection.failed.authentication.delay.ms", I, 100, "Delay before closing a connection whose "
+      "authentication failed", at_least(0)),
     # Log
     K("log.dirs", LIST, None, "Directories holding log data; unset = log.dir"),
     K("log.dir", STR, "/tmp/kafka-logs", "Directory holding log data (used when log.dirs is unset)", NonEmpty()),
@@ -382,12 +419,11 @@ _BROKER_KEYS: list[Key] = [
 BROKER_KEYS: dict[str, Key] = {k.name: k for k in _BROKER_KEYS}
 
 # Real Kafka keys (or prefixes) Odradek does not implement: reported as unsupported, not as typos.
-UNSUPPORTED_PREFIXES = ("ssl.", "sasl.", "listener.name.", "zookeeper.ssl.", "zookeeper.clientCnxnSocket",
+UNSUPPORTED_PREFIXES = ("ssl.", "sasl.", "zookeeper.ssl.", "zookeeper.clientCnxnSocket",
                         "authorizer.", "super.users", "principal.builder.class", "security.providers",
                         "quota.", "alter.log.dirs.replication.quota.", "client.quota.",
                         "metric.reporters", "kafka.metrics.", "metrics.recording.level", "create.topic.policy.",
                         "alter.config.policy.", "replica.selector.class", "password.encoder.", "delegation.token.",
-                        "connection.failed.authentication.delay.ms", "connections.max.reauth.ms",
                         "host.name", "port", "advertised.host.name", "advertised.port", "process.roles",
                         "node.id", "controller.", "metadata.", "client.",
                         "max.connection.creation.rate", "num.quota.samples", "num.replica.alter.log.dirs.threads",

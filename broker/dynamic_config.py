@@ -8,6 +8,7 @@ notification it has not processed yet and applies them:
 - ``topics/<t>``: the topic's overrides become the ``LogConfig`` of every live log of that topic
   (retention, segment size and age, cleanup policy, min.insync.replicas, max.message.bytes, ...),
   so the change takes effect without a restart (retention at the next retention check, as Kafka).
+- ``users/<user>``: the user's SCRAM credentials, re-read into the credential cache of the SASL listeners.
 - ``brokers/<id>`` and ``brokers/<default>``: the dynamic broker configs of this broker and the
   cluster-wide defaults. Only the log keys that are synonyms of topic keys can be dynamic here
   (Kafka's DynamicLogConfig); they change the topic defaults of every log without an override.
@@ -65,6 +66,7 @@ class DynamicConfigManager:
         self.applied_changes = 0  # notifications processed (tests and metrics)
         self.replication_quotas: Any = None  # broker.replication_quota.ReplicationQuotas, set by the server
         self.client_quotas: Any = None  # broker.quota.client_quotas.ClientQuotas, set by the server
+        self.credentials: Any = None  # broker.security.credential_cache.CredentialCache (SCRAM users)
 
     # -- lifecycle --------------------------------------------------------------------------------
 
@@ -134,6 +136,8 @@ class DynamicConfigManager:
             config = self.zk.get_entity_config(entity_type, entity_name)
             log.info("Processing override for entityPath: %s/%s with config: %s", entity_type, entity_name, config)
             self._on_loop(self.client_quotas.apply_entity_config, entity_type, entity_name, config)
+        if entity_type == "users" and self.credentials is not None:  # SCRAM credentials changed
+            self.credentials.load_user(self.zk, entity_name)
         # other entities (other brokers) have nothing to change here
 
     def load_client_quota_configs(self) -> None:

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 from ..clients.connection import BrokerConnection
+from ..controller.channel_manager import inter_broker_connect
 from ..protocol.api_keys import ApiKey
 from ..protocol.errors import (  # type: ignore[attr-defined]
     FencedLeaderEpochError, OffsetOutOfRangeError, for_code,
@@ -63,12 +64,14 @@ class FetcherSettings:
     min_bytes: int = 1                        # replica.fetch.min.bytes
     backoff_ms: int = 1000                    # replica.fetch.backoff.ms
     socket_timeout_ms: int = 30000            # replica.socket.timeout.ms
+    connect: Any = BrokerConnection.connect   # with the inter-broker listener's security
 
     @classmethod
     def from_config(cls, config: Any, broker_id: int) -> "FetcherSettings":
         return cls(broker_id, config.get("replica.fetch.max.bytes"), config.get("replica.fetch.response.max.bytes"),
                    config.get("replica.fetch.wait.max.ms"), config.get("replica.fetch.min.bytes"),
-                   config.get("replica.fetch.backoff.ms"), config.get("replica.socket.timeout.ms"))
+                   config.get("replica.fetch.backoff.ms"), config.get("replica.socket.timeout.ms"),
+                   inter_broker_connect(config))
 
 
 @dataclass(eq=False)
@@ -195,7 +198,7 @@ class ReplicaFetcher:
 
     async def _connection(self) -> BrokerConnection:
         if self._conn is None or self._conn.closed:
-            self._conn = await BrokerConnection.connect(
+            self._conn = await self.settings.connect(
                 self.host, self.port, client_id=f"broker-{self.settings.broker_id}-fetcher-0",
                 timeout=self.settings.socket_timeout_ms / 1000)
         return self._conn

@@ -21,6 +21,7 @@ from typing import Any, Callable
 
 from ..controller import state_change_log
 from ..controller.admin_zk import AdminZkClient
+from ..controller.channel_manager import inter_broker_connect
 from ..controller.kafka_controller import KafkaController
 from ..controller.zk_client import KafkaZkClient, ZkNodeExistsError
 from ..controller.zk_data import BrokerInfo
@@ -35,6 +36,7 @@ from .apis import describe_log_dirs
 from .apis import elect_leaders, reassignment_apis
 from .apis import client_quotas as client_quotas_api
 from .apis import describe_cluster, describe_producers, sasl_plaintext
+from .apis import scram_credentials
 from .apis.services import BrokerServices
 from .broker_id import ONE_LINE_STARTUP_ERRORS, resolve_broker_id
 from .controlled_shutdown import controlled_shutdown
@@ -55,6 +57,7 @@ from .quota.client_quotas import ClientQuotas
 from .replica_fetcher import FetcherSettings, ReplicaFetcherManager
 from .replica_manager import ReplicaManager
 from .replication_quota import ReplicationQuotas
+from .security.credential_cache import CredentialCache
 
 log = logging.getLogger("odradek.server")
 
@@ -64,7 +67,7 @@ _API_MODULES = (produce, fetch, list_offsets, metadata, create_topics, delete_to
                 describe_configs, alter_configs, delete_records, write_txn_markers,
                 txn_apis, describe_log_dirs,
                 elect_leaders, reassignment_apis, client_quotas_api, describe_cluster, describe_producers,
-                sasl_plaintext)
+                sasl_plaintext, scram_credentials)
 _NEVER_MS = 2 ** 62  # Kafka's Long.MaxValue defaults: "never"
 
 
@@ -84,6 +87,7 @@ class KafkaServer:
         self.transaction_coordinator: TransactionCoordinator | None = None
         self.dynamic_config: DynamicConfigManager | None = None
         self.client_quotas = ClientQuotas.from_config(config)
+        self.credentials = CredentialCache()  # SCRAM users, from /config/users
         self._tasks: list[asyncio.Task] = []
         self._session_expired = False
         self._stopped = asyncio.Event()
@@ -110,6 +114,7 @@ class KafkaServer:
         # meta.properties checks and broker.id auto-generation, as Kafka's getOrGenerateBrokerId
         self.broker_id = await self._blocking(resolve_broker_id, cfg, cluster_id,
                                               lambda: zk.generate_broker_id(cfg.get("reserved.broker.max.id")))
+        await self._blocking(self.credentials.load_all, zk)  # before the listeners open
         topic_configs = await self._blocking(self._all_topic_configs)
         # Dynamic broker configs (/config/brokers) first: the logs open with them as their defaults.
         dynamic = self.dynamic_config = DynamicConfigManager(zk, self.broker_id, cfg, None)
@@ -140,6 +145,7 @@ class KafkaServer:
         services.group_coordinator = self.group_coordinator
         services.transaction_coordinator = txn
         dynamic.log_manager = self.log_manager
+        dynamic.credentials = self.credentials
         services.dynamic_config = dynamic
         services.client_quotas = dynamic.client_quotas = self.client_quotas
         await dynamic.startup()  # watches /config/changes
@@ -148,7 +154,7 @@ class KafkaServer:
             module.register(apis, services)
         apis.on_response = self.metrics.request_metrics.record_errors
         apis.throttle = self.client_quotas.throttle_response
-        self.socket_server = SocketServer(cfg, apis)
+        self.socket_server = SocketServer(cfg, apis, credentials=self.credentials)
         await self.socket_server.start()
         if self.socket_server.handler_pool is not None:
             self.socket_server.handler_pool.metrics = self.metrics.request_metrics
@@ -297,7 +303,8 @@ class KafkaServer:
         if self.zk is not None and self.broker_epoch >= 0 and self.controller is not None:
             # Controlled shutdown first, while this broker still serves (it may be the controller and
             # answer its own request): leadership moves away before the sockets close (Kafka's order).
-            await _quietly(controlled_shutdown(self.config, self.zk, self.broker_id, lambda: self.broker_epoch))
+            await _quietly(controlled_shutdown(self.config, self.zk, self.broker_id, lambda: self.broker_epoch,
+                                               inter_broker_connect(self.config)))
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
@@ -391,6 +398,7 @@ def main(argv: list[str] | None = None) -> int:
     args = _parse_args(argv)
     try:
         config, warnings = load_config(args.config, args.override, os.environ)
+        config.listener_security()  # key and trust stores load now: a bad one is a one-line error
     except ConfigError as exc:
         print(f"odradek-server: {exc}", file=sys.stderr)
         return 1

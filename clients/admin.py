@@ -48,9 +48,12 @@ from .admin_quotas import (
     ClientQuotaAlteration, ClientQuotaEntity, ClientQuotaFilter, ClientQuotaFilterComponent, QuotaAdmin,
 )
 from .admin_producers import ProducerAdmin, ProducerState
+from .admin_scram import (ScramAdmin, ScramCredentialInfo, UserScramCredentialDeletion, UserScramCredentialsDescription,
+                          UserScramCredentialUpsertion)
 from .connection import BrokerConnection
+from .security.client_security import SECURITY_DEFAULTS, client_security
 from .simple_client import SimpleClient, SyncSimpleClient, _creatable_topic, _raise_code, _Retry
-from .types import TopicPartition
+from .types import TopicPartition, check_configs
 
 _DEFAULT_TIMEOUT_MS = 30000
 DEFAULT_CONFIG_SOURCE = 5
@@ -173,16 +176,18 @@ class AlterConfigOp(NamedTuple):
     op_type: AlterConfigOpType = AlterConfigOpType.SET
 
 
-class AIOAdmin(GroupAdmin, LogDirAdmin, PartitionAdmin, QuotaAdmin, ProducerAdmin):
+class AIOAdmin(GroupAdmin, LogDirAdmin, PartitionAdmin, QuotaAdmin, ProducerAdmin, ScramAdmin):
     """``AIOAdmin(bootstrap_servers="host:9092", client_id=..., request_timeout_ms=30000, retries=5,
-    retry_backoff_ms=100)``; ``async with`` or ``await close()``."""
+    retry_backoff_ms=100)`` and kafka-python's security keywords (``security_protocol``, ``ssl_cafile``,
+    ``sasl_mechanism``, ...); ``async with`` or ``await close()``."""
 
     def __init__(self, bootstrap_servers: str | list[str] = "localhost:9092", *, client_id: str = "odradek-admin",
                  request_timeout_ms: int = _DEFAULT_TIMEOUT_MS, retries: int = 5, retry_backoff_ms: int = 100,
-                 client: SimpleClient | None = None) -> None:
+                 client: SimpleClient | None = None, **security: Any) -> None:
         self._client = client or SimpleClient(bootstrap_servers, client_id=client_id,
                                               request_timeout=request_timeout_ms / 1000.0, retries=retries,
-                                              retry_backoff=retry_backoff_ms / 1000.0)
+                                              retry_backoff=retry_backoff_ms / 1000.0,
+                                              security=client_security(check_configs(security, SECURITY_DEFAULTS)))
         self.request_timeout_ms = request_timeout_ms
 
     async def __aenter__(self) -> "AIOAdmin":
@@ -462,4 +467,6 @@ __all__ = ["AIOAdmin", "Admin", "LATEST", "EARLIEST", "NewTopic", "NewPartitions
            "AlterConfigOp", "AlterConfigOpType", "BrokerMetadata", "ClusterDescription", "TopicDescription",
            "PartitionDescription", "format_topic_id", "GroupListing", "ConsumerGroupDescription", "MemberDescription",
            "Coordinator", "LogDirDescription", "ReplicaInfo", "ClientQuotaEntity", "ClientQuotaFilter",
-           "ClientQuotaFilterComponent", "ClientQuotaAlteration", "ProducerState"]
+           "ClientQuotaFilterComponent", "ClientQuotaAlteration", "ProducerState",
+           "ScramCredentialInfo", "UserScramCredentialsDescription", "UserScramCredentialUpsertion",
+           "UserScramCredentialDeletion"]

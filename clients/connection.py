@@ -1,6 +1,7 @@
 """One TCP connection to one Kafka broker: version negotiation and pipelined requests.
 
     conn = await BrokerConnection.connect("127.0.0.1", 9092)      # TCP + ApiVersions
+    conn = await BrokerConnection.connect(host, port, security=ClientSecurity.from_kwargs(...))  # + TLS, SASL
     response = await conn.send(MetadataRequest(topics=None))       # highest version both sides speak
     await conn.close()
 
@@ -31,6 +32,8 @@ from ..protocol.framing import FrameSplitter
 from ..protocol.header import decode_response, encode_request
 from ..protocol.messages import ApiVersionsRequest
 from .errors import CorrelationIdError, KafkaConnectionError
+from .security.client_security import ClientSecurity
+from .security.sasl_client import authenticate
 
 log = logging.getLogger(__name__)
 
@@ -103,24 +106,33 @@ class BrokerConnection(asyncio.Protocol):
     # -- construction -------------------------------------------------------------------------------
     @classmethod
     async def connect(cls, host: str, port: int, *, client_id: str = "odradek", timeout: float = 10.0,
-                      negotiate: bool = True) -> "BrokerConnection":
-        """Open the TCP connection and (unless ``negotiate=False``) learn the broker's API versions.
+                      negotiate: bool = True, security: ClientSecurity | None = None) -> "BrokerConnection":
+        """Open the TCP connection (TLS when ``security`` says SSL or SASL_SSL), (unless
+        ``negotiate=False``) learn the broker's API versions, then authenticate (SASL).
 
-        Raises ``ConnectionError`` (``KafkaConnectionError``) when the broker cannot be reached and
-        ``TimeoutError`` when connecting and negotiating take longer than ``timeout`` seconds.
+        Raises ``ConnectionError`` (``KafkaConnectionError``) when the broker cannot be reached (a TLS
+        handshake that fails, e.g. an untrusted certificate, is one), ``TimeoutError`` when connecting
+        and negotiating take longer than ``timeout`` seconds, and the broker's Kafka error when SASL
+        fails (SASL_AUTHENTICATION_FAILED, UNSUPPORTED_SASL_MECHANISM).
         """
         loop = asyncio.get_running_loop()
         conn = cls(host, port, client_id, loop)
+        context = security.ssl_context if security is not None and security.uses_ssl else None
         try:
             async with asyncio.timeout(timeout):
                 try:
-                    await loop.create_connection(lambda: conn, host, port)
+                    if context is None:
+                        await loop.create_connection(lambda: conn, host, port)
+                    else:
+                        await loop.create_connection(lambda: conn, host, port, ssl=context, server_hostname=host)
                 except TimeoutError:
                     raise
                 except OSError as exc:
                     raise KafkaConnectionError(f"cannot connect to {host}:{port}: {exc}") from exc
-                if negotiate:
+                if negotiate or (security is not None and security.uses_sasl):
                     await conn._negotiate()
+                if security is not None and security.uses_sasl:
+                    await authenticate(conn, security)
         except TimeoutError:
             conn._fail(KafkaConnectionError(f"connecting to {host}:{port} timed out"))
             raise TimeoutError(f"connecting to {host}:{port} took longer than {timeout} s") from None

@@ -35,6 +35,7 @@ from ..protocol.records import iter_batches
 from .group.assignors import DEFAULT_STRATEGY, resolve_assignors
 from .group.coordinator import ConsumerCoordinator
 from .group.offsets import CoordinatorLink, commit_offsets, fetch_committed
+from .security.client_security import SECURITY_DEFAULTS, client_security
 from .simple_client import SimpleClient, parse_bootstrap_servers, records_from_fetch
 from .types import (
     ConsumerRecord, KafkaConfigurationError, OffsetAndMetadata, OffsetAndTimestamp, TopicPartition, check_configs,
@@ -73,6 +74,7 @@ DEFAULT_CONFIG: dict[str, Any] = {
     "retry_backoff_ms": 100,
     "connections_max_idle_ms": 540000,
     "consumer_timeout_ms": None,  # iteration of the synchronous Consumer stops after this long idle
+    **SECURITY_DEFAULTS,  # security_protocol, ssl_*, sasl_* (kafka-python's names)
 }
 
 
@@ -126,7 +128,8 @@ class AIOConsumer:
         self._isolation = 1 if self.config["isolation_level"] == "read_committed" else 0
         self._client = SimpleClient(self.config["bootstrap_servers"], client_id=self.config["client_id"],
                                     request_timeout=self.config["request_timeout_ms"] / 1000.0,
-                                    retry_backoff=self.config["retry_backoff_ms"] / 1000.0)
+                                    retry_backoff=self.config["retry_backoff_ms"] / 1000.0,
+                                    security=client_security(self.config))
         self._states: dict[TopicPartition, _PartitionState] = {}
         self._subscription: list[str] = []
         self._in_flight: dict[int, asyncio.Task] = {}  # leader id -> its one Fetch

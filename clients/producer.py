@@ -54,6 +54,7 @@ from .producer_sequences import ProducerSequences
 from .record_accumulator import RecordAccumulator
 from .simple_client import SimpleClient
 from .transaction_manager import TransactionManager, TransactionState, TransactionStateError
+from .security.client_security import SECURITY_DEFAULTS, client_security
 from .types import KafkaConfigurationError, TopicPartition, check_configs
 
 log = logging.getLogger(__name__)
@@ -86,6 +87,7 @@ _DEFAULTS: dict[str, Any] = {
     "connections_max_idle_ms": 540000,  # accepted for kafka-python compatibility; connections stay open
     "transactional_id": None,
     "transaction_timeout_ms": 60000,
+    **SECURITY_DEFAULTS,  # security_protocol, ssl_*, sasl_* (kafka-python's names)
 }
 
 
@@ -157,7 +159,7 @@ class AIOProducer:
         c = self.config
         self._client = SimpleClient(c["bootstrap_servers"], client_id=c["client_id"] or "odradek-producer",
                                     request_timeout=c["request_timeout_ms"] / 1000,
-                                    retry_backoff=c["retry_backoff_ms"] / 1000)
+                                    retry_backoff=c["retry_backoff_ms"] / 1000, security=client_security(c))
         self._partitioner = c["partitioner"] or DefaultPartitioner()
         self._idempotent: bool = c["enable_idempotence"]
         self._txn: TransactionManager | None = None

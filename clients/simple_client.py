@@ -39,6 +39,7 @@ from .cluster_metadata import ClusterMetadata
 from .connection import BrokerConnection
 from .event_loop_thread import EventLoopThread
 from .errors import KafkaConnectionError, NoBrokersAvailableError
+from .security.client_security import AUTHENTICATION_ERRORS, ClientSecurity
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -150,8 +151,9 @@ def records_from_fetch(data: Any, fetch_offset: int, aborted_transactions: list[
 class SimpleClient:
     def __init__(self, bootstrap_servers: str | list[str], *, client_id: str = "odradek-simple",
                  request_timeout: float = 30.0, retries: int = 5, retry_backoff: float = 0.1,
-                 connect_timeout: float = 10.0) -> None:
+                 connect_timeout: float = 10.0, security: ClientSecurity | None = None) -> None:
         self.bootstrap_servers = parse_bootstrap_servers(bootstrap_servers)
+        self.security = security  # TLS / SASL for every connection (None: PLAINTEXT)
         self.client_id = client_id
         self.request_timeout = request_timeout
         self.retries = retries
@@ -188,7 +190,7 @@ class SimpleClient:
             if conn is not None:
                 await conn.close()  # closed already, or the broker moved to another address
             conn = await BrokerConnection.connect(host, port, client_id=self.client_id,
-                                                  timeout=self.connect_timeout)
+                                                  timeout=self.connect_timeout, security=self.security)
             self._connections[key] = conn
             return conn
 
@@ -215,6 +217,8 @@ class SimpleClient:
             try:
                 return await self._connect(key, host, port)
             except (OSError, KafkaError) as exc:
+                if isinstance(exc, AUTHENTICATION_ERRORS):
+                    raise  # wrong credentials or mechanism: another broker would say the same (Java: fatal)
                 failures.append(f"{host}:{port}: {exc}")
         raise NoBrokersAvailableError("no broker could be reached: " + "; ".join(failures))
 

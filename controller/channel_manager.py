@@ -14,6 +14,7 @@ partitions), built from the ControllerContext when sent.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import uuid
 from dataclasses import dataclass
@@ -111,6 +112,14 @@ class _BrokerSender:
                 await asyncio.wait_for(conn.close(), 1.0)
             except Exception:
                 log.debug("closing the connection to broker %d", self.broker_id, exc_info=True)
+
+
+def inter_broker_connect(config: Any) -> Connector:
+    """``BrokerConnection.connect`` with the broker's inter-broker security (TLS, SASL with its own
+    credentials), for every broker-to-broker client."""
+    security_of = getattr(config, "inter_broker_client_security", None)
+    security = security_of() if security_of is not None else None
+    return functools.partial(BrokerConnection.connect, security=security) if security else BrokerConnection.connect
 
 
 class ControllerChannelManager:

@@ -28,7 +28,7 @@ from typing import Any, Callable
 from ..protocol.api_keys import ApiKey
 from ..protocol.errors import (BrokerNotAvailableError, NotControllerError,  # type: ignore[attr-defined]
                                StaleBrokerEpochError)
-from .channel_manager import ControllerBrokerRequestBatch, ControllerChannelManager
+from .channel_manager import ControllerBrokerRequestBatch, ControllerChannelManager, inter_broker_connect
 from .controller_context import ControllerContext, ReplicaAssignment, TopicPartition
 from .auto_rebalance import AutoLeaderRebalancer
 from .election_requests import LeaderElectionRequests
@@ -328,7 +328,8 @@ class KafkaController:
         states = await self._zk(self.zk.get_partition_states, ctx.all_partitions())
         for tp, (state, zk_version) in states.items():
             ctx.put_leadership(tp, state, zk_version)
-        self.channel = ControllerChannelManager(self.broker_id, self.listener_name, self.socket_timeout_ms)
+        self.channel = ControllerChannelManager(self.broker_id, self.listener_name, self.socket_timeout_ms,
+                                                connect=inter_broker_connect(self.config))
         for info in ctx.live_brokers.values():
             self.channel.add_broker(info)
         log.info("Controller %d: %d live brokers %s, %d topics, %d partitions", self.broker_id,

@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import json
 import time
+import urllib.parse
 import uuid
 from dataclasses import dataclass, field
 from typing import Any
@@ -304,6 +305,17 @@ class ConfigEntityZNode:
     def decode(data: bytes | None) -> dict[str, str]:
         doc = _load(data)
         return {} if doc is None else {k: str(v) for k, v in doc.get("config", {}).items()}
+
+
+def sanitize_entity_name(name: str) -> str:
+    """User and client-id znode names, as Kafka's Sanitizer: URL-encoded (UTF-8), '*' and ' ' as %2A, %20;
+    "User:alice" -> "User%3Aalice"."""
+    safe = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-_"
+    return "".join(c if c in safe else "".join(f"%{b:02X}" for b in c.encode("utf-8")) for c in name)
+
+
+def desanitize_entity_name(name: str) -> str:
+    return urllib.parse.unquote_plus(name)
 
 
 class ConfigChangeNotificationZNode:

@@ -19,7 +19,7 @@ from ..clients.consumer import AIOConsumer
 from ..clients.event_loop_thread import EventLoopThread
 from ..clients.types import OffsetAndMetadata, TopicPartition
 from ..protocol.errors import KafkaError
-from .options import EARLIEST, LATEST, OffsetSpec, SourceOptions
+from .options import EARLIEST, LATEST, OffsetSpec, SourceOptions, security_of
 
 log = logging.getLogger(__name__)
 
@@ -40,6 +40,7 @@ class KafkaOffsetReader:
         self._thread = EventLoopThread("odradek-spark-offsets")
         params = {k: v for k, v in options.consumer_params.items()
                   if k in ("client_id", "request_timeout_ms", "retry_backoff_ms")}
+        params.update(security_of(options.consumer_params))
         self._consumer = AIOConsumer(bootstrap_servers=options.bootstrap_servers, enable_auto_commit=False,
                                      isolation_level="read_committed" if options.read_committed
                                      else "read_uncommitted", **params)
@@ -171,7 +172,7 @@ class KafkaOffsetReader:
         """Commit ``offsets`` as ``group_id``'s, as Kafka's Admin does, so lag tools see the query's progress."""
         async def commit() -> Any:
             if self._admin is None:
-                self._admin = AIOAdmin(self.options.bootstrap_servers)
+                self._admin = AIOAdmin(self.options.bootstrap_servers, **security_of(self.options.consumer_params))
             return await self._admin.alter_consumer_group_offsets(
                 group_id, {tp: OffsetAndMetadata(o) for tp, o in offsets.items()}, raise_errors=False)
         for tp, error in self._thread.run(commit(), timeout=120).items():

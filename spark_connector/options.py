@@ -15,6 +15,7 @@ from typing import Any, Mapping
 
 from ..clients.consumer import DEFAULT_CONFIG as CONSUMER_DEFAULTS
 from ..clients.producer import producer_config
+from ..clients.security.client_security import SECURITY_DEFAULTS, SECURITY_PROPERTY_PREFIXES, file_security_kwargs
 from ..clients.types import KafkaConfigurationError
 
 log = logging.getLogger(__name__)
@@ -152,10 +153,13 @@ def _kafka_params(opts: dict[str, str], defaults: Mapping[str, Any], unsupported
                   accepts: Any) -> dict[str, Any]:
     """``kafka.*`` options (but the bootstrap servers) as our client's keyword arguments (dots become
     underscores); settings our client does not have are dropped with a warning, as Kafka's clients log
-    unknown configs, and the ones Spark's source owns fail as in Spark."""
-    params: dict[str, Any] = {}
+    unknown configs, and the ones Spark's source owns fail as in Spark. ``kafka.security.protocol``,
+    ``kafka.sasl.*`` and ``kafka.ssl.*`` (Kafka's names) become the security keywords, with PEM files."""
+    params: dict[str, Any] = _security_params(opts)
     for name, value in opts.items():
         if not name.startswith("kafka.") or name == "kafka.bootstrap.servers":
+            continue
+        if name[len("kafka."):].startswith(SECURITY_PROPERTY_PREFIXES):
             continue
         key = name[len("kafka."):]
         if key in unsupported:
@@ -170,6 +174,17 @@ def _kafka_params(opts: dict[str, str], defaults: Mapping[str, Any], unsupported
         params[arg] = int(value) if isinstance(default, int) and not isinstance(default, bool) and value.lstrip("-").isdigit() \
             else (value.lower() == "true") if isinstance(default, bool) else value
     return params
+
+
+def _security_params(opts: dict[str, str]) -> dict[str, Any]:
+    # Spark lower-cases option names; Kafka's security keys are lower case already (values keep their case).
+    params = file_security_kwargs(opts, prefix="kafka.")
+    return {} if params["security_protocol"] == "PLAINTEXT" else params
+
+
+def security_of(params: Mapping[str, Any]) -> dict[str, Any]:
+    """The security keywords among a client's params, for the other clients the source and sink open (Admin)."""
+    return {k: v for k, v in params.items() if k in SECURITY_DEFAULTS}
 
 
 def _consumer_accepts(arg: str, value: str) -> bool:

@@ -40,7 +40,7 @@ from pyspark.sql.types import ArrayType, BinaryType, IntegerType, StringType, St
 from ..clients.admin import Admin
 from ..clients.sync_producer import Producer
 from ..clients.types import OffsetAndMetadata, TopicPartition
-from .options import SinkOptions
+from .options import SinkOptions, security_of
 
 log = logging.getLogger(__name__)
 
@@ -138,7 +138,7 @@ class _TaskWriter:
         producer = self._producer(transactional_id)
         try:
             producer.init_transactions()  # fences older attempts; their transaction is settled after this
-            with Admin(self.options.bootstrap_servers) as admin:
+            with Admin(self.options.bootstrap_servers, **security_of(self.options.producer_params)) as admin:
                 done = max(last_marked_batch(admin, transactional_id), last_marked_batch(admin, prefix))
             if done >= batch_id + 1:
                 log.info("batch %d of %s already committed by task %d: writing nothing", batch_id, prefix,
@@ -203,7 +203,7 @@ def commit_batch_marker(options: SinkOptions, messages: list[Any], batch_id: int
     topics = [t for m in done for t in m.topics]
     if not options.exactly_once or not topics:
         return
-    with Admin(options.bootstrap_servers) as admin:
+    with Admin(options.bootstrap_servers, **security_of(options.producer_params)) as admin:
         admin.alter_consumer_group_offsets(done[0].prefix, {TopicPartition(topics[0], 0): OffsetAndMetadata(
             batch_id + 1, json.dumps({"batch": batch_id}))})
 

@@ -3,8 +3,9 @@
 Kafka 2.8 advertises both APIs on every listener. On a SASL listener the authenticator consumes them
 before a connection is authenticated; whatever reaches KafkaApis (any request on a PLAINTEXT listener, or
 a repeated handshake after authentication) is answered ILLEGAL_SASL_STATE (KafkaApis
-handleSaslHandshakeRequest / handleSaslAuthenticateRequest). Every listener is PLAINTEXT today, so this is
-all a client gets; SASL listeners will authenticate in front of these handlers.
+handleSaslHandshakeRequest / handleSaslAuthenticateRequest). On SASL listeners the connection's
+authenticator (broker/security/sasl_authenticator.py) answers them until the connection is authenticated;
+re-authentication (KIP-368) is not implemented, so a later handshake lands here too.
 """
 
 from __future__ import annotations

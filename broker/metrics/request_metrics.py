@@ -150,9 +150,9 @@ class RequestMetrics:
             h = request.header
             request_logger.debug(
                 "Completed request:{api=%s, version=%d, correlationId=%d, clientId=%s} connection:%s "
-                "listener:%s totalTime:%.3f requestQueueTime:%.3f localTime:%.3f remoteTime:%.3f "
+                "listener:%s principal:%s totalTime:%.3f requestQueueTime:%.3f localTime:%.3f remoteTime:%.3f "
                 "throttleTime:%.3f sendTime:%.3f requestSize:%d", self._names(request)[-1], version, h.correlation_id,
-                getattr(h, "client_id", None), request.connection_id, request.listener,
+                getattr(h, "client_id", None), request.connection_id, request.listener, request.principal,
                 *(ms for timer, ms in times if timer != "ResponseQueueTimeMs"), request.size)
 
 

@@ -26,7 +26,11 @@ from ...protocol.api_keys import ApiKey
 from ...protocol.errors import FrameTooLargeError, UnknownApiKeyError, UnsupportedApiVersionError
 from ...protocol.framing import FrameSplitter
 from ...protocol.header import RequestHeader, decode_request
-from ..security.principal import ANONYMOUS
+from ..security.credential_cache import CredentialCache
+from ..security.listener_config import ListenerSecurity
+from ..security.principal import ANONYMOUS, USER_TYPE, KafkaPrincipal
+from ..security.sasl_authenticator import MAX_RECEIVE_SIZE, SaslAuthenticator
+from ..security.ssl_principal import distinguished_name
 from .request_channel import Request, RequestChannel, Response
 
 log = logging.getLogger(__name__)
@@ -36,12 +40,18 @@ _API_VERSIONS = int(ApiKey.API_VERSIONS)
 
 class Connection(asyncio.Protocol):
     __slots__ = ("processor", "listener", "principal", "id", "transport", "splitter", "pending", "in_flight",
-                 "closed", "last_active", "_reading", "_writable", "_served", "_stats", "_throttle")
+                 "closed", "last_active", "_reading", "_writable", "_served", "_stats", "_throttle", "security",
+                 "credentials", "authenticator", "_max_frame_size")
 
-    def __init__(self, processor: "Processor", listener: str, max_frame_size: int) -> None:
+    def __init__(self, processor: "Processor", listener: str, max_frame_size: int,
+                 security: ListenerSecurity | None = None, credentials: CredentialCache | None = None) -> None:
         self.processor = processor
         self.listener = listener
         self.principal = ANONYMOUS  # replaced by authentication on SSL/SASL listeners
+        self.security = security  # None on a PLAINTEXT listener
+        self.credentials = credentials
+        self.authenticator: SaslAuthenticator | None = None  # set while a SASL connection authenticates
+        self._max_frame_size = max_frame_size
         self.id = ""
         self.transport: asyncio.Transport | None = None
         self.splitter = FrameSplitter(max_frame_size)
@@ -63,7 +73,27 @@ class Connection(asyncio.Protocol):
         self.id = f"{local[0]}:{local[1]}-{peer[0]}:{peer[1]}-{self.processor.next_index()}"
         self.last_active = self.processor.loop.time()
         self.processor.add(self)
+        if self.security is not None:
+            self._start_authentication(transport)
         self._update_reading()  # the processor may be blocked on a full channel
+
+    def _start_authentication(self, transport: asyncio.BaseTransport) -> None:
+        """TLS is done when asyncio calls connection_made: a client certificate names the principal (mutual
+        TLS); a SASL listener then waits for the SASL exchange, with small frames only."""
+        security = self.security
+        assert security is not None
+        ssl_object = transport.get_extra_info("ssl_object")
+        certificate = ssl_object.getpeercert(binary_form=True) if ssl_object is not None else None
+        if certificate and security.principal_mapper is not None:
+            try:
+                name = security.principal_mapper.name(distinguished_name(certificate))
+            except Exception as exc:  # NoMatchingRule, or a subject we cannot read: fail the connection
+                self.close_for("authentication_failed", f"SSL principal: {exc}")
+                return
+            self.principal = KafkaPrincipal(USER_TYPE, name)
+        if security.uses_sasl:
+            self.authenticator = SaslAuthenticator(security, self.credentials or CredentialCache())
+            self.splitter.max_frame_size = min(MAX_RECEIVE_SIZE, self._max_frame_size)
 
     def data_received(self, data: bytes) -> None:
         self.last_active = self.processor.loop.time()
@@ -104,6 +134,50 @@ class Connection(asyncio.Protocol):
 
     # -- requests ------------------------------------------------------------------------------------
     def _handle_frame(self, frame: Any) -> None:
+        if self.authenticator is not None:
+            self._authenticate(frame)
+            return
+        self._handle_request(frame)
+
+    def _authenticate(self, frame: Any) -> None:
+        authenticator = self.authenticator
+        assert authenticator is not None
+        if authenticator.state == authenticator.FAILED:
+            return  # closing after the failed-authentication delay; later frames are dropped
+        step = authenticator.receive(frame)
+        if step.close:
+            self.close_for("authentication_failed", step.close)
+        elif step.fail:
+            self._fail_authentication(step.response, step.fail)
+        elif step.dispatch:
+            self._handle_request(frame)  # ApiVersions, answered by its handler
+        else:
+            if step.response:
+                self.transport.writelines(step.response)  # type: ignore[union-attr]
+            if step.principal is not None:
+                self.principal = step.principal
+                self.authenticator = None
+                self.splitter.max_frame_size = self._max_frame_size
+                self._stats["authentications"] += 1
+
+    def _fail_authentication(self, response: list[Any] | None, reason: str) -> None:
+        """Kafka's connection.failed.authentication.delay.ms: the answer and the close wait a little, so a
+        client guessing passwords cannot go fast; the connection reads nothing meanwhile."""
+        self._stats["authentication_failures"] += 1
+        self.pending.clear()
+
+        def finish() -> None:
+            if not self.closed and response and self.transport is not None:
+                self.transport.writelines(response)
+            self.close_for("authentication_failed", reason)
+
+        delay = self.security.failed_authentication_delay_ms / 1000 if self.security is not None else 0
+        if delay > 0:
+            self.processor.loop.call_later(delay, finish)  # reading stays paused (_update_reading) meanwhile
+        else:
+            finish()
+
+    def _handle_request(self, frame: Any) -> None:
         try:
             header, body = decode_request(frame)
         except UnsupportedApiVersionError as exc:
@@ -139,7 +213,8 @@ class Connection(asyncio.Protocol):
         if self.closed or self.transport is None:
             return
         want = (self.in_flight is None and not self.pending and self._writable and self._throttle is None
-                and not self.processor.blocked and self.processor.reading_enabled)
+                and not self.processor.blocked and self.processor.reading_enabled
+                and (self.authenticator is None or self.authenticator.state != SaslAuthenticator.FAILED))
         if want != self._reading:
             self._reading = want
             if want:
@@ -237,7 +312,7 @@ class Processor:
         return self._counter
 
     def connection_factory(self, listener: str, max_frame_size: int) -> Callable[[], Connection]:
-        return lambda: Connection(self, listener, max_frame_size)
+        return lambda: Connection(self, listener, max_frame_size)  # a PLAINTEXT listener's (tests)
 
     def add(self, conn: Connection) -> None:
         self.connections[conn.id] = conn

@@ -18,6 +18,7 @@ from typing import Any
 
 from ..kafka_apis import KafkaApis
 from ..request_handler import KafkaRequestHandlerPool
+from ..security.credential_cache import CredentialCache
 from .acceptor import Acceptor
 from .processor import Processor
 from .request_channel import RequestChannel
@@ -26,9 +27,11 @@ log = logging.getLogger(__name__)
 
 
 class SocketServer:
-    def __init__(self, config: Any, apis: KafkaApis, *, start_handlers: bool = True) -> None:
+    def __init__(self, config: Any, apis: KafkaApis, *, start_handlers: bool = True,
+                 credentials: CredentialCache | None = None) -> None:
         self.config = config
         self.apis = apis
+        self.credentials = credentials  # SCRAM credentials for SASL listeners (broker/security/credential_cache.py)
         self.start_handlers = start_handlers
         self.stats: Counter = Counter()
         self.api_requests: Counter = Counter()
@@ -48,9 +51,11 @@ class SocketServer:
             self.handler_pool = KafkaRequestHandlerPool(self.channel, self.apis, cfg.num_io_threads)
             self.handler_pool.start()
         try:
+            security = cfg.listener_security()
             for endpoint in cfg.listeners:
                 acceptor = Acceptor(endpoint, self.processors, cfg.socket_request_max_bytes,
-                                    cfg.socket_send_buffer_bytes, cfg.socket_receive_buffer_bytes)
+                                    cfg.socket_send_buffer_bytes, cfg.socket_receive_buffer_bytes,
+                                    security=security.get(endpoint.name), credentials=self.credentials)
                 await acceptor.start()
                 self.acceptors.append(acceptor)
         except BaseException:

@@ -16,6 +16,7 @@ import os
 import sys
 from typing import NoReturn, Sequence
 
+from odradek.clients.cli.cluster_security import MODES
 from odradek.clients.cli.local_cluster import ClusterAlreadyRunningError, ClusterError, LocalCluster
 from odradek.clients.cli.local_zookeeper import ZooKeeperNotFoundError, ZooKeeperStartError
 
@@ -106,6 +107,10 @@ def build_parser() -> OneLineParser:
     start.add_argument("--metrics-base-port", type=_port, default=None, metavar="PORT",
                        help="broker i serves Prometheus metrics on http://127.0.0.1:PORT+i/metrics (docker-compose "
                             "uses 7071-7073; 0 = any free ports; default: no metrics endpoint)")
+    start.add_argument("--security", choices=sorted(MODES), default=None,
+                       help="secure every broker's listener: ssl (mutual TLS), sasl_plaintext or sasl_ssl (PLAIN and "
+                            "SCRAM users, the brokers authenticating as admin); certificates, the admin's password and "
+                            "a client.properties for --command-config go to DIR/security")
     start.add_argument("--override", type=_key_value, action="append", default=[], metavar="KEY=VALUE",
                        help="a broker setting for every broker (repeatable), as kafka-server-start's --override")
     command("stop", "Stop the brokers (SIGTERM, then SIGKILL after the timeout), then ZooKeeper.", 30.0)
@@ -147,7 +152,8 @@ def start(args: argparse.Namespace) -> int:
     cluster = LocalCluster(args.data_dir, args.brokers, zookeeper=args.zookeeper,
                            zookeeper_port=args.zookeeper_port, base_port=args.base_port, chroot=args.chroot,
                            broker_overrides=dict(args.override), detach=True,
-                           metrics_base_port=args.metrics_base_port, replication_defaults=True)
+                           metrics_base_port=args.metrics_base_port, replication_defaults=True,
+                           security=args.security)
     previous = LocalCluster.attach(args.data_dir)
     if previous is not None and previous.running():  # say so before "Starting" (start() checks again, locked)
         raise ClusterAlreadyRunningError(f"A cluster is already running in {args.data_dir} (bootstrap servers "
@@ -171,6 +177,9 @@ def start(args: argparse.Namespace) -> int:
     _say(f"Cluster is up: {len(metadata.brokers)} broker{'s' if len(metadata.brokers) > 1 else ''}, "
          f"controller is broker {metadata.controller_id}. Stop it with "
          f"`{COMMAND} stop --data-dir {args.data_dir}`. Bootstrap servers:")
+    if cluster.security is not None:
+        _say(f"Listeners are {cluster.security.protocol}; client settings (Kafka's names, for --command-config): "
+             f"{cluster.security.properties_path}")
     print(cluster.bootstrap_servers, flush=True)
     return 0
 

@@ -138,10 +138,23 @@ def failure_report(template: str, stderr: bool = False) -> Callable[[BaseExcepti
     return report
 
 
+def command_config_security(opts: argparse.Namespace) -> dict[str, Any]:
+    """The security keywords (TLS, SASL) of the tool's --command-config (--admin.config) properties,
+    in Kafka's client names: security.protocol, sasl.mechanism, sasl.jaas.config, ssl.truststore.*..."""
+    path = getattr(opts, "command_config", None) or getattr(opts, "admin_config", None)
+    if not path:
+        return {}
+    from .kafka_properties import load_properties, security_kwargs  # that module imports this one
+    return security_kwargs(load_properties(path, "--command-config"))
+
+
 def run_admin(opts: argparse.Namespace, work: Callable[[AIOAdmin], Awaitable[Any]], **admin_options: Any) -> Any:
     """Run ``work(admin)`` with an admin client on the tool's --bootstrap-server and client.id
-    (``opts.client_id``), closed afterwards; returns what ``work`` returned."""
+    (``opts.client_id``) and the security of its --command-config, closed afterwards; returns what
+    ``work`` returned."""
+    security = command_config_security(opts)
+
     async def session() -> Any:
-        async with AIOAdmin(opts.bootstrap_server, client_id=opts.client_id, **admin_options) as admin:
+        async with AIOAdmin(opts.bootstrap_server, client_id=opts.client_id, **security, **admin_options) as admin:
             return await work(admin)
     return asyncio.run(session())

@@ -13,8 +13,10 @@ and the error on stderr and exits 1.
 Users and clients hold client quotas (producer_byte_rate, consumer_byte_rate, request_percentage), read and
 written with DescribeClientQuotas / AlterClientQuotas; ``users`` and ``clients`` may be named together for a
 user's quota on one client-id. --describe prints "Quota configs for user-principal 'u', client-id 'c' are
-k=v, ..." (values as Java prints doubles). SCRAM credentials, IPs and broker loggers are not kept by this
-cluster: naming them is an error. ``--zookeeper`` is refused: this cluster is administered through brokers.
+k=v, ..." (values as Java prints doubles). Users also hold SCRAM credentials, through brokers (KIP-554's
+Describe/AlterUserScramCredentials) or, before any broker runs, with ``--zookeeper``, which keeps nothing
+else here (clients/cli/configs_scram.py). IPs and broker loggers are not kept by this cluster: naming them
+is an error.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from typing import Sequence
 from ...protocol.errors import KafkaError  # type: ignore[attr-defined]
 from ..admin import AlterConfigOp, AlterConfigOpType, ConfigEntry, ConfigResource, ConfigResourceType
 from ..admin_quotas import ClientQuotaAlteration, ClientQuotaEntity, ClientQuotaFilter, ClientQuotaFilterComponent
+from . import configs_scram
 from .common import (
     AdminCommand, Parser, UsageError, client_id, error_message, failure_report, parse_known, read_properties,
     run_admin, run_tool, tool_args,
@@ -60,7 +63,8 @@ def build_parser() -> argparse.ArgumentParser:
                                 "or broker")
     add = parser.add_argument
     add("--bootstrap-server", metavar="<String: server to connect to>", help="The Kafka server to connect to.")
-    add("--zookeeper", help=argparse.SUPPRESS)
+    add("--zookeeper", metavar="<String: urls>", help="The ZooKeeper connection string; only for users' SCRAM "
+        "credentials (Kafka's bootstrap step before brokers run).")
     add("--command-config", metavar="<String: command config property file>",
         help="Property file containing configs to be passed to Admin Client (client.id is used).")
     add("--alter", action="store_true", help="Alter the configuration for the entity.")
@@ -100,10 +104,7 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
 
 
 def _check(opts: argparse.Namespace) -> None:
-    """ConfigCommandOptions.checkArgs (Kafka 2.8), for --bootstrap-server."""
-    if opts.zookeeper is not None:
-        raise UsageError("--zookeeper is not supported: this cluster is administered through brokers; "
-                         "use --bootstrap-server")
+    """ConfigCommandOptions.checkArgs (Kafka 2.8)."""
     if opts.alter == opts.describe:
         raise UsageError("Command must include exactly one action: --describe, --alter")
     if opts.describe and (opts.add_config is not None or opts.add_config_file is not None or opts.delete_config):
@@ -117,6 +118,8 @@ def _check(opts: argparse.Namespace) -> None:
     names += ["" for flag, _ in DEFAULT_FLAGS if getattr(opts, flag)]
     if len(types) != len(set(types)):
         raise UsageError(f"Duplicate entity type(s) specified: {','.join(sorted({t for t in types if types.count(t) > 1}))}")
+    if opts.zookeeper is not None:
+        configs_scram.check_zookeeper_options(opts, types)
     for entity_type in types:
         if entity_type not in SUPPORTED_TYPES:
             raise UsageError(f"Invalid entity type {entity_type}, the entity type must be one of "
@@ -128,7 +131,7 @@ def _check(opts: argparse.Namespace) -> None:
         raise UsageError("Only 'users' and 'clients' entity types may be specified together")
     if (opts.names or opts.entity_type) and shortcut_types:
         raise UsageError("--entity-{type,name,default} should not be used in conjunction with specific entity flags")
-    if not opts.bootstrap_server:
+    if not opts.bootstrap_server and opts.zookeeper is None:
         raise UsageError("One of the required --bootstrap-server or --zookeeper arguments must be specified")
     opts.entity, opts.entity_types, opts.entity_names = types[0], types, names
     if opts.entity in QUOTA_TYPES:
@@ -213,8 +216,13 @@ def _scala_collection(kind: str, names: Sequence[str]) -> str:
 
 class ConfigCommand(AdminCommand):
     async def run(self) -> None:
-        if self.opts.entity in QUOTA_TYPES:
+        if configs_scram.is_credential_command(self.opts):  # users' SCRAM credentials (KIP-554)
+            run = configs_scram.alter_user_credentials if self.opts.alter else configs_scram.describe_user_credentials
+            await run(self.admin, self.opts, self.emit)
+        elif self.opts.entity in QUOTA_TYPES:
             await (self._alter_quotas() if self.opts.alter else self._describe_quotas())
+            if self.opts.describe:  # users: their quotas, then their SCRAM credentials (as Kafka 2.8)
+                await configs_scram.describe_user_credentials(self.admin, self.opts, self.emit)
         else:
             await (self._alter() if self.opts.alter else self._describe())
 
@@ -344,8 +352,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"Error while executing config command with args '{' '.join(args)}'", file=sys.stderr)
         print(f"{type(exc).__name__}: {error_message(exc)}", file=sys.stderr)
 
-    return run_tool(parse_args, lambda opts: run_admin(opts, lambda admin: ConfigCommand(opts, admin).run()), args,
-                    (InvalidConfiguration, failure_report("{exc}", stderr=True)),
+    def run(opts: argparse.Namespace) -> None:
+        if opts.zookeeper is not None:
+            configs_scram.run_with_zookeeper(opts)
+        else:
+            run_admin(opts, lambda admin: ConfigCommand(opts, admin).run())
+
+    return run_tool(parse_args, run, args,
+                    ((InvalidConfiguration, configs_scram.InvalidCredential), failure_report("{exc}", stderr=True)),
                     ((KafkaError, OSError, ValueError), report))
 
 

@@ -6,7 +6,8 @@
 * ``producer_kwargs`` / ``consumer_kwargs``: Kafka client property names (``linger.ms``,
   ``compression.type``, ``group.id``...) mapped onto our clients' keyword arguments (``linger_ms``...).
   A name our client does not know is reported as Kafka's ``AbstractConfig.logUnused`` does (a WARN
-  line) and dropped, so a config file written for the Java client still works.
+  line) and dropped, so a config file written for the Java client still works. ``security.protocol``,
+  ``ssl.*`` and ``sasl.*`` become the security keywords (``security_kwargs``).
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ from typing import Any, Callable, Iterable, Sequence, TextIO
 
 from ..consumer import DEFAULT_CONFIG as CONSUMER_DEFAULTS
 from ..producer import _DEFAULTS as PRODUCER_DEFAULTS  # the producer's accepted kwargs and their defaults
+from ..security.client_security import SECURITY_PROPERTY_PREFIXES, security_kwargs_from_properties
+from ..types import KafkaConfigurationError
 from .common import Parser, UsageError, parse_known
 
 __all__ = ["UsageError", "ToolParser", "require", "bootstrap_servers", "key_values", "load_properties",
@@ -101,7 +104,7 @@ def load_properties(path: str, flag: str) -> dict[str, str]:
 # Settings of the Java clients that have no meaning here (bytes in, bytes out; socket sizes left to the OS).
 _IGNORED = frozenset({
     "key.serializer", "value.serializer", "key.deserializer", "value.deserializer", "send.buffer.bytes",
-    "receive.buffer.bytes", "check.crcs", "security.protocol", "interceptor.classes", "metric.reporters",
+    "receive.buffer.bytes", "check.crcs", "interceptor.classes", "metric.reporters",
 })
 # Settings whose values stay strings even when they look like numbers.
 _STRINGS = frozenset({"bootstrap.servers", "client.id", "group.id", "group.instance.id", "transactional.id",
@@ -121,9 +124,22 @@ def _convert(name: str, value: str) -> Any:
         return value
 
 
+def security_kwargs(props: dict[str, str]) -> dict[str, Any]:
+    """The security.protocol / ssl.* / sasl.* properties as our clients' keywords ({} for PLAINTEXT);
+    a bad one raises KafkaConfigurationError naming it."""
+    security = {k: v for k, v in props.items() if k.startswith(SECURITY_PROPERTY_PREFIXES)}
+    try:
+        kwargs = security_kwargs_from_properties(security)
+    except ValueError as exc:
+        raise KafkaConfigurationError(str(exc)) from None
+    return {} if kwargs["security_protocol"] == "PLAINTEXT" else kwargs
+
+
 def _kwargs(props: dict[str, str], known: dict[str, Any], warn: TextIO | None, config_class: str) -> dict[str, Any]:
-    kwargs: dict[str, Any] = {}
+    kwargs: dict[str, Any] = security_kwargs(props)
     for name, value in props.items():
+        if name.startswith(SECURITY_PROPERTY_PREFIXES):
+            continue
         kwarg = name.replace(".", "_")
         if name in _IGNORED:  # before the known names: key_serializer takes a function, not a Java class
             continue

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 
+from odradek.clients.cli.cluster_security import ClusterSecurity
 from odradek.clients.cli.local_zookeeper import LocalZooKeeper, free_port
 from odradek.clients.cluster_metadata import ClusterMetadata
 from odradek.clients.simple_client import SyncSimpleClient
@@ -202,7 +203,9 @@ class LocalCluster:
     ``metrics_base_port``: broker i serves Prometheus metrics on metrics_base_port + i (0: free ports; None:
     no metrics endpoint). ``replication_defaults``: topics default to replication factor min(3, N) and
     min.insync.replicas min(2, N), as the docker-compose cluster (off for the test fixtures, which pick
-    their replication per test).
+    their replication per test). ``security``: "ssl", "sasl_plaintext" or "sasl_ssl" secures every broker's
+    listener (clients/cli/cluster_security.py); this cluster's own clients then use the admin's credentials.
+    A ``{port}`` in a broker override is broker i's port (a test's own listener layout).
     """
 
     def __init__(self, data_dir: str | os.PathLike, brokers: int = 1, *,
@@ -210,7 +213,7 @@ class LocalCluster:
                  host: str = "127.0.0.1", chroot: str = DEFAULT_CHROOT,
                  broker_overrides: Mapping[str, Any] | None = None, detach: bool = False,
                  python: str | None = None, metrics_base_port: int | None = None,
-                 replication_defaults: bool = False):
+                 replication_defaults: bool = False, security: str | None = None):
         if brokers < 1:
             raise ValueError("a cluster needs at least one broker")
         if chroot and (not chroot.startswith("/") or chroot.endswith("/")):
@@ -238,6 +241,10 @@ class LocalCluster:
             for b in self.brokers:
                 b.metrics_port = metrics_base_port + b.broker_id if metrics_base_port else 0
         self._atexit_registered = False
+        self.security = ClusterSecurity(self.data_dir / "security", security, host) if security else None
+
+    def _client_security(self) -> dict[str, Any]:
+        return {"security": self.security.client_security()} if self.security is not None else {}
 
     def _slot(self, broker_id: int, port: int) -> BrokerSlot:
         return BrokerSlot(broker_id, port, self.data_dir / f"broker-{broker_id}",
@@ -307,6 +314,8 @@ class LocalCluster:
             self._register_cleanup()
             try:
                 self._start_zookeeper(timeout)
+                if self.security is not None:
+                    self.security.prepare(self.zookeeper_connect)
                 self._write_properties()
                 for broker in self.brokers:
                     self._spawn(broker)
@@ -372,7 +381,8 @@ class LocalCluster:
             "log.dirs": str(broker.log_dirs),
             "zookeeper.connect": self.zookeeper_connect,
             **({"odradek.metrics.port": str(broker.metrics_port)} if broker.metrics_port is not None else {}),
-            **self.broker_overrides,
+            **(self.security.broker_overrides(broker.port) if self.security is not None else {}),
+            **{k: v.replace("{port}", str(broker.port)) for k, v in self.broker_overrides.items()},
         }
         command = [self.python, "-m", "odradek.broker.server", str(self.properties_path)]
         for key, value in overrides.items():
@@ -411,7 +421,7 @@ class LocalCluster:
                 if key not in clients:
                     clients[key] = stack.enter_context(SyncSimpleClient(
                         f"{self.host}:{broker.port}", client_id="odradek-cluster", request_timeout=2.0,
-                        connect_timeout=2.0, retries=0))
+                        connect_timeout=2.0, retries=0, **self._client_security()))
                 return clients[key]
 
             while True:
@@ -451,7 +461,7 @@ class LocalCluster:
     def client(self, timeout: float = 10.0, retries: int = 5) -> SyncSimpleClient:
         """A blocking SimpleClient bootstrapped from the live brokers (close it, or use it in ``with``)."""
         return SyncSimpleClient(self._live_bootstrap(), client_id="odradek-cluster", request_timeout=timeout,
-                                connect_timeout=timeout, retries=retries)
+                                connect_timeout=timeout, retries=retries, **self._client_security())
 
     def metadata(self, timeout: float = 10.0) -> ClusterMetadata:
         """Brokers and controller as any live broker sees them (``.brokers``: id -> address, ``.controller_id``)."""
@@ -574,6 +584,7 @@ class LocalCluster:
             "version": STATE_VERSION,
             "host": self.host,
             "chroot": self.chroot,
+            **({"security": self.security.mode} if self.security is not None else {}),
             "zookeeper": {"connect": self.zookeeper_hosts, "pid": zk.pid if zk else None,
                           "marker": zk.marker if zk else None},
             "brokers": [{"id": b.broker_id, "port": b.port, "pid": b.process.pid if b.process else None,
@@ -593,7 +604,7 @@ class LocalCluster:
             brokers = state["brokers"]
             zk = state["zookeeper"]
             cluster = cls(path.parent, len(brokers), zookeeper=zk["connect"], host=state["host"],
-                          chroot=state["chroot"], detach=True)
+                          chroot=state["chroot"], detach=True, security=state.get("security"))
         except FileNotFoundError:
             return None
         except (ValueError, KeyError, TypeError, IndexError) as e:

@@ -34,8 +34,9 @@ from ...protocol.api_keys import ApiKey
 from ...protocol.errors import KafkaError  # type: ignore[attr-defined]
 from ...protocol.messages import FetchRequest
 from ...protocol.records.batch import iter_batches
+from ..security.client_security import client_security
 from ..simple_client import SimpleClient
-from .common import Parser, UsageError, failure_report, parse_known, run_tool
+from .common import Parser, UsageError, command_config_security, failure_report, parse_known, run_tool
 
 DEBUGGING_CONSUMER_ID = -2  # Kafka's Request.DebuggingConsumerId
 LATEST, EARLIEST = -1, -2
@@ -69,6 +70,7 @@ class VerificationOptions:
     max_wait_ms: int = 1000
     initial_time: int = LATEST
     report_interval_ms: int = 30000
+    security: dict = field(default_factory=dict)  # --command-config's TLS/SASL keywords (an Odradek addition)
 
 
 def _parser() -> Parser:
@@ -86,6 +88,9 @@ def _parser() -> Parser:
     parser.add_argument("--time", default="-1", metavar="timestamp/-1(latest)/-2(earliest)",
                         help="Timestamp for getting the initial offsets.")
     parser.add_argument("--report-interval-ms", default="30000", metavar="ms", help="The reporting interval.")
+    parser.add_argument("--command-config", metavar="<String: config file>",
+                        help="Client properties for a secured cluster (security.protocol, sasl.*, ssl.*); Kafka's "
+                             "tool has no such flag.")
     return parser
 
 
@@ -129,7 +134,8 @@ def parse_args(argv: Sequence[str]) -> VerificationOptions:
         broker_list=brokers, topic_pattern=include_list_pattern(opts.topic_white_list),
         fetch_size=_int("fetch-size", opts.fetch_size, 1), max_wait_ms=_int("max-wait-ms", opts.max_wait_ms, 0),
         initial_time=_int("time", opts.time, -2), report_interval_ms=_int("report-interval-ms",
-                                                                         opts.report_interval_ms, 0))
+                                                                         opts.report_interval_ms, 0),
+        security=command_config_security(opts))
 
 
 # -- verification ---------------------------------------------------------------------------------
@@ -217,7 +223,8 @@ class ReplicaVerification:
     def __init__(self, options: VerificationOptions, out: Callable[[str], None]) -> None:
         self.options = options
         self.out = out
-        self.client = SimpleClient(options.broker_list, client_id=CLIENT_ID, request_timeout=RESPONSE_GRACE_S)
+        self.client = SimpleClient(options.broker_list, client_id=CLIENT_ID, request_timeout=RESPONSE_GRACE_S,
+                                   security=client_security(options.security))
 
     async def close(self) -> None:
         await self.client.close()

@@ -100,11 +100,13 @@ class IdempotentProducerLoad:
     partition n % partitions) in a thread until the block ends; acknowledged values in ``acked``, delivery
     errors in ``failed``. RDKAFKA_DEBUG (e.g. "eos,msg") turns on librdkafka's debug log."""
 
-    def __init__(self, bootstrap: str, topic: str, partitions: int, timeout_s: float = 120) -> None:
+    def __init__(self, bootstrap: str, topic: str, partitions: int, timeout_s: float = 120,
+                 config: dict | None = None) -> None:
         from confluent_kafka import Producer
         debug = {"debug": os.environ["RDKAFKA_DEBUG"]} if os.environ.get("RDKAFKA_DEBUG") else {}
         self.producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "acks": "all",
-                                  "linger.ms": 5, "message.timeout.ms": int(timeout_s * 1000), **debug})
+                                  "linger.ms": 5, "message.timeout.ms": int(timeout_s * 1000), **debug,
+                                  **(config or {})})  # config: e.g. security.protocol, sasl.*
         self.topic, self.partitions, self.timeout_s = topic, partitions, timeout_s
         self.acked: set[bytes] = set()
         self.failed: list[str] = []

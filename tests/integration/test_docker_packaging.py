@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from odradek.broker.config import load_config, parse_properties
+from odradek.broker.config import KafkaConfig, load_config, parse_properties
 from odradek.clients.cli.local_zookeeper import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -221,10 +221,11 @@ def published(service) -> dict[int, int]:
 
 def test_compose_services_profiles_and_images(compose):
     services = compose["services"]
-    assert set(services) == {"zookeeper", *BROKERS, "prometheus", "spark-job"}
+    assert set(services) == {"zookeeper", *BROKERS, "prometheus", "spark-job", "secure-init", "kafka-secure"}
     assert services["zookeeper"]["image"].startswith("zookeeper:")  # the official image
     assert services["prometheus"]["profiles"] == ["monitoring"]
     assert services["spark-job"]["profiles"] == ["spark"]
+    assert services["secure-init"]["profiles"] == services["kafka-secure"]["profiles"] == ["secure"]
     for name in ("zookeeper", *BROKERS):
         assert "profiles" not in services[name]  # `docker compose up` starts the cluster
     for name in BROKERS:
@@ -364,3 +365,36 @@ def test_odradek_cluster_rejects_a_metrics_base_port_without_room(capsys):
     assert cli.main(["start", "--brokers", "3", "--metrics-base-port", "65534"]) == 1
     assert capsys.readouterr().err.strip() == ("Error: --metrics-base-port 65534 leaves no room for 3 brokers "
                                                "below 65536")
+
+
+# --- the "secure" profile: a SASL_SSL external listener --------------------------------------------------
+
+def test_compose_secure_profile_broker_takes_sasl_ssl_with_what_secure_init_makes(compose, tmp_path, zk_chroot,
+                                                                                  zk_client_factory):
+    services = compose["services"]
+    broker, init = services["kafka-secure"], services["secure-init"]
+    assert broker["depends_on"]["secure-init"] == {"condition": "service_completed_successfully"}
+    assert init["entrypoint"] == ["python", "/opt/odradek/bin/secure_init.py"]
+    assert (ROOT / "docker" / "secure_init.py").exists()
+    config = broker_config(compose, "kafka-secure", tmp_path)
+    protocols = {e.name: e.security_protocol for e in config.listeners}
+    assert protocols == {"INTERNAL": "SASL_PLAINTEXT", "EXTERNAL": "SASL_SSL"}
+    external = next(e for e in config.advertised_listeners if e.name == "EXTERNAL")
+    assert (external.host, external.port) == ("localhost", 49092) and published(broker)[49092] == 49092
+    assert config.inter_broker_listener_name == "INTERNAL"
+    # secure-init, run for real (its ZooKeeper on this test's chroot, its secrets in a temp dir), makes what the
+    # broker's settings name: the key store, the trust store and the admin user the brokers log in as
+    secrets_dir = tmp_path / "secrets"
+    env = {**init["environment"], "ODRADEK_ZOOKEEPER": zk_chroot, "ODRADEK_SECRETS_DIR": str(secrets_dir)}
+    _load(ROOT / "docker" / "secure_init.py", "odradek_docker_secure_init").prepare(env)
+    mounted = dict(v.split(":")[:2][::-1] for v in broker["volumes"])["/var/lib/odradek/secrets"]
+    assert mounted == dict(v.split(":")[::-1] for v in init["volumes"])["/var/lib/odradek/secrets"]
+    relocated = {k: str(v).replace("/var/lib/odradek/secrets", str(secrets_dir)) for k, v in config.originals.items()}
+    listeners = KafkaConfig(relocated).listener_security()
+    assert listeners["EXTERNAL"].ssl_context is not None and listeners["EXTERNAL"].sasl_mechanisms == [
+        "SCRAM-SHA-256", "SCRAM-SHA-512"]
+    users = zk_client_factory()
+    assert set(users.get_entity_config("users", "admin")) == {"SCRAM-SHA-512"}
+    assert set(users.get_entity_config("users", "client")) == {"SCRAM-SHA-256", "SCRAM-SHA-512"}
+    client = parse_properties((secrets_dir / "client.properties").read_text())
+    assert dict((k, v) for k, v, _ in client)["security.protocol"] == "SASL_SSL"

@@ -17,11 +17,28 @@ BASE = {"kafka.bootstrap.servers": "127.0.0.1:9092"}
 def test_source_options_are_case_insensitive_and_pass_kafka_settings():
     opts = parse_source_options({**BASE, "SUBSCRIBE": "a, b", "kafka.fetch.max.wait.ms": "50",
                                  "kafka.isolation.level": "read_committed", "includeHeaders": "TRUE",
-                                 "kafka.security.protocol": "SSL"}, streaming=True)
+                                 "kafka.metric.reporters": "x"}, streaming=True)
     assert opts.topics == ("a", "b") and opts.read_committed and opts.include_headers
     assert opts.consumer_params == {"fetch_max_wait_ms": 50}  # a setting our consumer lacks is dropped
     assert opts.starting.kind == "latest"  # streaming default, as Spark
     assert parse_source_options({**BASE, "subscribe": "a"}, streaming=False).starting.kind == "earliest"
+
+
+def test_kafka_security_options_become_the_clients_security_keywords(tmp_path):
+    jaas = 'org.apache.kafka.common.security.scram.ScramLoginModule required username="alice" password="pw";'
+    secured = {"kafka.security.protocol": "SASL_SSL", "kafka.sasl.mechanism": "SCRAM-SHA-512",
+               "kafka.sasl.jaas.config": jaas, "kafka.ssl.truststore.type": "PEM",
+               "kafka.ssl.truststore.location": "/ca.pem", "kafka.ssl.endpoint.identification.algorithm": ""}
+    source = parse_source_options({**BASE, "subscribe": "a", **secured}, streaming=False)
+    sink = parse_sink_options({**BASE, **secured})
+    expected = {"security_protocol": "SASL_SSL", "sasl_mechanism": "SCRAM-SHA-512", "sasl_plain_username": "alice",
+                "sasl_plain_password": "pw", "ssl_cafile": "/ca.pem", "ssl_password": None, "ssl_check_hostname": False}
+    assert source.consumer_params == expected and sink.producer_params == expected
+    with pytest.raises(ValueError, match="kafka.ssl.truststore.type"):
+        parse_source_options({**BASE, "subscribe": "a", **secured, "kafka.ssl.truststore.type": "JKS"}, streaming=False)
+    with pytest.raises(ValueError, match="kafka.ssl.truststore.location"):
+        parse_sink_options({**BASE, "kafka.security.protocol": "SSL", "kafka.ssl.truststore.type": "PEM",
+                            "kafka.ssl.truststore.certificates": "-----BEGIN CERTIFICATE-----"})
 
 
 @pytest.mark.parametrize("options, streaming, message", [

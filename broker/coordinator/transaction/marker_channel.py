@@ -53,7 +53,7 @@ class TxnMarkerChannel:
                  connect: Callable[..., Awaitable[BrokerConnection]] = BrokerConnection.connect) -> None:
         self.broker_id = broker_id
         self.request_timeout_s = request_timeout_s
-        self.connect = connect  # a unit test's fake connection
+        self.connect = connect  # with the inter-broker security; a unit test's fake connection
         self._queues: dict[int, list[QueuedMarker]] = {}
         self._addresses: dict[int, tuple[str, int]] = {}
         self._drainers: dict[int, asyncio.Task] = {}

@@ -17,6 +17,7 @@ import asyncio
 import logging
 from typing import Any
 
+from ....controller.channel_manager import inter_broker_connect
 from .marker_channel import TxnMarkerChannel
 from .state_manager import TransactionStateManager
 from .transaction_metadata import (COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, NONE, NOT_COORDINATOR,
@@ -39,7 +40,8 @@ class TransactionMarkerSender:
         self.metadata_cache = metadata_cache
         self.state = state
         self.listener_name = listener_name
-        self.channel = TxnMarkerChannel(broker_id, config.get("request.timeout.ms") / 1000)
+        self.channel = TxnMarkerChannel(broker_id, config.get("request.timeout.ms") / 1000,
+                                        connect=inter_broker_connect(config))
         self._tasks: dict[str, tuple[int, asyncio.Task]] = {}   # transactional id -> (txn partition, task)
 
     # -- public -----------------------------------------------------------------------------------

@@ -165,7 +165,7 @@ def test_unknown_environment_key_is_reported_with_its_variable():
     ("log.segment.bytes", "10", "expected an integer >= 14"),
     ("listeners", "PLAINTEXT:9092", "expected a comma-separated list of NAME://host:port"),
     ("listeners", "PLAINTEXT://:99999", "expected a comma-separated list of NAME://host:port"),
-    ("listeners", "SSL://:9093", "Odradek does not implement SSL"),
+    ("ssl.client.auth", "maybe", "expected one of: none, requested, required"),
     ("zookeeper.connect", "zk:notaport", "expected host:port[,host:port...][/chroot]"),
     ("broker.id", "1001", "expected an integer in [-1, 1000]"),
     ("inter.broker.protocol.version", "9.9", "expected a Kafka version"),
@@ -214,13 +214,13 @@ def test_missing_required_zookeeper_connect():
 
 def test_unknown_key_warns_with_closest_key_and_is_kept(tmp_path):
     path = write(tmp_path, "zookeeper.connect=z:1\nzookeeper.sesion.timeout.ms=9000\nfoo=bar\n"
-                           "ssl.keystore.location=/k\n")
+                           "sasl.kerberos.service.name=kafka\n")
     c, w = load_config(path, [], {})
     assert w[0] == (f"Unknown configuration 'zookeeper.sesion.timeout.ms' (did you mean "
                     f"'zookeeper.session.timeout.ms'?) was ignored (from {path} line 2)")
     assert w[1] == f"Unknown configuration 'foo' was ignored (from {path} line 3)"
-    assert "'ssl.keystore.location' is a Kafka setting Odradek does not support" in w[2]
-    assert c.unknown == {"zookeeper.sesion.timeout.ms": "9000", "foo": "bar", "ssl.keystore.location": "/k"}
+    assert "'sasl.kerberos.service.name' is a Kafka setting Odradek does not support" in w[2]
+    assert c.unknown == {"zookeeper.sesion.timeout.ms": "9000", "foo": "bar", "sasl.kerberos.service.name": "kafka"}
     assert c.zookeeper_session_timeout_ms == 18000
     assert c.originals["foo"] == "bar"
     with pytest.raises(KeyError):

@@ -57,7 +57,8 @@ def test_fetch_counts_as_fetch_and_as_follower_or_consumer(caplog):
     metrics = RequestMetrics()
     for replica_id in (1, -1, -1):
         request = SimpleNamespace(header=RequestHeader(1, 12, 5, "c"), body=SimpleNamespace(replica_id=replica_id),
-                                  receive_time=10.0, connection_id="conn", listener="PLAINTEXT", size=100)
+                                  receive_time=10.0, connection_id="conn", listener="PLAINTEXT", size=100,
+                                  principal="User:ANONYMOUS")
         with caplog.at_level(logging.DEBUG, logger="kafka.request.logger"):
             metrics.record(request, 10.001, 10.002, 10.5, 10.501)
     samples = samples_of(RequestMetricsCollector(metrics, lambda: None))

@@ -31,9 +31,10 @@ def test_unreadable_properties_file_names_the_flag(tmp_path):
 def test_kafka_names_become_kwargs_and_unknown_ones_are_warned():
     warnings = io.StringIO()
     kwargs = producer_kwargs({"acks": "1", "linger.ms": "5", "enable.idempotence": "false", "client.id": "42",
-                              "key.serializer": "x", "sasl.mechanism": "PLAIN"}, warn=warnings)
+                              "key.serializer": "x", "sasl.mechanism": "PLAIN", "foo.bar": "1"}, warn=warnings)
     assert kwargs == {"acks": "1", "linger_ms": 5, "enable_idempotence": False, "client_id": "42"}
-    assert "'sasl.mechanism' was supplied but isn't a known config" in warnings.getvalue()
+    assert "'foo.bar' was supplied but isn't a known config" in warnings.getvalue()
+    assert "sasl.mechanism" not in warnings.getvalue()  # a security setting, unused with PLAINTEXT
     assert "key.serializer" not in warnings.getvalue()
     assert consumer_kwargs({"group.id": "007", "fetch.max.wait.ms": "100"}, warn=None) == {
         "group_id": "007", "fetch_max_wait_ms": 100}

@@ -1,0 +1,91 @@
+"""Three brokers whose only listener is SASL_SSL (odradek-cluster's ``--security sasl_ssl``): the controller,
+the replica fetchers and the transaction markers all go broker to broker over TLS with SCRAM-SHA-512 as the
+``admin`` user. An idempotent confluent-kafka producer writes through SASL_SSL while the leader of its
+partitions is SIGKILLed and restarted; nothing acknowledged is lost, the restarted broker catches up over the
+secured inter-broker path, and a transaction commits across the cluster."""
+
+from __future__ import annotations
+
+import signal
+import uuid
+
+import pytest
+
+from odradek.clients import Admin, Consumer, NewTopic, Producer
+from odradek.clients.cli.local_cluster import LocalCluster
+from tests.conftest import TEST_BROKER_OVERRIDES
+from tests.integration.helpers import IdempotentProducerLoad, wait_until
+from tests.integration.log_inspection import stored_records
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
+WAIT_S = 120.0  # upper bound for the cluster to converge; never a speed assertion
+TOPIC, PARTITIONS = "secured", 3
+
+
+@pytest.fixture(scope="module")
+def cluster(zookeeper, tmp_path_factory):
+    cluster = LocalCluster(tmp_path_factory.mktemp("sasl-ssl-cluster"), 3, zookeeper=zookeeper, base_port=0,
+                           chroot=f"/odradek-{uuid.uuid4().hex}", broker_overrides=TEST_BROKER_OVERRIDES,
+                           security="sasl_ssl")
+    cluster.start()
+    try:
+        yield cluster
+    finally:
+        cluster.stop(timeout=15.0)
+
+
+def librdkafka_config(cluster: LocalCluster) -> dict[str, str]:
+    kwargs = cluster.security.client_kwargs()
+    return {"security.protocol": "SASL_SSL", "ssl.ca.location": kwargs["ssl_cafile"],
+            "sasl.mechanism": kwargs["sasl_mechanism"], "sasl.username": kwargs["sasl_plain_username"],
+            "sasl.password": kwargs["sasl_plain_password"]}
+
+
+def isr_of(admin: Admin, partition: int) -> list[int]:
+    return sorted(admin.describe_topics([TOPIC])[0].partitions[partition].isr)
+
+
+def test_leader_killed_under_load_loses_nothing_and_comes_back(cluster):
+    security = cluster.security.client_kwargs()
+    with Admin(cluster.bootstrap_servers, **security) as admin:
+        admin.create_topics([NewTopic(TOPIC, PARTITIONS, 3, topic_configs={"min.insync.replicas": "2"})])
+        wait_until(lambda: all(isr_of(admin, p) == [0, 1, 2] for p in range(PARTITIONS)), WAIT_S,
+                   "every replica in sync over SASL_SSL")
+        leader = admin.describe_topics([TOPIC])[0].partitions[0].leader
+        with IdempotentProducerLoad(cluster.bootstrap_servers, TOPIC, PARTITIONS, timeout_s=180,
+                                    config=librdkafka_config(cluster)) as load:
+            wait_until(lambda: len(load.acked) > 500, WAIT_S, "the producer to get going")
+            cluster.kill_broker(leader, signal.SIGKILL)
+            acked = len(load.acked)
+            wait_until(lambda: len(load.acked) > acked + 500, WAIT_S, "records acknowledged after the SIGKILL")
+            cluster.start_broker(leader)
+            wait_until(lambda: all(isr_of(admin, p) == [0, 1, 2] for p in range(PARTITIONS)), WAIT_S,
+                       f"broker {leader} back in every ISR (its fetchers on the secured listener)")
+    assert not load.failed, load.failed[:5]
+    for broker in cluster.brokers:  # every replica, the restarted one included, holds every acknowledged record
+        stored = {value for p in range(PARTITIONS) for _, value, *_ in stored_records(broker.log_dirs, TOPIC, p)}
+        assert load.acked <= stored, f"broker {broker.broker_id}: {len(load.acked - stored)} records missing"
+    with Consumer(TOPIC, bootstrap_servers=cluster.bootstrap_servers, group_id="check", auto_offset_reset="earliest",
+                  consumer_timeout_ms=15000, **security) as consumer:
+        read = set()
+        for record in consumer:
+            read.add(record.value)
+            if load.acked <= read:
+                break
+    assert load.acked <= read
+
+
+def test_a_transaction_commits_with_markers_over_the_secured_listener(cluster):
+    security = cluster.security.client_kwargs()
+    topic = f"txn-{uuid.uuid4().hex[:8]}"
+    with Admin(cluster.bootstrap_servers, **security) as admin:
+        admin.create_topics([NewTopic(topic, 3, 3)])
+    with Producer(bootstrap_servers=cluster.bootstrap_servers, transactional_id="secured-txn", **security) as producer:
+        producer.init_transactions()
+        with producer.transaction():
+            for n in range(30):
+                producer.send(topic, b"%d" % n, partition=n % 3)
+    with Consumer(topic, bootstrap_servers=cluster.bootstrap_servers, isolation_level="read_committed",
+                  auto_offset_reset="earliest", consumer_timeout_ms=15000, **security) as consumer:
+        values = [record.value for _, record in zip(range(30), consumer)]
+    assert sorted(values, key=int) == [b"%d" % n for n in range(30)]
