@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+from pathlib import Path
 import shutil
 import subprocess
 import sys
@@ -85,8 +86,9 @@ async def raw_produce(client: SimpleClient, topic: str, records: bytes, version:
 
 def console_tool(name: str, *args: str, stdin: str | None = None, check: bool = True,
                  timeout: float = 120) -> subprocess.CompletedProcess:
-    """Run odradek-<name> as a user would (the module when the script is not on PATH)."""
-    script = shutil.which(f"odradek-{name}")
+    """Run odradek-<name> as a user would (the module when the script is not on PATH). The script beside this
+    interpreter comes first, so a venv's own install is used even when it is not on PATH."""
+    script = shutil.which(f"odradek-{name}", path=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")
     module = name.replace("-", "_")
     command = [script] if script else [sys.executable, "-m", f"odradek.clients.cli.{module}"]
     done = subprocess.run(command + list(args), input=stdin, capture_output=True, text=True, timeout=timeout)
