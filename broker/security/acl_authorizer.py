@@ -98,13 +98,18 @@ class AclAuthorizer:
     # -- lifecycle (blocking) ---------------------------------------------------------------------
 
     def start(self) -> None:
-        """AclAuthorizer.configure: paths, change listeners first, then the cache (no window between)."""
+        """AclAuthorizer.configure: change listeners first, then the cache, so no change is missed."""
         assert self.store is not None
-        self.store.create_paths()
         for root in (LITERAL_CHANGES_PATH, EXTENDED_CHANGES_PATH):
             listener = AclChangeListener(self.store.zk, root, self.process_change)
             listener.start()
             self._listeners.append(listener)
+        self.load()
+
+    def load(self) -> None:
+        """Read every stored ACL into the cache (without listening for changes: odradek-acls' use)."""
+        assert self.store is not None
+        self.store.create_paths()
         with self._lock:
             for pattern, versioned in self.store.read_all().items():
                 self._update_cache(pattern, versioned)
