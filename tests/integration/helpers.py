@@ -84,6 +84,19 @@ async def raw_produce(client: SimpleClient, topic: str, records: bytes, version:
     return answer
 
 
+async def send_from(host: str, port: int, body, version: int):
+    """One request to the broker at 127.0.0.1:``port`` from the local address ``host`` (127.0.0.2 is
+    another client address on loopback), over a raw connection; returns the response body."""
+    from odradek.protocol.header import decode_response, encode_request
+    reader, writer = await asyncio.open_connection("127.0.0.1", port, local_addr=(host, 0))
+    try:
+        writer.write(encode_request(body, version, 7, "forger"))
+        size = int.from_bytes(await reader.readexactly(4), "big")
+        return decode_response(await reader.readexactly(size), body.MESSAGE.api_key, version)[1]
+    finally:
+        writer.close()
+
+
 def console_tool(name: str, *args: str, stdin: str | None = None, check: bool = True,
                  timeout: float = 120) -> subprocess.CompletedProcess:
     """Run odradek-<name> as a user would (the module when the script is not on PATH). The script beside this

@@ -12,7 +12,6 @@ fetch, as Kafka), and the partition keeps its data, leader and replicas; an Upda
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import time
 import uuid
@@ -31,10 +30,9 @@ from odradek.protocol.messages import (
     FetchRequest, LeaderAndIsrRequest, StopReplicaRequest, UpdateMetadataRequest, WriteTxnMarkersRequest,
 )
 from odradek.protocol.types import ZERO_UUID
-from tests.unit.broker.network.helpers import Client
 
 from ..conftest import new_cluster
-from .helpers import console_tool, read_all, run, wait_until
+from .helpers import console_tool, read_all, run, send_from, wait_until
 
 pytestmark = [pytest.mark.timeout(300), pytest.mark.slow]
 
@@ -146,17 +144,6 @@ def cluster_acls_for_brokers_only(cluster):
         finally:
             admin.delete_acls([AclBindingFilter(CLUSTER_ACTION_FOR_BROKERS.pattern.to_filter(),
                                                 CLUSTER_ACTION_FOR_BROKERS.entry.to_filter())])
-
-
-async def send_from(host: str, port: int, body, version: int):
-    reader, writer = await asyncio.open_connection("127.0.0.1", port, local_addr=(host, 0))
-    client = Client(reader, writer)
-    try:
-        client.send(body, version, correlation_id=7)
-        _, response = await client.receive(body.MESSAGE.api_key, version)
-        return response
-    finally:
-        writer.close()
 
 
 def test_forged_controller_requests_are_refused_and_change_nothing(cluster):

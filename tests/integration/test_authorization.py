@@ -21,10 +21,12 @@ from odradek.clients.admin import (
     ResourcePattern, ResourcePatternFilter, ResourceType,
 )
 from odradek.clients.simple_client import SyncSimpleClient
+from odradek.protocol.messages import ListGroupsRequest
 from odradek.clients.types import TopicPartition
 from odradek.protocol.errors import SecurityDisabledError, TopicAuthorizationFailedError
 
 from ..conftest import new_cluster
+from .helpers import run, send_from
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -236,3 +238,151 @@ def test_acl_apis_without_an_authorizer_answer_security_disabled(zookeeper, tmp_
             assert isinstance(failure, SecurityDisabledError)
     finally:
         plain.stop(timeout=15.0)
+
+
+# -- every API, from an address the ACLs give nothing -------------------------------------------------
+#
+# ANONYMOUS from 127.0.0.1 (the broker itself, and this test's setup) gets All on the cluster and on
+# every "locked*" topic, group and transactional id; ANONYMOUS from 127.0.0.2 matches none of those ACLs.
+
+LOCAL_ONLY = [AclBinding(ResourcePattern(resource_type, name, pattern_type),
+                         AccessControlEntry(ANONYMOUS, "127.0.0.1", O.ALL, ALLOW))
+              for resource_type, name, pattern_type in (
+                  (CLUSTER, "kafka-cluster", PatternType.LITERAL), (TOPIC, "locked", PatternType.PREFIXED),
+                  (GROUP, "locked", PatternType.PREFIXED), (TXN, "locked", PatternType.PREFIXED))]
+T, G, X = "locked-t", "locked-g", "locked-tx"
+TOPIC_DENIED, GROUP_DENIED, CLUSTER_DENIED, TXN_DENIED = 29, 30, 31, 53
+
+
+def _api_cases():
+    """(what, version, request, what to read from the response, the expected error code)."""
+    from odradek.clients.simple_client import build_batch
+    from odradek.protocol import messages as m
+    batch = build_batch([(None, b"x")])
+    commit = m.OffsetCommitRequest
+    commit_topic = [commit.OffsetCommitRequestTopic(name=T, partitions=[
+        commit.OffsetCommitRequestPartition(partition_index=0, committed_offset=0)])]
+    txn_commit = m.TxnOffsetCommitRequest
+    fetch = m.FetchRequest
+    fetch_topics = [fetch.FetchTopic(topic=T, partitions=[fetch.FetchTopic.FetchPartition(
+        partition=0, fetch_offset=0, partition_max_bytes=1024)])]
+    config, alter, incremental = m.DescribeConfigsRequest, m.AlterConfigsRequest, m.IncrementalAlterConfigsRequest
+
+    def partition_codes(topics, partitions="partitions"):
+        return {p.error_code for t in topics for p in getattr(t, partitions)}
+
+    return [
+        ("Metadata named", 9, m.MetadataRequest(topics=[m.MetadataRequest.MetadataRequestTopic(name=T)]),
+         lambda r: r.topics[0].error_code, TOPIC_DENIED),
+        ("Metadata cluster operations", 10, m.MetadataRequest(topics=[], include_cluster_authorized_operations=True),
+         lambda r: r.cluster_authorized_operations, 0),
+        ("Produce", 8, m.ProduceRequest(acks=1, timeout_ms=5000, topic_data=[m.ProduceRequest.TopicProduceData(
+            name=T, partition_data=[m.ProduceRequest.PartitionProduceData(index=0, records=batch)])]),
+         lambda r: partition_codes(r.responses, "partition_responses"), {TOPIC_DENIED}),
+        ("Fetch", 12, fetch(replica_id=-1, max_wait_ms=0, topics=fetch_topics),
+         lambda r: partition_codes(r.responses), {TOPIC_DENIED}),
+        ("Fetch as a follower", 12, fetch(replica_id=0, max_wait_ms=0, topics=fetch_topics),
+         lambda r: partition_codes(r.responses), {TOPIC_DENIED}),
+        ("ListOffsets", 5, m.ListOffsetsRequest(replica_id=-1, topics=[m.ListOffsetsRequest.ListOffsetsTopic(
+            name=T, partitions=[m.ListOffsetsRequest.ListOffsetsPartition(partition_index=0, timestamp=-1)])]),
+         lambda r: partition_codes(r.topics), {TOPIC_DENIED}),
+        ("OffsetForLeaderEpoch", 4, m.OffsetForLeaderEpochRequest(replica_id=-1, topics=[
+            m.OffsetForLeaderEpochRequest.OffsetForLeaderTopic(topic=T, partitions=[
+                m.OffsetForLeaderEpochRequest.OffsetForLeaderPartition(partition=0, leader_epoch=0)])]),
+         lambda r: partition_codes(r.topics), {TOPIC_DENIED}),
+        ("CreateTopics", 5, m.CreateTopicsRequest(timeout_ms=5000, topics=[m.CreateTopicsRequest.CreatableTopic(
+            name="locked-new", num_partitions=1, replication_factor=1)]), lambda r: r.topics[0].error_code,
+         TOPIC_DENIED),
+        ("DeleteTopics", 5, m.DeleteTopicsRequest(topic_names=[T], timeout_ms=5000),
+         lambda r: r.responses[0].error_code, TOPIC_DENIED),
+        ("DeleteRecords", 2, m.DeleteRecordsRequest(timeout_ms=5000, topics=[m.DeleteRecordsRequest.DeleteRecordsTopic(
+            name=T, partitions=[m.DeleteRecordsRequest.DeleteRecordsPartition(partition_index=0, offset=0)])]),
+         lambda r: partition_codes(r.topics), {TOPIC_DENIED}),
+        ("CreatePartitions", 3, m.CreatePartitionsRequest(timeout_ms=5000, topics=[
+            m.CreatePartitionsRequest.CreatePartitionsTopic(name=T, count=2)]), lambda r: r.results[0].error_code,
+         TOPIC_DENIED),
+        ("DescribeConfigs topic", 4, config(resources=[config.DescribeConfigsResource(resource_type=2,
+                                                                                      resource_name=T)]),
+         lambda r: r.results[0].error_code, TOPIC_DENIED),
+        ("DescribeConfigs broker", 4, config(resources=[config.DescribeConfigsResource(resource_type=4,
+                                                                                       resource_name="0")]),
+         lambda r: r.results[0].error_code, CLUSTER_DENIED),
+        ("AlterConfigs topic", 2, alter(resources=[alter.AlterConfigsResource(resource_type=2, resource_name=T)]),
+         lambda r: r.responses[0].error_code, TOPIC_DENIED),
+        ("AlterConfigs broker", 2, alter(resources=[alter.AlterConfigsResource(resource_type=4, resource_name="0")]),
+         lambda r: r.responses[0].error_code, CLUSTER_DENIED),
+        ("IncrementalAlterConfigs topic", 1, incremental(resources=[incremental.AlterConfigsResource(
+            resource_type=2, resource_name=T)]), lambda r: r.responses[0].error_code, TOPIC_DENIED),
+        ("OffsetCommit group", 8, commit(group_id=G, topics=commit_topic), lambda r: partition_codes(r.topics),
+         {GROUP_DENIED}),
+        ("OffsetCommit topic", 8, commit(group_id="open-g", topics=commit_topic), lambda r: partition_codes(r.topics),
+         {TOPIC_DENIED}),
+        ("OffsetFetch group", 7, m.OffsetFetchRequest(group_id=G, topics=None), lambda r: r.error_code, GROUP_DENIED),
+        ("OffsetFetch topic", 7, m.OffsetFetchRequest(group_id="open-g", topics=[
+            m.OffsetFetchRequest.OffsetFetchRequestTopic(name=T, partition_indexes=[0])]),
+         lambda r: partition_codes(r.topics), {TOPIC_DENIED}),
+        ("OffsetDelete", 0, m.OffsetDeleteRequest(group_id=G, topics=[]), lambda r: r.error_code, GROUP_DENIED),
+        ("FindCoordinator group", 3, m.FindCoordinatorRequest(key=G, key_type=0), lambda r: r.error_code,
+         GROUP_DENIED),
+        ("FindCoordinator transaction", 3, m.FindCoordinatorRequest(key=X, key_type=1), lambda r: r.error_code,
+         TXN_DENIED),
+        ("JoinGroup", 7, m.JoinGroupRequest(group_id=G, session_timeout_ms=10000, protocol_type="consumer"),
+         lambda r: (r.error_code, r.member_id), (GROUP_DENIED, "")),
+        ("SyncGroup", 5, m.SyncGroupRequest(group_id=G, member_id="m"), lambda r: r.error_code, GROUP_DENIED),
+        ("Heartbeat", 4, m.HeartbeatRequest(group_id=G, member_id="m"), lambda r: r.error_code, GROUP_DENIED),
+        ("LeaveGroup", 4, m.LeaveGroupRequest(group_id=G, members=[]), lambda r: r.error_code, GROUP_DENIED),
+        ("DescribeGroups", 5, m.DescribeGroupsRequest(groups=[G]), lambda r: r.groups[0].error_code, GROUP_DENIED),
+        ("ListGroups", 4, m.ListGroupsRequest(), lambda r: (r.error_code, G in [g.group_id for g in r.groups]),
+         (0, False)),
+        ("DeleteGroups", 2, m.DeleteGroupsRequest(groups_names=[G]), lambda r: r.results[0].error_code, GROUP_DENIED),
+        ("InitProducerId", 4, m.InitProducerIdRequest(transactional_id=X, transaction_timeout_ms=10000),
+         lambda r: r.error_code, TXN_DENIED),
+        ("AddPartitionsToTxn", 3, m.AddPartitionsToTxnRequest(transactional_id=X, topics=[
+            m.AddPartitionsToTxnRequest.AddPartitionsToTxnTopic(name=T, partitions=[0])]),
+         lambda r: partition_codes(r.results, "results"), {TXN_DENIED}),
+        ("AddOffsetsToTxn", 3, m.AddOffsetsToTxnRequest(transactional_id=X, group_id=G), lambda r: r.error_code,
+         TXN_DENIED),
+        ("EndTxn", 3, m.EndTxnRequest(transactional_id=X), lambda r: r.error_code, TXN_DENIED),
+        ("TxnOffsetCommit", 3, txn_commit(transactional_id=X, group_id=G, topics=[txn_commit.TxnOffsetCommitRequestTopic(
+            name=T, partitions=[txn_commit.TxnOffsetCommitRequestPartition(partition_index=0)])]),
+         lambda r: partition_codes(r.topics), {TXN_DENIED}),
+        ("ElectLeaders", 2, m.ElectLeadersRequest(topic_partitions=None, timeout_ms=5000), lambda r: r.error_code,
+         CLUSTER_DENIED),
+        ("AlterPartitionReassignments", 0, m.AlterPartitionReassignmentsRequest(timeout_ms=5000, topics=[]),
+         lambda r: r.error_code, CLUSTER_DENIED),
+        ("ListPartitionReassignments", 0, m.ListPartitionReassignmentsRequest(timeout_ms=5000),
+         lambda r: r.error_code, CLUSTER_DENIED),
+        ("DescribeLogDirs", 2, m.DescribeLogDirsRequest(topics=None), lambda r: r.results, []),
+        ("DescribeAcls", 2, m.DescribeAclsRequest(resource_type_filter=1, pattern_type_filter=1, operation=1,
+                                                  permission_type=1), lambda r: r.error_code, CLUSTER_DENIED),
+        ("CreateAcls", 2, m.CreateAclsRequest(creations=[m.CreateAclsRequest.AclCreation(
+            resource_type=2, resource_name="x", principal=ANONYMOUS, host="*", operation=2, permission_type=3)]),
+         lambda r: r.results[0].error_code, CLUSTER_DENIED),
+        ("DeleteAcls", 2, m.DeleteAclsRequest(filters=[m.DeleteAclsRequest.DeleteAclsFilter(
+            resource_type_filter=1, pattern_type_filter=1, operation=1, permission_type=1)]),
+         lambda r: r.filter_results[0].error_code, CLUSTER_DENIED),
+        ("DescribeCluster", 0, m.DescribeClusterRequest(include_cluster_authorized_operations=True),
+         lambda r: r.cluster_authorized_operations, 0),
+    ]
+
+
+def test_every_api_refuses_a_principal_without_acls_as_kafka_does(cluster, admin):
+    from confluent_kafka import Consumer, TopicPartition as CfTopicPartition
+    admin.create_topics([NewTopic(T, 1, 1)])
+    with acls(admin, *LOCAL_ONLY):
+        consumer = Consumer({"bootstrap.servers": cluster.bootstrap_servers, "group.id": G})  # from 127.0.0.1
+        consumer.commit(offsets=[CfTopicPartition(T, 0, 0)], asynchronous=False)  # the group exists
+        consumer.close()
+        port = cluster.broker_ports[0]
+
+        async def send_all():
+            return [(what, read(await send_from("127.0.0.2", port, body, version)), expected)
+                    for what, version, body, read, expected in _api_cases()]
+
+        answers = run(send_all())
+        assert [(what, got) for what, got, expected in answers if got != expected] == []
+        # The same from 127.0.0.1, which the ACLs do cover, gets through.
+        metadata = run(send_from("127.0.0.1", port, _api_cases()[0][2], 9))
+        assert metadata.topics[0].error_code == 0
+        groups = run(send_from("127.0.0.1", port, ListGroupsRequest(), 4))
+        assert G in [g.group_id for g in groups.groups]
