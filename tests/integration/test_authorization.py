@@ -21,7 +21,8 @@ from odradek.clients.admin import (
     ResourcePattern, ResourcePatternFilter, ResourceType,
 )
 from odradek.clients.simple_client import SyncSimpleClient
-from odradek.protocol.messages import ListGroupsRequest
+from odradek.protocol.acl import operations_from_bitfield
+from odradek.protocol.messages import ListGroupsRequest, MetadataRequest
 from odradek.clients.types import TopicPartition
 from odradek.protocol.errors import SecurityDisabledError, TopicAuthorizationFailedError
 
@@ -221,11 +222,28 @@ def test_authorized_operations_are_reported_when_asked(cluster, admin):
         description = confluent.describe_topics(TopicCollection([topic]), include_authorized_operations=True)[
             topic].result(30)
         assert set(description.authorized_operations) == {CfOp.READ, CfOp.DESCRIBE}
-    cluster_description = confluent.describe_cluster(include_authorized_operations=True).result(30)
-    # No ACL on the cluster: allow.everyone.if.no.acl.found gives every cluster operation.
-    assert set(cluster_description.authorized_operations) == {
-        CfOp.CREATE, CfOp.CLUSTER_ACTION, CfOp.DESCRIBE_CONFIGS, CfOp.ALTER_CONFIGS, CfOp.IDEMPOTENT_WRITE,
-        CfOp.ALTER, CfOp.DESCRIBE}
+    # kafka-python's describe_groups (DescribeGroups v3+, include_authorized_operations), a group with a Read ACL
+    from confluent_kafka import Consumer, TopicPartition as CfTopicPartition
+    from kafka.admin import KafkaAdminClient
+    consumer = Consumer({"bootstrap.servers": cluster.bootstrap_servers, "group.id": "ops-group"})
+    consumer.commit(offsets=[CfTopicPartition(topic, 0, 0)], asynchronous=False)
+    consumer.close()
+    kafka_admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap_servers)
+    try:
+        with acls(admin, acl(ANONYMOUS, O.READ, GROUP, "ops-group")):
+            group = kafka_admin.describe_groups(["ops-group"])["ops-group"]
+            assert sorted(group["authorized_operations"]) == ["DESCRIBE", "READ"]
+    finally:
+        kafka_admin.close()
+    # The cluster's field, in Metadata v10 and in confluent-kafka's describe_cluster (DescribeCluster): no
+    # ACL on the cluster, so allow.everyone.if.no.acl.found gives them all.
+    every_cluster_operation = {O.CREATE, O.CLUSTER_ACTION, O.DESCRIBE_CONFIGS, O.ALTER_CONFIGS, O.IDEMPOTENT_WRITE,
+                               O.ALTER, O.DESCRIBE}
+    asked = MetadataRequest(topics=[], include_cluster_authorized_operations=True)
+    answer = run(send_from("127.0.0.1", cluster.broker_ports[0], asked, 10))
+    assert operations_from_bitfield(answer.cluster_authorized_operations) == every_cluster_operation
+    described = confluent.describe_cluster(include_authorized_operations=True).result(30)
+    assert {op.name for op in described.authorized_operations} == {op.name for op in every_cluster_operation}
 
 
 def test_acl_apis_without_an_authorizer_answer_security_disabled(zookeeper, tmp_path):
@@ -352,6 +370,10 @@ def _api_cases():
          lambda r: r.error_code, CLUSTER_DENIED),
         ("ListPartitionReassignments", 0, m.ListPartitionReassignmentsRequest(timeout_ms=5000),
          lambda r: r.error_code, CLUSTER_DENIED),
+        ("DescribeCluster", 0, m.DescribeClusterRequest(include_cluster_authorized_operations=True),
+         lambda r: r.cluster_authorized_operations, 0),
+        ("DescribeProducers", 0, m.DescribeProducersRequest(topics=[m.DescribeProducersRequest.TopicRequest(
+            name=T, partition_indexes=[0])]), lambda r: partition_codes(r.topics), {TOPIC_DENIED}),
         ("DescribeLogDirs", 2, m.DescribeLogDirsRequest(topics=None), lambda r: r.results, []),
         ("DescribeAcls", 2, m.DescribeAclsRequest(resource_type_filter=1, pattern_type_filter=1, operation=1,
                                                   permission_type=1), lambda r: r.error_code, CLUSTER_DENIED),
@@ -361,8 +383,6 @@ def _api_cases():
         ("DeleteAcls", 2, m.DeleteAclsRequest(filters=[m.DeleteAclsRequest.DeleteAclsFilter(
             resource_type_filter=1, pattern_type_filter=1, operation=1, permission_type=1)]),
          lambda r: r.filter_results[0].error_code, CLUSTER_DENIED),
-        ("DescribeCluster", 0, m.DescribeClusterRequest(include_cluster_authorized_operations=True),
-         lambda r: r.cluster_authorized_operations, 0),
     ]
 
 
