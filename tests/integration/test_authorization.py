@@ -374,6 +374,11 @@ def _api_cases():
          lambda r: r.cluster_authorized_operations, 0),
         ("DescribeProducers", 0, m.DescribeProducersRequest(topics=[m.DescribeProducersRequest.TopicRequest(
             name=T, partition_indexes=[0])]), lambda r: partition_codes(r.topics), {TOPIC_DENIED}),
+        ("DescribeClientQuotas", 1, m.DescribeClientQuotasRequest(components=[], strict=False),
+         lambda r: r.error_code, CLUSTER_DENIED),
+        ("AlterClientQuotas", 1, m.AlterClientQuotasRequest(entries=[m.AlterClientQuotasRequest.EntryData(
+            entity=[m.AlterClientQuotasRequest.EntryData.EntityData(entity_type="user", entity_name="u")], ops=[])]),
+         lambda r: r.entries[0].error_code, CLUSTER_DENIED),
         ("DescribeLogDirs", 2, m.DescribeLogDirsRequest(topics=None), lambda r: r.results, []),
         ("DescribeAcls", 2, m.DescribeAclsRequest(resource_type_filter=1, pattern_type_filter=1, operation=1,
                                                   permission_type=1), lambda r: r.error_code, CLUSTER_DENIED),
