@@ -27,7 +27,7 @@ from odradek.controller.zk_client import KafkaZkClient
 from odradek.protocol.errors import ClusterAuthorizationFailedError, StaleControllerEpochError
 from odradek.protocol.errors import TopicAuthorizationFailedError
 from odradek.protocol.messages import (
-    FetchRequest, LeaderAndIsrRequest, StopReplicaRequest, UpdateMetadataRequest, WriteTxnMarkersRequest,
+    DescribeAclsRequest, FetchRequest, LeaderAndIsrRequest, StopReplicaRequest, UpdateMetadataRequest, WriteTxnMarkersRequest,
 )
 from odradek.protocol.types import ZERO_UUID
 
@@ -137,9 +137,18 @@ def test_usage_mistakes_are_one_line_errors():
 
 @contextlib.contextmanager
 def cluster_acls_for_brokers_only(cluster):
+    """The cluster ACL, once every broker has it: until a broker has followed the change notification,
+    the cluster has no ACL there and allow.everyone.if.no.acl.found would let anyone in."""
+    describe_acls = DescribeAclsRequest(resource_type_filter=1, pattern_type_filter=1, operation=1, permission_type=1)
+
+    def refused_everywhere() -> bool:
+        answers = [run(send_from("127.0.0.2", port, describe_acls, 2)) for port in cluster.broker_ports]
+        return all(a.error_code == ClusterAuthorizationFailedError.code for a in answers)
+
     with Admin(bootstrap_servers=cluster.bootstrap_servers) as admin:
         assert admin.create_acls([CLUSTER_ACTION_FOR_BROKERS])["failed"] == []
         try:
+            wait_until(refused_everywhere, timeout=30, what="the cluster ACL on every broker")
             yield admin
         finally:
             admin.delete_acls([AclBindingFilter(CLUSTER_ACTION_FOR_BROKERS.pattern.to_filter(),
