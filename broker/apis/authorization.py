@@ -7,6 +7,7 @@ check passes; handlers on the hot path test ``auth.enabled`` first so that they 
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 from typing import TYPE_CHECKING, Callable, Iterable, Sequence, TypeVar
 
@@ -31,6 +32,7 @@ T = TypeVar("T")
 CONFIG_TOPIC, CONFIG_BROKERS = 2, (4, 8)  # ConfigResource.Type ids: TOPIC; BROKER and BROKER_LOGGER
 
 
+@functools.lru_cache(maxsize=4096)  # per request otherwise: a client address is parsed once
 def host_address(ip: str) -> str:
     """An address as Java's InetAddress.getHostAddress writes it, which is what Kafka's ACL hosts
     are compared with: IPv4 dotted; IPv6 in eight groups without leading zeros and without '::'
@@ -54,12 +56,12 @@ def client_address(request: "Request") -> str:
     return host_address(peer[0]) if peer else ""
 
 
+# The APIs as Kafka's audit log names them (ApiKeys.name: 'LeaderAndIsr').
+_API_NAMES = {int(key): "".join(part.capitalize() for part in key.name.split("_")) for key in ApiKey}
+
+
 def _api_name(request: "Request") -> str:
-    """The API as Kafka's audit log names it (ApiKeys.name: 'LeaderAndIsr')."""
-    try:
-        return "".join(part.capitalize() for part in ApiKey(request.api_key).name.split("_"))
-    except ValueError:
-        return str(request.api_key)
+    return _API_NAMES.get(request.api_key) or str(request.api_key)
 
 
 class AuthHelper:
