@@ -32,6 +32,9 @@ TOPIC = ResourceType.TOPIC
 
 
 class InstantReplicaManager:
+    def online_partition(self, topic, partition):
+        return None  # no topic-level max.message.bytes override
+
     def append_records(self, acks, timeout_ms, entries):
         return {key: ProducePartitionResult(getattr(value, "code", 0), 0) for key, value in entries.items()}
 
