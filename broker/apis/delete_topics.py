@@ -59,8 +59,13 @@ class DeleteTopicsApi:
         deletable = auth.filter_authorized(request, AclOperation.DELETE, TOPIC, named)
         for name, topic_id in requested:
             try:
+                # Kafka 2.8's order: controller, delete.topic.enable, then per topic its id, its ACLs, its existence.
                 if services.controller is None or not services.controller.is_active:
                     raise NotControllerError("this broker is not the controller")
+                if not services.config.get("delete.topic.enable"):
+                    if request.api_version < 3:  # Kafka's answer to clients that predate the error code
+                        raise InvalidRequestError("topic deletion is disabled (delete.topic.enable=false)")
+                    raise TopicDeletionDisabledError("topic deletion is disabled (delete.topic.enable=false)")
                 if name is None:
                     raise UnknownTopicIdError(f"no topic has the id {topic_id}")
                 if auth.enabled and topic_id != ZERO_UUID and name not in describable:
@@ -70,10 +75,6 @@ class DeleteTopicsApi:
                     raise TopicAuthorizationFailedError("")  # Kafka sends no message
                 if not cache.contains_topic(name):
                     raise UnknownTopicOrPartitionError(f"the topic {name} does not exist")
-                if not services.config.get("delete.topic.enable"):
-                    if request.api_version < 3:  # Kafka's answer to clients that predate the error code
-                        raise InvalidRequestError("topic deletion is disabled (delete.topic.enable=false)")
-                    raise TopicDeletionDisabledError("topic deletion is disabled (delete.topic.enable=false)")
                 await services.in_executor(services.admin.delete_topic, name)
                 deleting.append(name)
                 results.append(_Result(name=name, topic_id=cache.topic_ids.get(name, topic_id), error_code=0))
