@@ -31,7 +31,7 @@ from odradek.protocol.messages import (
 )
 from odradek.protocol.types import ZERO_UUID
 
-from ..conftest import new_cluster
+from ..conftest import module_cluster
 from .helpers import console_tool, read_all, run, send_from, wait_until
 
 pytestmark = [pytest.mark.timeout(300), pytest.mark.slow]
@@ -46,11 +46,7 @@ CLUSTER_ACTION_FOR_BROKERS = AclBinding(ResourcePattern(ResourceType.CLUSTER, "k
 
 @pytest.fixture(scope="module")
 def cluster(zookeeper, tmp_path_factory):
-    running = new_cluster(tmp_path_factory.mktemp("acls-cluster"), zookeeper, 3, AUTHORIZER)
-    try:
-        yield running.start()
-    finally:
-        running.stop(timeout=15.0)
+    yield from module_cluster(zookeeper, tmp_path_factory.mktemp("acls-cluster"), 3, AUTHORIZER)
 
 
 def metadata_error(cluster, broker_id: int, topic: str) -> int:

@@ -26,7 +26,7 @@ from odradek.protocol.messages import ListGroupsRequest, MetadataRequest
 from odradek.clients.types import TopicPartition
 from odradek.protocol.errors import SecurityDisabledError, TopicAuthorizationFailedError
 
-from ..conftest import new_cluster
+from ..conftest import module_cluster, new_cluster
 from .helpers import run, send_from
 
 pytestmark = pytest.mark.timeout(240)
@@ -45,11 +45,7 @@ def acl(principal, operation, resource_type=TOPIC, name="t", permission=ALLOW, p
 
 @pytest.fixture(scope="module")
 def cluster(zookeeper, tmp_path_factory):
-    running = new_cluster(tmp_path_factory.mktemp("authorization"), zookeeper, 1, AUTHORIZER)
-    try:
-        yield running.start()
-    finally:
-        running.stop(timeout=15.0)
+    yield from module_cluster(zookeeper, tmp_path_factory.mktemp("authorization"), 1, AUTHORIZER)
 
 
 @pytest.fixture(scope="module")
