@@ -375,6 +375,11 @@ def _api_cases():
         ("AlterClientQuotas", 1, m.AlterClientQuotasRequest(entries=[m.AlterClientQuotasRequest.EntryData(
             entity=[m.AlterClientQuotasRequest.EntryData.EntityData(entity_type="user", entity_name="u")], ops=[])]),
          lambda r: r.entries[0].error_code, CLUSTER_DENIED),
+        ("DescribeUserScramCredentials", 0, m.DescribeUserScramCredentialsRequest(users=None),
+         lambda r: r.error_code, CLUSTER_DENIED),
+        ("AlterUserScramCredentials", 0, m.AlterUserScramCredentialsRequest(upsertions=[], deletions=[
+            m.AlterUserScramCredentialsRequest.ScramCredentialDeletion(name="alice", mechanism=1)]),
+         lambda r: r.results[0].error_code, CLUSTER_DENIED),
         ("DescribeLogDirs", 2, m.DescribeLogDirsRequest(topics=None), lambda r: r.results, []),
         ("DescribeAcls", 2, m.DescribeAclsRequest(resource_type_filter=1, pattern_type_filter=1, operation=1,
                                                   permission_type=1), lambda r: r.error_code, CLUSTER_DENIED),
