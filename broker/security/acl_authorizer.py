@@ -37,7 +37,7 @@ from ...protocol.acl import (
 )
 from ...protocol.errors import InvalidRequestError, KafkaError, UnknownServerError  # type: ignore[attr-defined]
 from .zk_acl_store import (
-    EXTENDED_CHANGES_PATH, LITERAL_CHANGES_PATH, NO_ACLS, AclChangeListener, VersionedAcls, ZkAclStore,
+    EXTENDED_CHANGES_PATH, LITERAL_CHANGES_PATH, AclChangeListener, VersionedAcls, ZkAclStore,
 )
 
 log = logging.getLogger(__name__)

@@ -11,7 +11,6 @@ it added.
 from __future__ import annotations
 
 import contextlib
-import time
 import uuid
 
 import pytest
@@ -27,7 +26,7 @@ from odradek.clients.types import TopicPartition
 from odradek.protocol.errors import SecurityDisabledError, TopicAuthorizationFailedError
 
 from ..conftest import module_cluster, new_cluster
-from .helpers import run, send_from
+from .helpers import delivery_errors, first_consumed, run, send_from
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -75,13 +74,7 @@ def new_topic(admin, cluster, records: int = 3) -> str:
 
 
 def produce_errors(cluster, topic: str, **config) -> list:
-    """The delivery error of one record (None: delivered)."""
-    from confluent_kafka import Producer
-    errors = []
-    producer = Producer({"bootstrap.servers": cluster.bootstrap_servers, "message.timeout.ms": 10000, **config})
-    producer.produce(topic, value=b"x", on_delivery=lambda err, msg: errors.append(err))
-    producer.flush(30)
-    return errors
+    return delivery_errors({"bootstrap.servers": cluster.bootstrap_servers, **config}, topic)
 
 
 def idempotent_produce(cluster, topic: str):
@@ -97,21 +90,8 @@ def idempotent_produce(cluster, topic: str):
         return exc.args[0]
 
 
-def consumer_error(cluster, topic: str, group: str, timeout: float = 30.0):
-    """The first message or error a confluent-kafka consumer of ``group`` subscribed to ``topic`` sees."""
-    from confluent_kafka import Consumer
-    consumer = Consumer({"bootstrap.servers": cluster.bootstrap_servers, "group.id": group,
-                         "auto.offset.reset": "earliest", "enable.auto.commit": False})
-    consumer.subscribe([topic])
-    try:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            msg = consumer.poll(1.0)
-            if msg is not None:
-                return msg.error(), msg.value()
-        raise AssertionError(f"nothing consumed from {topic} within {timeout} s")
-    finally:
-        consumer.close()
+def consumer_error(cluster, topic: str, group: str):
+    return first_consumed({"bootstrap.servers": cluster.bootstrap_servers}, topic, group)
 
 
 def test_a_principal_with_only_read_on_a_topic_can_read_it_and_nothing_else(cluster, admin):
