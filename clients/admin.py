@@ -11,6 +11,9 @@ Named after kafka-python's ``KafkaAdminClient`` (CONVENTIONS.md §5):
                                          [AlterConfigOp("retention.ms", "3600000")]})
         admin.delete_records({TopicPartition("events", 0): 100})
         print(admin.list_consumer_groups(), admin.describe_consumer_groups(["billing"]))
+        admin.create_acls([AclBinding(ResourcePattern(ResourceType.TOPIC, "events"),
+                                      AccessControlEntry("User:alice", "*", AclOperation.READ,
+                                                         AclPermissionType.ALLOW))])   # admin_acls.py
         admin.delete_topics(["events"])
 
 Topic administration goes to the controller (NOT_CONTROLLER makes the client look the controller
@@ -41,6 +44,10 @@ from ..protocol.messages import (
     DescribeConfigsRequest, IncrementalAlterConfigsRequest,
 )
 from ..protocol.types import ZERO_UUID
+from .admin_acls import (
+    AccessControlEntry, AccessControlEntryFilter, AclAdmin, AclBinding, AclBindingFilter, AclOperation,
+    AclPermissionType, PatternType, ResourcePattern, ResourcePatternFilter, ResourceType,
+)
 from .admin_groups import ConsumerGroupDescription, Coordinator, GroupAdmin, GroupListing, MemberDescription
 from .admin_log_dirs import LogDirAdmin, LogDirDescription, ReplicaInfo
 from .admin_partitions import ElectionType, PartitionAdmin, PartitionReassignment
@@ -176,7 +183,7 @@ class AlterConfigOp(NamedTuple):
     op_type: AlterConfigOpType = AlterConfigOpType.SET
 
 
-class AIOAdmin(GroupAdmin, LogDirAdmin, PartitionAdmin, QuotaAdmin, ProducerAdmin, ScramAdmin):
+class AIOAdmin(GroupAdmin, LogDirAdmin, PartitionAdmin, QuotaAdmin, ProducerAdmin, ScramAdmin, AclAdmin):
     """``AIOAdmin(bootstrap_servers="host:9092", client_id=..., request_timeout_ms=30000, retries=5,
     retry_backoff_ms=100)`` and kafka-python's security keywords (``security_protocol``, ``ssl_cafile``,
     ``sasl_mechanism``, ...); ``async with`` or ``await close()``."""
@@ -469,4 +476,6 @@ __all__ = ["AIOAdmin", "Admin", "LATEST", "EARLIEST", "NewTopic", "NewPartitions
            "Coordinator", "LogDirDescription", "ReplicaInfo", "ClientQuotaEntity", "ClientQuotaFilter",
            "ClientQuotaFilterComponent", "ClientQuotaAlteration", "ProducerState",
            "ScramCredentialInfo", "UserScramCredentialsDescription", "UserScramCredentialUpsertion",
-           "UserScramCredentialDeletion"]
+           "UserScramCredentialDeletion",
+           "AclBinding", "AclBindingFilter", "AccessControlEntry", "AccessControlEntryFilter", "ResourcePattern",
+           "ResourcePatternFilter", "ResourceType", "PatternType", "AclOperation", "AclPermissionType"]

@@ -605,6 +605,54 @@ class KafkaZkClient:
     def get_children(self, path: str) -> list[str]:
         return sorted(self._children(path))
 
+    # --- versioned znodes, for stores kept outside this module (the ACL store) -------------------
+    @_zk
+    def ensure_path(self, path: str) -> None:
+        self._zk.ensure_path(path)
+
+    @_zk
+    def get_data_version_ctime(self, path: str) -> tuple[bytes | None, int, int]:
+        """(data, version, creation time in ms); (None, -1, -1) if absent."""
+        data, stat = self._get(path)
+        return (None, -1, -1) if stat is None else (data, stat.version, stat.ctime)
+
+    @_zk
+    def create_if_absent(self, path: str, data: bytes) -> bool:
+        """Create a persistent znode (and its parents); False if it already exists."""
+        try:
+            self._zk.create(path, data, makepath=True)
+            return True
+        except NodeExistsError:
+            return False
+
+    @_zk
+    def set_if_version(self, path: str, data: bytes, version: int) -> int | None:
+        """Set ``path``'s data if its version is still ``version``: the new version, None if it changed or is gone."""
+        try:
+            return self._zk.set(path, data, version=version).version
+        except (BadVersionError, NoNodeError):
+            return None
+
+    @_zk
+    def delete_if_version(self, path: str, version: int) -> bool:
+        """Delete ``path`` if its version is ``version`` (-1: any); True also when it is already gone."""
+        try:
+            self._zk.delete(path, version=version)
+        except NoNodeError:
+            pass
+        except BadVersionError:
+            return False
+        return True
+
+    @_zk
+    def create_sequential(self, prefix: str, data: bytes) -> str:
+        """A persistent sequential znode ``<prefix><10-digit sequence>``; returns its path."""
+        return self._zk.create(prefix, data, sequence=True, makepath=True)
+
+    @_zk
+    def delete_path(self, path: str) -> None:
+        self._delete(path)
+
     # --- watches ---------------------------------------------------------------------------------
     @_zk
     def watch_children(self, path: str, callback: Callable[[list[str]], None]) -> Callable[[], None]:

@@ -43,6 +43,9 @@ class ApiKey(IntEnum):
     END_TXN = 26
     WRITE_TXN_MARKERS = 27
     TXN_OFFSET_COMMIT = 28
+    DESCRIBE_ACLS = 29
+    CREATE_ACLS = 30
+    DELETE_ACLS = 31
     DESCRIBE_CONFIGS = 32
     ALTER_CONFIGS = 33
     DESCRIBE_LOG_DIRS = 35
@@ -93,6 +96,9 @@ KAFKA_2_8_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKey.END_TXN: (0, 3),
     ApiKey.WRITE_TXN_MARKERS: (0, 1),
     ApiKey.TXN_OFFSET_COMMIT: (0, 3),
+    ApiKey.DESCRIBE_ACLS: (0, 2),
+    ApiKey.CREATE_ACLS: (0, 2),
+    ApiKey.DELETE_ACLS: (0, 2),
     ApiKey.DESCRIBE_CONFIGS: (0, 4),
     ApiKey.ALTER_CONFIGS: (0, 2),
     ApiKey.DESCRIBE_LOG_DIRS: (0, 2),

@@ -77,8 +77,9 @@ def odradek_cluster_factory(zookeeper, tmp_path, request):
         cluster.stop(timeout=15.0)  # SIGKILLs what does not stop in time, so nothing outlives the test
 
 
-def _module_cluster(zookeeper: LocalZooKeeper, data_dir: Path, brokers: int):
-    cluster = new_cluster(data_dir, zookeeper, brokers)
+def module_cluster(zookeeper: LocalZooKeeper, data_dir: Path, brokers: int, overrides: dict | None = None):
+    """A module fixture's body: ``yield from module_cluster(...)`` starts the cluster and stops it after."""
+    cluster = new_cluster(data_dir, zookeeper, brokers, overrides)
     try:
         yield cluster.start()
     finally:
@@ -88,13 +89,13 @@ def _module_cluster(zookeeper: LocalZooKeeper, data_dir: Path, brokers: int):
 @pytest.fixture(scope="module")
 def single_broker_cluster(zookeeper, tmp_path_factory):
     """One broker, shared by a module's tests (compatibility tests)."""
-    yield from _module_cluster(zookeeper, tmp_path_factory.mktemp("single-broker"), 1)
+    yield from module_cluster(zookeeper, tmp_path_factory.mktemp("single-broker"), 1)
 
 
 @pytest.fixture(scope="module")
 def three_broker_cluster(zookeeper, tmp_path_factory):
     """Three brokers, shared by a module's tests (compatibility tests)."""
-    yield from _module_cluster(zookeeper, tmp_path_factory.mktemp("three-brokers"), 3)
+    yield from module_cluster(zookeeper, tmp_path_factory.mktemp("three-brokers"), 3)
 
 
 @pytest.hookimpl(hookwrapper=True)

@@ -17,7 +17,8 @@ keys are INVALID_REQUEST, APPEND / SUBTRACT of a non-list key INVALID_REQUEST, a
 INVALID_CONFIG "Unknown topic config name". A value that does not parse or is out of range is
 INVALID_REQUEST "Invalid config value for resource ...", naming the key and what it accepts, as Kafka 2.8's
 ZkAdminManager turns a ConfigException into an InvalidRequestException. Nothing is written when a
-resource fails.
+resource fails. Changing a broker's configs needs AlterConfigs on the cluster (CLUSTER_AUTHORIZATION_FAILED),
+a topic's on the topic (TOPIC_AUTHORIZATION_FAILED).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import logging
 from collections import Counter
 from typing import TYPE_CHECKING, Any
 
+from ...protocol.acl import AclOperation
 from ...protocol.api_keys import ApiKey
 from ...protocol.errors import (  # type: ignore[attr-defined]
     InvalidConfigError,
@@ -71,8 +73,8 @@ class AlterConfigsApi:
         results = []
         for resource in body.resources:
             entries = [(c.name, c.value) for c in resource.configs]
-            error = await self._guard(self._alter, resource.resource_type, resource.resource_name, entries,
-                                      body.validate_only)
+            error = self._refusal(request, resource) or await self._guard(
+                self._alter, resource.resource_type, resource.resource_name, entries, body.validate_only)
             results.append(_response_entry(AlterConfigsResponse, resource, error))
         return AlterConfigsResponse(throttle_time_ms=0, responses=results)
 
@@ -99,8 +101,8 @@ class AlterConfigsApi:
         results = []
         for resource in body.resources:
             ops = [(c.name, c.config_operation, c.value) for c in resource.configs]
-            error = await self._guard(self._incremental, resource.resource_type, resource.resource_name, ops,
-                                      body.validate_only)
+            error = self._refusal(request, resource) or await self._guard(
+                self._incremental, resource.resource_type, resource.resource_name, ops, body.validate_only)
             results.append(_response_entry(IncrementalAlterConfigsResponse, resource, error))
         return IncrementalAlterConfigsResponse(throttle_time_ms=0, responses=results)
 
@@ -135,6 +137,12 @@ class AlterConfigsApi:
                                       f"is {_TYPE_NAMES.get(resource_type, resource_type)}")
 
     # -- shared -----------------------------------------------------------------------------------
+
+    def _refusal(self, request: "Request", resource: Any) -> KafkaError | None:
+        """AlterConfigs on the cluster for a broker, on the topic for a topic (no message, as Kafka)."""
+        refused = self.services.auth.config_refusal(request, AclOperation.ALTER_CONFIGS, resource.resource_type,
+                                                    resource.resource_name)
+        return None if refused is None else refused("")
 
     async def _guard(self, fn: Any, resource_type: int, name: str, entries: Any, validate_only: bool
                      ) -> KafkaError | None:

@@ -19,6 +19,9 @@ Deliberate differences from Kafka 2.8: a value <= 0 is INVALID_REQUEST "Quota <k
 0" (what later Kafka releases answer; 2.8 stores it and then throttles nonsensically); the ``ip`` entity
 type (connection-rate quotas) and ``controller_mutation_rate`` (KIP-599) are refused, because this broker
 does not enforce them.
+
+Describing needs DescribeConfigs on the cluster, altering AlterConfigs (CLUSTER_AUTHORIZATION_FAILED, for
+every entry of an alter), as Kafka 2.8.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ import logging
 import math
 from typing import TYPE_CHECKING, Any
 
+from ...protocol.acl import AclOperation
 from ...protocol.api_keys import ApiKey
 from ...protocol.errors import (  # type: ignore[attr-defined]
     InvalidRequestError, KafkaError, UnknownServerError, UnsupportedVersionError,
@@ -115,6 +119,7 @@ class ClientQuotasApi:
     # -- DescribeClientQuotas ---------------------------------------------------------------------------
 
     async def handle_describe(self, request: "Request") -> Any:
+        self.services.auth.authorize_cluster(request, AclOperation.DESCRIBE_CONFIGS)
         body = request.body
         try:
             quota_filter = _Filter(body.components, body.strict)
@@ -164,6 +169,7 @@ class ClientQuotasApi:
     # -- AlterClientQuotas ------------------------------------------------------------------------------
 
     async def handle_alter(self, request: "Request") -> Any:
+        self.services.auth.authorize_cluster(request, AclOperation.ALTER_CONFIGS)
         body = request.body
         results: dict[Entity, KafkaError | None] = {}
         for entry in body.entries:

@@ -5,7 +5,8 @@ named twice gets INVALID_REQUEST, a non-controller answers NOT_CONTROLLER (clien
 controller), the admin ZooKeeper client checks and writes the new assignment (the controller's
 partition-modification watch creates the partitions), and the answer waits up to ``timeout_ms`` for
 the metadata cache to show every partition with a leader (REQUEST_TIMED_OUT after that; the
-partitions are still added). Each topic gets its own result.
+partitions are still added). Each topic gets its own result. Growing a topic needs Alter on it
+(TOPIC_AUTHORIZATION_FAILED "The topic authorization is failed.").
 """
 
 from __future__ import annotations
@@ -13,14 +14,17 @@ from __future__ import annotations
 from collections import Counter
 from typing import TYPE_CHECKING, Any
 
+from ...protocol.acl import AclOperation
 from ...protocol.api_keys import ApiKey
 from ...protocol.errors import (  # type: ignore[attr-defined]
     InvalidRequestError,
     KafkaError,
     NotControllerError,
     RequestTimedOutError,
+    TopicAuthorizationFailedError,
 )
 from ...protocol.messages import CreatePartitionsResponse
+from .authorization import TOPIC
 
 if TYPE_CHECKING:
     from ..kafka_apis import KafkaApis
@@ -40,6 +44,8 @@ class CreatePartitionsApi:
         counts = Counter(t.name for t in body.topics)
         errors: dict[str, KafkaError] = {}
         grown: dict[str, int] = {}
+        alterable = services.auth.filter_authorized(request, AclOperation.ALTER, TOPIC,
+                                                    (t.name for t in body.topics if counts[t.name] == 1))
         for t in body.topics:
             if t.name in errors or t.name in grown:
                 continue
@@ -47,6 +53,8 @@ class CreatePartitionsApi:
                 errors[t.name] = InvalidRequestError("Duplicate topic in request.")
             elif services.controller is None or not services.controller.is_active:
                 errors[t.name] = NotControllerError("This is not the correct controller for this cluster.")
+            elif t.name not in alterable:
+                errors[t.name] = TopicAuthorizationFailedError("The topic authorization is failed.")
             else:
                 try:
                     assignment = None if t.assignments is None else [list(a.broker_ids) for a in t.assignments]

@@ -5,21 +5,29 @@ against an explicit assignment), each topic is validated and written by the admi
 then the response waits up to ``timeout_ms`` for the controller's UpdateMetadata to show every
 partition with a leader (REQUEST_TIMED_OUT after that; the topic still gets created). A
 non-controller answers NOT_CONTROLLER so clients go to the controller (COMPAT G8).
+
+Authorization, as Kafka 2.8: Create on the cluster, or else on each topic (TOPIC_AUTHORIZATION_FAILED
+"Authorization failed."); the configs, partition count and replication factor of the answer are
+given only with DescribeConfigs on the topic (topic_config_error_code TOPIC_AUTHORIZATION_FAILED
+otherwise).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ...protocol.acl import AclOperation
 from ...protocol.api_keys import ApiKey
 from ...protocol.errors import (  # type: ignore[attr-defined]
     InvalidRequestError,
     KafkaError,
     NotControllerError,
     RequestTimedOutError,
+    TopicAuthorizationFailedError,
 )
 from ...protocol.messages import CreateTopicsResponse
 from ...protocol.types import ZERO_UUID
+from .authorization import CLUSTER, TOPIC
 
 if TYPE_CHECKING:
     from ..kafka_apis import KafkaApis
@@ -43,6 +51,8 @@ class CreateTopicsApi:
             counts[t.name] = counts.get(t.name, 0) + 1
         results: dict[str, Any] = {}
         created: list[str] = []
+        active = services.controller is not None and services.controller.is_active
+        creatable, describable = self._authorized(request) if active else (set(), set())
         for t in body.topics:
             if t.name in results:
                 continue
@@ -50,11 +60,16 @@ class CreateTopicsApi:
                 results[t.name] = _error(t.name, InvalidRequestError(
                     f"Create topics request contains multiple entries for the topic {t.name}"))
                 continue
-            if services.controller is None or not services.controller.is_active:
+            if not active:
                 results[t.name] = _error(t.name, NotControllerError("this broker is not the controller"))
                 continue
+            if t.name not in creatable:
+                results[t.name] = _error(t.name, TopicAuthorizationFailedError("Authorization failed."))
+                results[t.name].topic_config_error_code = 0 if t.name in describable else \
+                    TopicAuthorizationFailedError.code
+                continue
             try:
-                results[t.name] = await self._create(t, body.validate_only)
+                results[t.name] = await self._create(t, body.validate_only, t.name in describable)
                 if not body.validate_only:
                     created.append(t.name)
             except KafkaError as exc:
@@ -63,7 +78,16 @@ class CreateTopicsApi:
             await self._wait_for_leaders(created, results, body.timeout_ms)
         return CreateTopicsResponse(throttle_time_ms=0, topics=list(results.values()))
 
-    async def _create(self, t: Any, validate_only: bool) -> Any:
+    def _authorized(self, request: "Request") -> tuple[set[str], set[str]]:
+        """(names the request may create, names whose configs it may see)."""
+        auth, names = self.services.auth, [t.name for t in request.body.topics]
+        if auth.authorize(request, AclOperation.CREATE, CLUSTER, log_denied=False):
+            creatable = set(names)
+        else:
+            creatable = auth.filter_authorized(request, AclOperation.CREATE, TOPIC, names)
+        return creatable, auth.filter_authorized(request, AclOperation.DESCRIBE_CONFIGS, TOPIC, names, log_denied=False)
+
+    async def _create(self, t: Any, validate_only: bool, describable: bool = True) -> Any:
         config = self.services.config
         requested = {a.partition_index: list(a.broker_ids) for a in t.assignments} or None
         overrides = {c.name: c.value for c in t.configs}
@@ -76,6 +100,9 @@ class CreateTopicsApi:
         configs = [_Config(name=k, value=overrides.get(k, v), read_only=False, is_sensitive=False,
                            config_source=DYNAMIC_TOPIC_CONFIG if k in overrides else DEFAULT_CONFIG)
                    for k, v in sorted(defaults.items())]
+        if not describable:
+            return _Result(name=t.name, topic_id=ZERO_UUID, error_code=0, error_message=None, configs=[],
+                           topic_config_error_code=TopicAuthorizationFailedError.code)
         return _Result(name=t.name, topic_id=ZERO_UUID, error_code=0, error_message=None,
                        num_partitions=partitions, replication_factor=replication, configs=configs)
 

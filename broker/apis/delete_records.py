@@ -13,7 +13,7 @@ leader and its replicas on live brokers, which followers report in their fetches
 leader's (replica_fetcher). Until it reaches the requested offset the request waits in the replica
 manager's DeleteRecords purgatory (Kafka's DelayedDeleteRecords), checked on every follower fetch;
 after ``timeout_ms`` the partitions still waiting get REQUEST_TIMED_OUT, and a leader change while
-waiting NOT_LEADER_OR_FOLLOWER.
+waiting NOT_LEADER_OR_FOLLOWER. Deleting needs Delete on the topic (TOPIC_AUTHORIZATION_FAILED), as Kafka.
 """
 
 from __future__ import annotations
@@ -23,16 +23,19 @@ import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
 
+from ...protocol.acl import AclOperation
 from ...protocol.api_keys import ApiKey
 from ...protocol.errors import (  # type: ignore[attr-defined]
     InvalidTopicError,
     KafkaError,
     OffsetOutOfRangeError,
     PolicyViolationError,
+    TopicAuthorizationFailedError,
 )
 from ...protocol.messages import DeleteRecordsResponse
 from ..metadata_cache import INTERNAL_TOPICS
 from ..delayed_ops import DelayedPartitionsWait
+from .authorization import TOPIC
 
 if TYPE_CHECKING:
     from ..kafka_apis import KafkaApis
@@ -95,12 +98,16 @@ class DeleteRecordsApi:
         rm = services.replica_manager
         statuses: dict[Key, DeleteRecordsStatus] = {}
         moved = []
+        deletable = services.auth.filter_authorized(request, AclOperation.DELETE, TOPIC, (t.name for t in body.topics))
         for topic in body.topics:
             for p in topic.partitions:
                 key = (topic.name, p.partition_index)
                 result = _PartitionResult(partition_index=p.partition_index, low_watermark=INVALID_LOW_WATERMARK,
                                           error_code=0)
                 status = statuses[key] = DeleteRecordsStatus(INVALID_LOW_WATERMARK, result)
+                if topic.name not in deletable:
+                    result.error_code = TopicAuthorizationFailedError.code
+                    continue
                 try:
                     partition, requested, changed = self._delete_on_leader(topic.name, p.partition_index, p.offset)
                 except KafkaError as exc:

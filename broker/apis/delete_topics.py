@@ -3,24 +3,30 @@
 As Kafka 2.8: unknown topics get UNKNOWN_TOPIC_OR_PARTITION (UNKNOWN_TOPIC_ID by id, v6),
 ``delete.topic.enable=false`` gets TOPIC_DELETION_DISABLED, and the answer waits up to
 ``timeout_ms`` for the controller's UpdateMetadata to drop the topic (REQUEST_TIMED_OUT after that).
+Deleting needs Delete on the topic (TOPIC_AUTHORIZATION_FAILED, checked before its existence, so a
+refused principal cannot probe for names); a topic named by id also needs Describe, else its name is
+left out of the answer.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ...protocol.acl import AclOperation
 from ...protocol.api_keys import ApiKey
 from ...protocol.errors import (  # type: ignore[attr-defined]
     InvalidRequestError,
     KafkaError,
     NotControllerError,
     RequestTimedOutError,
+    TopicAuthorizationFailedError,
     TopicDeletionDisabledError,
     UnknownTopicIdError,
     UnknownTopicOrPartitionError,
 )
 from ...protocol.messages import DeleteTopicsResponse
 from ...protocol.types import ZERO_UUID
+from .authorization import TOPIC
 
 if TYPE_CHECKING:
     from ..kafka_apis import KafkaApis
@@ -46,18 +52,29 @@ class DeleteTopicsApi:
         cache = services.metadata_cache
         results: list[Any] = []
         deleting: list[str] = []
-        for name, topic_id in self._requested(request):
+        requested = self._requested(request)
+        named = [name for name, _ in requested if name is not None]
+        auth = services.auth
+        describable = auth.filter_authorized(request, AclOperation.DESCRIBE, TOPIC, named) if auth.enabled else set()
+        deletable = auth.filter_authorized(request, AclOperation.DELETE, TOPIC, named)
+        for name, topic_id in requested:
             try:
+                # Kafka 2.8's order: controller, delete.topic.enable, then per topic its id, its ACLs, its existence.
                 if services.controller is None or not services.controller.is_active:
                     raise NotControllerError("this broker is not the controller")
-                if name is None:
-                    raise UnknownTopicIdError(f"no topic has the id {topic_id}")
-                if not cache.contains_topic(name):
-                    raise UnknownTopicOrPartitionError(f"the topic {name} does not exist")
                 if not services.config.get("delete.topic.enable"):
                     if request.api_version < 3:  # Kafka's answer to clients that predate the error code
                         raise InvalidRequestError("topic deletion is disabled (delete.topic.enable=false)")
                     raise TopicDeletionDisabledError("topic deletion is disabled (delete.topic.enable=false)")
+                if name is None:
+                    raise UnknownTopicIdError(f"no topic has the id {topic_id}")
+                if auth.enabled and topic_id != ZERO_UUID and name not in describable:
+                    results.append(_Result(name=None, topic_id=topic_id, error_code=TopicAuthorizationFailedError.code))
+                    continue
+                if name not in deletable:
+                    raise TopicAuthorizationFailedError("")  # Kafka sends no message
+                if not cache.contains_topic(name):
+                    raise UnknownTopicOrPartitionError(f"the topic {name} does not exist")
                 await services.in_executor(services.admin.delete_topic, name)
                 deleting.append(name)
                 results.append(_Result(name=name, topic_id=cache.topic_ids.get(name, topic_id), error_code=0))

@@ -2,8 +2,8 @@
 
 As Kafka 2.8's KafkaApis.handleDescribeCluster: every live broker with an endpoint on the listener the
 request came in on (with its rack), the controller id from the metadata cache (-1 when none is known),
-and the cluster's authorized operations only when asked for (else -2147483648). There is no authorizer
-yet, so the answer is what Kafka gives without one: every operation the Cluster resource supports.
+and the cluster's authorized operations only when asked for (else -2147483648): 0 without Describe on
+the cluster, else the operations the principal may perform on it (all it supports without an authorizer).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...protocol.api_keys import ApiKey
 from ...protocol.messages import DescribeClusterResponse
-from ..security.acl_operations import AUTHORIZED_OPERATIONS_OMITTED, authorized_operations_without_authorizer
+from .authorization import AUTHORIZED_OPERATIONS_OMITTED
 
 if TYPE_CHECKING:
     from ..kafka_apis import KafkaApis
@@ -25,12 +25,13 @@ _Broker = DescribeClusterResponse.DescribeClusterBroker
 class DescribeClusterApi:
     def __init__(self, services: "BrokerServices") -> None:
         self.cache = services.metadata_cache
+        self.auth = services.auth
 
     def handle(self, request: "Request") -> Any:
         cache = self.cache
         operations = AUTHORIZED_OPERATIONS_OMITTED
         if request.body.include_cluster_authorized_operations:
-            operations = authorized_operations_without_authorizer("cluster")
+            operations = self.auth.cluster_authorized_operations(request)
         brokers = [_Broker(broker_id=broker_id, host=endpoint.host, port=endpoint.port,
                            rack=cache.brokers[broker_id].rack)
                    for broker_id in cache.alive_broker_ids()

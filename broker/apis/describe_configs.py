@@ -11,6 +11,8 @@ As Kafka 2.8's ZkAdminManager.describeConfigs, per resource:
   broker's resource to that broker). Keys that cannot change at run time are read-only
   (dynamic_config.DYNAMIC_BROKER_KEYS are the ones that can).
 - Others: INVALID_REQUEST "Unsupported resource type".
+A broker's configs need DescribeConfigs on the cluster (CLUSTER_AUTHORIZATION_FAILED), a topic's on
+the topic (TOPIC_AUTHORIZATION_FAILED), each with the error's default message, as Kafka 2.8.
 ``configuration_keys`` null or empty means every key. Synonyms (v1+, when asked) list the sources in
 precedence order: topic override, then the broker's static settings of each synonym key, then defaults.
 """
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ...protocol.acl import AclOperation
 from ...protocol.api_keys import ApiKey
 from ...protocol.errors import (  # type: ignore[attr-defined]
     InvalidRequestError,
@@ -67,6 +70,10 @@ class DescribeConfigsApi:
         for resource in body.resources:
             wanted = set(resource.configuration_keys or ())  # null or empty: every key
             try:
+                refused = self.services.auth.config_refusal(request, AclOperation.DESCRIBE_CONFIGS,
+                                                            resource.resource_type, resource.resource_name)
+                if refused is not None:
+                    raise refused()
                 if resource.resource_type == TOPIC:
                     entries = await self._topic(version, resource.resource_name, include_synonyms, include_docs)
                 elif resource.resource_type == BROKER:

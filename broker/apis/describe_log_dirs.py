@@ -6,8 +6,8 @@ with error NONE; a dir's topics are those it holds a log of, and a topic's parti
 ones among them (so, as in Kafka, a topic of the dir that was not asked about is listed with no
 partitions). Per partition: the log's size in bytes, ``offset_lag`` = max(high watermark - log end
 offset, 0) (0 for a current replica; a future replica's lag behind the current one would go here, but
-we do not move replicas between dirs), ``is_future_key`` false. There is no authorizer, so the
-CLUSTER_AUTHORIZATION_FAILED case does not arise.
+we do not move replicas between dirs), ``is_future_key`` false. Without Describe on the cluster the
+answer is an empty list (v0-2 have no error code for it), as Kafka 2.8.
 """
 
 from __future__ import annotations
@@ -15,8 +15,10 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any
 
+from ...protocol.acl import AclOperation
 from ...protocol.api_keys import ApiKey
 from ...protocol.messages import DescribeLogDirsResponse
+from .authorization import CLUSTER
 
 if TYPE_CHECKING:
     from ..kafka_apis import KafkaApis
@@ -31,8 +33,11 @@ _Partition = _Topic.DescribeLogDirsPartition
 class DescribeLogDirsApi:
     def __init__(self, services: "BrokerServices") -> None:
         self.log_manager = services.replica_manager.log_manager
+        self.auth = services.auth
 
     def handle(self, request: "Request") -> Any:
+        if not self.auth.authorize(request, AclOperation.DESCRIBE, CLUSTER):
+            return DescribeLogDirsResponse(throttle_time_ms=0, results=[])
         topics = request.body.topics
         wanted: set[tuple[str, int]] | None = None
         if topics is not None:

@@ -6,17 +6,21 @@ NOT_LEADER_OR_FOLLOWER (UNKNOWN_TOPIC_OR_PARTITION if the topic has no such part
 partition answers from its local log's producer state whether this broker leads it or follows (2.8's
 Partition.activeProducerState reads the local log; clients ask the leader): per producer id its epoch,
 last sequence, last timestamp, coordinator epoch and the first offset of its open transaction (-1).
-There is no authorizer, so TOPIC_AUTHORIZATION_FAILED does not arise.
+Describing a topic's producers needs Read on it (TOPIC_AUTHORIZATION_FAILED for each partition asked).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ...protocol.acl import AclOperation
 from ...protocol.api_keys import ApiKey
-from ...protocol.errors import KafkaError, UnknownTopicOrPartitionError  # type: ignore[attr-defined]
+from ...protocol.errors import (  # type: ignore[attr-defined]
+    KafkaError, TopicAuthorizationFailedError, UnknownTopicOrPartitionError,
+)
 from ...protocol.messages import DescribeProducersResponse
 from ..kafka_apis import set_error_codes
+from .authorization import TOPIC
 
 if TYPE_CHECKING:
     from ..kafka_apis import KafkaApis
@@ -32,14 +36,18 @@ class DescribeProducersApi:
     def __init__(self, services: "BrokerServices") -> None:
         self.cache = services.metadata_cache
         self.replica_manager = services.replica_manager
+        self.auth = services.auth
 
     def handle(self, request: "Request") -> Any:
         topics = []
+        readable = self.auth.filter_authorized(request, AclOperation.READ, TOPIC, (t.name for t in request.body.topics))
         for topic in request.body.topics:
             known = self.cache.contains_topic(topic.name)
+            error = TopicAuthorizationFailedError.code if topic.name not in readable else \
+                None if known else UnknownTopicOrPartitionError.code
             topics.append(_Topic(name=topic.name, partitions=[
-                self._partition(topic.name, index) if known else
-                _Partition(partition_index=index, error_code=UnknownTopicOrPartitionError.code)
+                self._partition(topic.name, index) if error is None else _Partition(partition_index=index,
+                                                                                    error_code=error)
                 for index in topic.partition_indexes]))
         return DescribeProducersResponse(throttle_time_ms=0, topics=topics)
 

@@ -5,13 +5,15 @@ type (preferred); a null topic list means every partition, and then partitions t
 election are left out of the answer. A broker that is not the controller answers NOT_CONTROLLER
 for every partition (the Admin client finds the controller and asks again). The answer waits, up to
 ``timeout_ms``, until this broker's metadata shows the elected leaders (Kafka's DelayedElectLeader);
-partitions still waiting then get REQUEST_TIMED_OUT.
+partitions still waiting then get REQUEST_TIMED_OUT. Elections need Alter on the cluster
+(CLUSTER_AUTHORIZATION_FAILED, for the request and each partition named), checked first as Kafka.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ...protocol.acl import AclOperation
 from ...protocol.api_keys import ApiKey
 from ...protocol.errors import (ElectionNotNeededError, KafkaError,  # type: ignore[attr-defined]
                                 NotControllerError, RequestTimedOutError)
@@ -33,6 +35,7 @@ class ElectLeadersApi:
         self.services = services
 
     async def handle(self, request: "Request") -> Any:
+        self.services.auth.authorize_cluster(request, AclOperation.ALTER)
         body, version = request.body, request.api_version
         election_type = body.election_type if version >= 1 else PREFERRED
         asked = None if body.topic_partitions is None else [
@@ -70,7 +73,8 @@ class ElectLeadersApi:
 
     def error_response(self, request: "Request", error_code: int) -> Any:
         partitions = request.body.topic_partitions or []
-        return ElectLeadersResponse(throttle_time_ms=0, error_code=error_code, replica_election_results=[
+        top_error = error_code if request.api_version >= 1 else 0  # v0 has no top-level error
+        return ElectLeadersResponse(throttle_time_ms=0, error_code=top_error, replica_election_results=[
             _TopicResult(topic=t.topic, partition_result=[
                 _PartitionResult(partition_id=p, error_code=error_code, error_message=None) for p in t.partitions])
             for t in partitions])

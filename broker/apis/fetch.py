@@ -27,12 +27,14 @@ records come in a later fetch) with the throttle time, while the connection is m
 from __future__ import annotations
 
 import inspect
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Iterable
 
+from ...protocol.acl import AclOperation
 from ...protocol.api_keys import ApiKey
 from ...protocol.header import encode_response_parts
 from ...protocol.errors import (  # type: ignore[attr-defined]
-    FetchSessionIdNotFoundError, InvalidFetchSessionEpochError, UnsupportedCompressionTypeError,
+    FetchSessionIdNotFoundError, InvalidFetchSessionEpochError, TopicAuthorizationFailedError,
+    UnsupportedCompressionTypeError,
 )
 from ...protocol.messages import FetchResponse
 from ...protocol.records import Compression
@@ -41,7 +43,8 @@ from ..log.segment import walk_headers
 from ..delayed_ops import FetchSpec
 from ..fetch_session import FetchAnswer, FetchContext, FetchManager, FetchSessionCache
 from .fetch_down_conversion import FetchDownConverter
-from ..replica_manager import FetchParams
+from ..replica_manager import FetchParams, FetchPartitionResult
+from .authorization import CLUSTER, TOPIC
 
 if TYPE_CHECKING:
     from ..kafka_apis import KafkaApis
@@ -58,6 +61,7 @@ ZSTD_MIN_FETCH_VERSION = 10
 class FetchApi:
     def __init__(self, services: "BrokerServices") -> None:
         self.replica_manager = services.replica_manager
+        self.auth = services.auth
         self.fetch_manager = FetchManager(FetchSessionCache(
             services.config.get("max.incremental.fetch.session.cache.slots")))
         self.client_quotas = getattr(services, "client_quotas", None)  # broker.quota.client_quotas.ClientQuotas, or None
@@ -83,17 +87,32 @@ class FetchApi:
         # Before v7 the session fields keep their defaults (0, -1): sessionless, as Kafka.
         context = self.fetch_manager.new_context(body.session_id, body.session_epoch, specs, forgotten,
                                                  is_follower=body.replica_id >= 0)
-        result = self.replica_manager.fetch_messages(params, context.specs())
+        to_read, refused = context.specs(), None
+        if self.auth.authorizer is not None:
+            to_read, refused = self._authorized(request, to_read)
+        result = self.replica_manager.fetch_messages(params, to_read)
         if isinstance(result, dict):
-            return self._response(request, context, result)
-        return self._respond_when_done(request, context, result)
+            return self._response(request, context, result, refused)
+        return self._respond_when_done(request, context, result, refused)
 
-    async def _respond_when_done(self, request: "Request", context: FetchContext, pending: Any) -> Any:
-        response = self._response(request, context, await pending)
+    def _authorized(self, request: "Request", specs: list[FetchSpec]) -> tuple[list[FetchSpec], dict]:
+        """Kafka's checks: a follower needs ClusterAction (else every partition is refused), a consumer
+        Read on each topic. The refused partitions are answered TOPIC_AUTHORIZATION_FAILED, unread."""
+        if request.body.replica_id >= 0:
+            allowed = self.auth.authorize(request, AclOperation.CLUSTER_ACTION, CLUSTER)
+            return (specs, {}) if allowed else ([], _unauthorized(specs))
+        readable = self.auth.filter_authorized(request, AclOperation.READ, TOPIC, [s.topic for s in specs])
+        return [s for s in specs if s.topic in readable], _unauthorized(s for s in specs if s.topic not in readable)
+
+    async def _respond_when_done(self, request: "Request", context: FetchContext, pending: Any,
+                                 refused: dict | None) -> Any:
+        response = self._response(request, context, await pending, refused)
         return await response if inspect.isawaitable(response) else response
 
-    def _response(self, request: "Request", context: FetchContext, results: dict) -> Any:
+    def _response(self, request: "Request", context: FetchContext, results: dict, refused: dict | None) -> Any:
         body, version = request.body, request.api_version
+        if refused:
+            results = {**results, **refused}
         if body.replica_id >= 0:
             response = _response(body, context.answer(results))
             self._record_leader_throttled_bytes(response)
@@ -136,6 +155,11 @@ class FetchApi:
             _TopicResponse(topic=t.topic, partitions=[
                 _PartitionData(partition_index=p.partition, error_code=error_code, high_watermark=-1,
                                records=b"") for p in t.partitions]) for t in body.topics])
+
+
+def _unauthorized(specs: Iterable[FetchSpec]) -> dict[tuple[str, int], FetchPartitionResult]:
+    """TOPIC_AUTHORIZATION_FAILED with offsets -1 and no records, as Kafka's errorResponse."""
+    return {(s.topic, s.partition): FetchPartitionResult(TopicAuthorizationFailedError.code) for s in specs}
 
 
 def _response(body: Any, answer: FetchAnswer) -> Any:

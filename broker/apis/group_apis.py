@@ -5,18 +5,26 @@ FindCoordinator creates ``__consumer_offsets`` on first use, as Kafka 2.8's Kafk
 topic is missing, being created or leaderless the answer is COORDINATOR_NOT_AVAILABLE (retriable), and
 so it is while fewer brokers are alive than offsets.topic.replication.factor. Transaction coordinators
 (key type 1) are found the same way in ``__transaction_state`` (transaction.state.log.* settings).
+
+Authorization, as Kafka 2.8: FindCoordinator needs Describe on the group or transactional id;
+JoinGroup, SyncGroup, Heartbeat and LeaveGroup Read on the group; DescribeGroups Describe on each
+group; DeleteGroups Delete on each; ListGroups lists every group with Describe on the cluster, else
+the groups the principal may Describe (GROUP_AUTHORIZATION_FAILED, TRANSACTIONAL_ID_AUTHORIZATION_FAILED).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ...protocol.acl import AclOperation
 from ...protocol.api_keys import ApiKey
 from ...protocol.errors import (  # type: ignore[attr-defined]
     CoordinatorNotAvailableError,
+    GroupAuthorizationFailedError,
     InvalidRequestError,
     KafkaError,
     TopicAlreadyExistsError,
+    TransactionalIdAuthorizationFailedError,
 )
 from ...protocol.messages import (
     DeleteGroupsResponse,
@@ -32,7 +40,7 @@ from ..coordinator.group.group_metadata import DEAD, STABLE
 from ..coordinator.group.metadata_manager import GROUP_METADATA_TOPIC
 from ..coordinator.transaction.state_manager import TRANSACTION_STATE_TOPIC
 from ..kafka_apis import generic_error_response
-from ..security.acl_operations import authorized_operations_without_authorizer
+from .authorization import CLUSTER, GROUP, TRANSACTIONAL_ID
 
 if TYPE_CHECKING:
     from ..coordinator.group.coordinator import GroupCoordinator
@@ -56,12 +64,24 @@ class GroupApis:
     def __init__(self, services: "BrokerServices", coordinator: "GroupCoordinator") -> None:
         self.services = services
         self.coordinator = coordinator
+        self.auth = services.auth
         self._creating: set[str] = set()
+
+    def _require_read(self, request: "Request") -> None:
+        """The membership APIs' check: Read on the group."""
+        if not self.auth.authorize(request, AclOperation.READ, GROUP, request.body.group_id):
+            raise GroupAuthorizationFailedError()
 
     # -- FindCoordinator --------------------------------------------------------------------------
 
     async def find_coordinator(self, request: "Request") -> Any:
         body = request.body
+        if body.key_type == GROUP_KEY_TYPE and not self.auth.authorize(request, AclOperation.DESCRIBE, GROUP,
+                                                                        body.key):
+            raise GroupAuthorizationFailedError()
+        if body.key_type == TRANSACTION_KEY_TYPE and not self.auth.authorize(
+                request, AclOperation.DESCRIBE, TRANSACTIONAL_ID, body.key):
+            raise TransactionalIdAuthorizationFailedError()
         if body.key_type == TRANSACTION_KEY_TYPE:
             topic, index = TRANSACTION_STATE_TOPIC, self.services.transaction_coordinator.partition_for(body.key)
         elif body.key_type == GROUP_KEY_TYPE:
@@ -118,6 +138,11 @@ class GroupApis:
 
     async def join_group(self, request: "Request") -> Any:
         body, version = request.body, request.api_version
+        if not self.auth.authorize(request, AclOperation.READ, GROUP, body.group_id):
+            # Kafka answers JoinGroupResult(UNKNOWN_MEMBER_ID, GROUP_AUTHORIZATION_FAILED): no member id.
+            return JoinGroupResponse(throttle_time_ms=0, error_code=GroupAuthorizationFailedError.code,
+                                     generation_id=-1, protocol_name="" if version < 7 else None, leader="",
+                                     member_id="", members=[])
         rebalance_timeout = body.rebalance_timeout_ms if version >= 1 else body.session_timeout_ms
         result = await self.coordinator.join_group(
             body.group_id, body.member_id, body.group_instance_id, version >= 4, request.header.client_id or "",
@@ -137,6 +162,7 @@ class GroupApis:
                                  protocol_name="", leader="", member_id=request.body.member_id, members=[])
 
     async def sync_group(self, request: "Request") -> Any:
+        self._require_read(request)
         body = request.body
         result = await self.coordinator.sync_group(
             body.group_id, body.generation_id, body.member_id, body.group_instance_id, body.protocol_type,
@@ -147,11 +173,13 @@ class GroupApis:
                                  assignment=result.assignment or b"")
 
     def heartbeat(self, request: "Request") -> Any:
+        self._require_read(request)
         body = request.body
         code = self.coordinator.heartbeat(body.group_id, body.member_id, body.group_instance_id, body.generation_id)
         return HeartbeatResponse(throttle_time_ms=0, error_code=code)
 
     def leave_group(self, request: "Request") -> Any:
+        self._require_read(request)
         body, version = request.body, request.api_version
         leaving = [(m.member_id, m.group_instance_id) for m in body.members] if version >= 3 \
             else [(body.member_id, None)]
@@ -165,11 +193,18 @@ class GroupApis:
     # -- administration ---------------------------------------------------------------------------
 
     def describe_groups(self, request: "Request") -> Any:
-        groups = [self._describe(g) for g in request.body.groups]
-        if request.api_version >= 3 and request.body.include_authorized_operations:
-            for group in groups:  # Kafka 2.8: for the groups described without error; no authorizer: all
-                if group.error_code == 0:
-                    group.authorized_operations = authorized_operations_without_authorizer("group")
+        body = request.body
+        with_operations = request.api_version >= 3 and body.include_authorized_operations
+        groups = []
+        for group_id in body.groups:
+            if not self.auth.authorize(request, AclOperation.DESCRIBE, GROUP, group_id):
+                groups.append(_Described(error_code=GroupAuthorizationFailedError.code, group_id=group_id,
+                                         group_state="", protocol_type="", protocol_data="", members=[]))
+                continue
+            described = self._describe(group_id)
+            if with_operations and described.error_code == 0:
+                described.authorized_operations = self.auth.authorized_operations(request, GROUP, group_id)
+            groups.append(described)
         return DescribeGroupsResponse(throttle_time_ms=0, groups=groups)
 
     def _describe(self, group_id: str) -> Any:
@@ -198,14 +233,18 @@ class GroupApis:
         states = set(body.states_filter or []) if version >= 4 else set()
         manager = self.coordinator.manager
         error = 14 if manager.loading else 0  # COORDINATOR_LOAD_IN_PROGRESS while a partition loads
+        listed = [g for g in self.coordinator.list_groups() if not g.is_in(DEAD) and (not states or g.state in states)]
+        if not self.auth.authorize(request, AclOperation.DESCRIBE, CLUSTER):  # Kafka: else the describable ones
+            listed = [g for g in listed if self.auth.authorize(request, AclOperation.DESCRIBE, GROUP, g.group_id)]
         groups = [ListGroupsResponse.ListedGroup(group_id=g.group_id, protocol_type=g.protocol_type or "",
-                                                 group_state=g.state)
-                  for g in self.coordinator.list_groups()
-                  if not g.is_in(DEAD) and (not states or g.state in states)]
+                                                 group_state=g.state) for g in listed]
         return ListGroupsResponse(throttle_time_ms=0, error_code=error, groups=groups)
 
     async def delete_groups(self, request: "Request") -> Any:
-        results = await self.coordinator.delete_groups(list(request.body.groups_names))
+        names = list(dict.fromkeys(request.body.groups_names))
+        deletable = self.auth.filter_authorized(request, AclOperation.DELETE, GROUP, names)
+        results = await self.coordinator.delete_groups([g for g in names if g in deletable]) if deletable else {}
+        results.update({g: GroupAuthorizationFailedError.code for g in names if g not in deletable})
         return DeleteGroupsResponse(throttle_time_ms=0, results=[
             DeleteGroupsResponse.DeletableGroupResult(group_id=g, error_code=c) for g, c in results.items()])
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any, Iterator
 
+from ...protocol.acl import AclOperation
 from ...protocol.api_keys import ApiKey
 from ...protocol.errors import StaleBrokerEpochError  # type: ignore[attr-defined]
 from ...protocol.messages import LeaderAndIsrResponse, StopReplicaResponse, UpdateMetadataResponse
@@ -56,7 +57,9 @@ class InterBrokerApis:
     def __init__(self, services: "BrokerServices") -> None:
         self.services = services
 
-    def _check_broker_epoch(self, request: "Request") -> None:
+    def _check_sender(self, request: "Request") -> None:
+        """Kafka's order: ClusterAction first, then the broker epoch (the controller epoch comes later)."""
+        self.services.auth.authorize_cluster(request, AclOperation.CLUSTER_ACTION)
         epoch = getattr(request.body, "broker_epoch", -1)
         current = self.services.broker_epoch()
         if epoch != -1 and epoch < current:
@@ -65,7 +68,7 @@ class InterBrokerApis:
     # -- LeaderAndIsr -----------------------------------------------------------------------------
 
     async def leader_and_isr(self, request: "Request") -> Any:
-        self._check_broker_epoch(request)
+        self._check_sender(request)
         body, version = request.body, request.api_version
         states = list(leader_and_isr_states(body, version))
         rm = self.services.replica_manager
@@ -98,7 +101,7 @@ class InterBrokerApis:
     # -- StopReplica ------------------------------------------------------------------------------
 
     def stop_replica(self, request: "Request") -> Any:
-        self._check_broker_epoch(request)
+        self._check_sender(request)
         body, version = request.body, request.api_version
         errors = self.services.replica_manager.stop_replicas(body.controller_epoch,
                                                              stop_replica_partitions(body, version))
@@ -113,7 +116,7 @@ class InterBrokerApis:
     # -- UpdateMetadata ---------------------------------------------------------------------------
 
     def update_metadata(self, request: "Request") -> Any:
-        self._check_broker_epoch(request)
+        self._check_sender(request)
         body = request.body
         rm = self.services.replica_manager
         rm.check_controller_epoch(body.controller_epoch, "UpdateMetadata")

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ...protocol.acl import AclOperation
 from ...protocol.api_keys import ApiKey
-from ...protocol.errors import KafkaError  # type: ignore[attr-defined]
+from ...protocol.errors import KafkaError, TopicAuthorizationFailedError  # type: ignore[attr-defined]
 from ...protocol.messages import ListOffsetsResponse
+from .authorization import TOPIC
 
 if TYPE_CHECKING:
     from ..kafka_apis import KafkaApis
@@ -31,24 +33,31 @@ _PartitionResponse = _TopicResponse.ListOffsetsPartitionResponse
 class ListOffsetsApi:
     def __init__(self, services: "BrokerServices") -> None:
         self.replica_manager = services.replica_manager
+        self.auth = services.auth
 
     def handle(self, request: "Request") -> Any:
         body = request.body
         version = request.api_version
+        # Describe on each topic (Kafka 2.8); the others are answered TOPIC_AUTHORIZATION_FAILED.
+        described = self.auth.filter_authorized(request, AclOperation.DESCRIBE, TOPIC, (t.name for t in body.topics))
         topics = []
         for t in body.topics:
-            parts = []
-            for p in t.partitions:
-                try:
-                    partition = self.replica_manager.leader_partition(t.name, p.partition_index,
-                                                                      p.current_leader_epoch)
-                    timestamp, offset, epoch = _lookup(partition, p.timestamp, _last_fetchable(
-                        partition, body.replica_id, getattr(body, "isolation_level", 0)))
-                    parts.append(_answer(version, p.partition_index, 0, timestamp, offset, epoch))
-                except KafkaError as exc:
-                    parts.append(_answer(version, p.partition_index, exc.code, -1, -1, -1))
+            if t.name in described:
+                parts = [self._offset(body, version, t.name, p) for p in t.partitions]
+            else:
+                parts = [_answer(version, p.partition_index, TopicAuthorizationFailedError.code, -1, -1, -1)
+                         for p in t.partitions]
             topics.append(_TopicResponse(name=t.name, partitions=parts))
         return ListOffsetsResponse(throttle_time_ms=0, topics=topics)
+
+    def _offset(self, body: Any, version: int, topic: str, p: Any) -> Any:
+        try:
+            partition = self.replica_manager.leader_partition(topic, p.partition_index, p.current_leader_epoch)
+            timestamp, offset, epoch = _lookup(partition, p.timestamp, _last_fetchable(
+                partition, body.replica_id, getattr(body, "isolation_level", 0)))
+            return _answer(version, p.partition_index, 0, timestamp, offset, epoch)
+        except KafkaError as exc:
+            return _answer(version, p.partition_index, exc.code, -1, -1, -1)
 
     def error_response(self, request: "Request", error_code: int) -> Any:
         return ListOffsetsResponse(throttle_time_ms=0, topics=[

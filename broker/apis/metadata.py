@@ -4,8 +4,12 @@ As Kafka 2.8's handleTopicMetadataRequest: every live broker with an endpoint on
 request came in on (COMPAT G8: the full list, always), the live controller (-1 if none yet), and
 per topic its partitions. A missing topic is created when the request allows it and
 ``auto.create.topics.enable`` is on, and answered LEADER_NOT_AVAILABLE until the controller has
-elected its leaders; otherwise UNKNOWN_TOPIC_OR_PARTITION. From v8, the cluster's (v8-10) and the
-topics' authorized operations when the request asks for them.
+elected its leaders; otherwise UNKNOWN_TOPIC_OR_PARTITION.
+
+With an authorizer (Kafka 2.8's checks): topics the principal may not Describe are left out of an
+all-topics answer and answered TOPIC_AUTHORIZATION_FAILED when named; auto-creation needs Create on
+the cluster or on the topic (TOPIC_AUTHORIZATION_FAILED otherwise). v8+ fill the authorized
+operations fields when asked (every supported operation when there is no authorizer).
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
+from ...protocol.acl import AclOperation
 from ...protocol.api_keys import ApiKey
 from ...protocol.errors import (  # type: ignore[attr-defined]
     InvalidReplicationFactorError,
@@ -21,12 +26,13 @@ from ...protocol.errors import (  # type: ignore[attr-defined]
     LeaderNotAvailableError,
     ReplicaNotAvailableError,
     TopicAlreadyExistsError,
+    TopicAuthorizationFailedError,
     UnknownTopicOrPartitionError,
 )
 from ...protocol.messages import MetadataResponse
 from ...protocol.types import ZERO_UUID
 from ..metadata_cache import INTERNAL_TOPICS
-from ..security.acl_operations import authorized_operations_without_authorizer
+from .authorization import CLUSTER, TOPIC
 
 if TYPE_CHECKING:
     from ..kafka_apis import KafkaApis
@@ -45,25 +51,40 @@ class MetadataApi:
         self.services = services
         self.cache = services.metadata_cache
         self.config = services.config
+        self.auth = services.auth
 
     def handle(self, request: "Request") -> Any:
         body = request.body
         version = request.api_version
-        if body.topics is None or (version == 0 and not body.topics):
+        all_topics = body.topics is None or (version == 0 and not body.topics)
+        if all_topics:
             names = self.cache.all_topics()
         else:
             names = list(dict.fromkeys(t.name for t in body.topics))
+        refused: list[tuple[str, bool]] = []  # (name, is_internal) answered TOPIC_AUTHORIZATION_FAILED
+        if self.auth.enabled:
+            # Topics the principal may not describe are hidden, or refused when named (Kafka 2.8).
+            names, hidden = self.auth.partition_authorized(request, AclOperation.DESCRIBE, TOPIC, names, str,
+                                                           log_denied=not all_topics)
+            if not all_topics:
+                refused += [(name, False) for name in hidden]
         missing = [n for n in names if not self.cache.contains_topic(n)]
         auto_create = body.allow_auto_topic_creation and self.config.get("auto.create.topics.enable")
         if missing and auto_create and body.topics is not None:
-            return self._create_then_answer(request, names, missing)
-        return self._answer(request, names, {n: UnknownTopicOrPartitionError.code for n in missing})
+            if not self.auth.authorize(request, AclOperation.CREATE, CLUSTER, log_denied=False):
+                missing, uncreatable = self.auth.partition_authorized(request, AclOperation.CREATE, TOPIC, missing, str)
+                names = [n for n in names if n not in uncreatable]
+                refused += [(name, name in INTERNAL_TOPICS) for name in uncreatable]
+            if missing:
+                return self._create_then_answer(request, names, missing, refused)
+        return self._answer(request, names, {n: UnknownTopicOrPartitionError.code for n in missing}, refused)
 
-    async def _create_then_answer(self, request: "Request", names: list[str], missing: list[str]) -> Any:
+    async def _create_then_answer(self, request: "Request", names: list[str], missing: list[str],
+                                  refused: list[tuple[str, bool]]) -> Any:
         errors = {}
         for name in missing:
             errors[name] = await self._auto_create(name)
-        return self._answer(request, names, errors)
+        return self._answer(request, names, errors, refused)
 
     async def _auto_create(self, topic: str) -> int:
         if topic in INTERNAL_TOPICS:
@@ -83,7 +104,8 @@ class MetadataApi:
             return exc.code
         return LeaderNotAvailableError.code
 
-    def _answer(self, request: "Request", names: list[str], errors: dict[str, int]) -> Any:
+    def _answer(self, request: "Request", names: list[str], errors: dict[str, int],
+                refused: list[tuple[str, bool]]) -> Any:
         version = request.api_version
         listener = request.listener
         cache = self.cache
@@ -103,10 +125,17 @@ class MetadataApi:
             topics.append(_Topic(error_code=0, name=name, topic_id=cache.topic_ids.get(name, ZERO_UUID),
                                  is_internal=name in INTERNAL_TOPICS,
                                  partitions=self._partitions(name, listener, version)))
+        body = request.body
+        if version >= 8 and body.include_topic_authorized_operations:
+            for topic in topics:
+                topic.topic_authorized_operations = self.auth.authorized_operations(request, TOPIC, topic.name)
+        topics += [_Topic(error_code=TopicAuthorizationFailedError.code, name=name, topic_id=ZERO_UUID,
+                          is_internal=internal, partitions=[]) for name, internal in refused]
         controller = cache.controller_id if cache.controller_id is not None else -1
         response = MetadataResponse(throttle_time_ms=0, brokers=brokers, cluster_id=cache.cluster_id,
                                     controller_id=controller, topics=topics)
-        _authorized_operations(request, response)
+        if 8 <= version <= 10 and body.include_cluster_authorized_operations:
+            response.cluster_authorized_operations = self.auth.cluster_authorized_operations(request)
         return response
 
     def _partitions(self, topic: str, listener: str, version: int) -> list[Any]:
@@ -125,19 +154,6 @@ class MetadataApi:
                                      leader_id=p.leader if leader_alive else -1, leader_epoch=p.leader_epoch,
                                      replica_nodes=replicas, isr_nodes=isr, offline_replicas=p.offline_replicas))
         return result
-
-
-def _authorized_operations(request: "Request", response: Any) -> None:
-    """v8+: the cluster's (v8-10) and each topic's authorized operations when asked, as Kafka 2.8 (without an
-    authorizer: everything the resource type supports); else the fields keep -2147483648."""
-    if request.api_version < 8:
-        return
-    body = request.body
-    if body.include_cluster_authorized_operations and request.api_version <= 10:
-        response.cluster_authorized_operations = authorized_operations_without_authorizer("cluster")
-    if body.include_topic_authorized_operations:
-        for topic in response.topics:
-            topic.topic_authorized_operations = authorized_operations_without_authorizer("topic")
 
 
 def register(apis: "KafkaApis", services: "BrokerServices") -> MetadataApi:

@@ -4,17 +4,26 @@ OffsetCommit v1 carries a commit timestamp per partition and v2-v4 a retention t
 use the broker's clock and offsets.retention.minutes, as Kafka 2.8. The commit's metadata string
 round-trips (COMPAT G11); an unknown committed leader epoch is -1. OffsetFetch with null topics
 (v2+) returns every committed partition of the group.
+
+Authorization, as Kafka 2.8: OffsetCommit needs Read on the group and on each topic, OffsetFetch
+Describe on the group and on each topic (with null topics the others are left out), OffsetDelete
+Delete on the group and Read on each topic (GROUP_AUTHORIZATION_FAILED for the request,
+TOPIC_AUTHORIZATION_FAILED per partition).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ...protocol.acl import AclOperation
 from ...protocol.api_keys import ApiKey
-from ...protocol.errors import KafkaError, UnknownTopicOrPartitionError  # type: ignore[attr-defined]
+from ...protocol.errors import (  # type: ignore[attr-defined]
+    GroupAuthorizationFailedError, KafkaError, TopicAuthorizationFailedError, UnknownTopicOrPartitionError,
+)
 from ...protocol.messages import OffsetCommitResponse, OffsetDeleteResponse, OffsetFetchResponse
 from ..coordinator.group.metadata_manager import wall_ms
 from ..coordinator.group.records import OffsetAndMetadata
+from .authorization import GROUP, TOPIC
 
 if TYPE_CHECKING:
     from ..coordinator.group.coordinator import GroupCoordinator
@@ -41,9 +50,21 @@ class OffsetApis:
     def __init__(self, services: "BrokerServices", coordinator: "GroupCoordinator") -> None:
         self.services = services
         self.coordinator = coordinator
+        self.auth = services.auth
+
+    def _require(self, request: "Request", operation: AclOperation) -> None:
+        if not self.auth.authorize(request, operation, GROUP, request.body.group_id):
+            raise GroupAuthorizationFailedError()
+
+    def _refused_partitions(self, request: "Request", operation: AclOperation, partitions: Any
+                            ) -> dict[tuple[str, int], int]:
+        """TOPIC_AUTHORIZATION_FAILED for the partitions of topics the request may not ``operation``."""
+        allowed = self.auth.filter_authorized(request, operation, TOPIC, (t for t, _ in partitions))
+        return {tp: TopicAuthorizationFailedError.code for tp in partitions if tp[0] not in allowed}
 
     async def offset_commit(self, request: "Request") -> Any:
         body, version = request.body, request.api_version
+        self._require(request, AclOperation.READ)
         now = wall_ms()
         retention = body.retention_time_ms if 2 <= version <= 4 else -1
         offsets: dict[tuple[str, int], OffsetAndMetadata] = {}
@@ -58,11 +79,12 @@ class OffsetApis:
                                                 p.committed_metadata or "", commit_ts, expire)
         generation = body.generation_id_or_member_epoch if version >= 1 else -1
         member_id = body.member_id if version >= 1 else ""
-        unknown = self._unknown_partitions(offsets)
+        refused = self._refused_partitions(request, AclOperation.READ, offsets)
+        refused.update(self._unknown_partitions(tp for tp in offsets if tp not in refused))
         codes = await self.coordinator.commit_offsets(
             body.group_id, member_id or "", body.group_instance_id, generation,
-            {tp: o for tp, o in offsets.items() if tp not in unknown}) if len(unknown) < len(offsets) else {}
-        codes.update(unknown)
+            {tp: o for tp, o in offsets.items() if tp not in refused}) if len(refused) < len(offsets) else {}
+        codes.update(refused)
         return OffsetCommitResponse(throttle_time_ms=0, topics=_grouped(codes, order, _CommitTopic,
                                                                         _CommitPartition))
 
@@ -78,12 +100,19 @@ class OffsetApis:
 
     def offset_fetch(self, request: "Request") -> Any:
         body, version = request.body, request.api_version
+        self._require(request, AclOperation.DESCRIBE)
         requested = None if body.topics is None else \
             [(t.name, p) for t in body.topics for p in t.partition_indexes]
+        refused = self._refused_partitions(request, AclOperation.DESCRIBE, requested or [])
         try:
-            committed = self.coordinator.fetch_offsets(body.group_id, requested)
+            committed = self.coordinator.fetch_offsets(
+                body.group_id, requested if requested is None else [tp for tp in requested if tp not in refused])
         except KafkaError as exc:
             return self._fetch_error(request, exc.code)
+        if requested is None and self.auth.enabled:  # every partition: the ones the principal may see
+            visible = self.auth.filter_authorized(request, AclOperation.DESCRIBE, TOPIC, (t for t, _ in committed),
+                                                  log_denied=False)
+            committed = {tp: o for tp, o in committed.items() if tp[0] in visible}
         unstable = self.coordinator.unstable_partitions(body.group_id, list(committed)) \
             if version >= 7 and body.require_stable else set()
         topics: dict[str, list] = {}
@@ -94,6 +123,10 @@ class OffsetApis:
                 partition_index=partition, committed_offset=o.offset if o else -1,
                 committed_leader_epoch=o.leader_epoch if o else -1, metadata=o.metadata if o else "",
                 error_code=88 if (topic, partition) in unstable else 0))
+        for topic, partition in refused:  # OffsetFetchResponse.UNAUTHORIZED_PARTITION
+            topics.setdefault(topic, []).append(_FetchPartition(
+                partition_index=partition, committed_offset=-1, committed_leader_epoch=-1, metadata="",
+                error_code=TopicAuthorizationFailedError.code))
         return OffsetFetchResponse(throttle_time_ms=0, error_code=0,
                                    topics=[_FetchTopic(name=n, partitions=p) for n, p in topics.items()])
 
@@ -109,10 +142,12 @@ class OffsetApis:
 
     async def offset_delete(self, request: "Request") -> Any:
         body = request.body
+        self._require(request, AclOperation.DELETE)
         order = [(t.name, p.partition_index) for t in body.topics for p in t.partitions]
-        unknown = self._unknown_partitions(order)
-        code, codes = await self.coordinator.delete_offsets(body.group_id, [tp for tp in order if tp not in unknown])
-        codes.update(unknown)
+        refused = self._refused_partitions(request, AclOperation.READ, order)
+        refused.update(self._unknown_partitions(tp for tp in order if tp not in refused))
+        code, codes = await self.coordinator.delete_offsets(body.group_id, [tp for tp in order if tp not in refused])
+        codes.update(refused)
         if code:
             return OffsetDeleteResponse(error_code=code, throttle_time_ms=0, topics=[])
         return OffsetDeleteResponse(error_code=0, throttle_time_ms=0,

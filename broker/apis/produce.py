@@ -14,13 +14,18 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ...protocol.api_keys import ApiKey
+from ...protocol.acl import AclOperation
 from ...protocol.errors import (  # type: ignore[attr-defined]
-    InvalidRecordError, InvalidTopicError, KafkaError, UnsupportedCompressionTypeError,
+    InvalidRecordError, InvalidTopicError, KafkaError, TopicAuthorizationFailedError,
+    TransactionalIdAuthorizationFailedError, UnsupportedCompressionTypeError,
 )
 from ...protocol.messages import ProduceResponse
 from ...protocol.records import Compression, read_produce_batch
 from ...protocol.records.legacy_conversion import convert_produced_message_set, is_legacy_message_set
+from ...protocol.records.batch import ATTRIBUTES_OFFSET, MAGIC_OFFSET, TRANSACTIONAL_MASK
 from ..metadata_cache import INTERNAL_TOPICS
+from ..network.request_channel import Response
+from .authorization import TOPIC, TRANSACTIONAL_ID
 
 if TYPE_CHECKING:
     from ..kafka_apis import KafkaApis
@@ -36,19 +41,24 @@ MAX_LEGACY_PRODUCE_VERSION = 2  # Kafka's ProduceRequest.validateRecords require
 class ProduceApi:
     def __init__(self, services: "BrokerServices") -> None:
         self.replica_manager = services.replica_manager
+        self.auth = services.auth
 
     def handle(self, request: "Request") -> Any:
         body = request.body
         version = request.api_version
+        denied = self._unauthorized_topics(request) if self.auth.authorizer is not None else ()
         entries: dict[tuple[str, int], Any] = {}
         for topic in body.topic_data:
             internal = topic.name in INTERNAL_TOPICS
+            refused = topic.name in denied
             for part in topic.partition_data:
-                entries[(topic.name, part.index)] = _validated(part.records, version, internal,
-                                                               self._max_message_bytes(topic.name, part.index))
+                entries[(topic.name, part.index)] = TopicAuthorizationFailedError("") if refused else \
+                    _validated(part.records, version, internal, self._max_message_bytes(topic.name, part.index))
         result = self.replica_manager.append_records(body.acks, body.timeout_ms, entries)
         if body.acks == 0:
-            return None  # never answered (COMPAT G7); an error here closes nothing either
+            # Never answered (COMPAT G7); other errors close nothing either. An unauthorized topic
+            # closes the connection after the rest was appended, as Kafka answers an acks=0 error.
+            return Response.close(request, "acks=0 produce to unauthorized topics") if denied else None
         if isinstance(result, dict):
             return _response(body, result)
         return _respond_when_done(body, result)
@@ -56,6 +66,17 @@ class ProduceApi:
     def _max_message_bytes(self, topic: str, partition: int) -> int | None:
         hosted = self.replica_manager.online_partition(topic, partition)
         return hosted.log.config.max_message_bytes if hosted is not None else None
+
+    def _unauthorized_topics(self, request: "Request") -> set[str]:
+        """Kafka's checks: transactional batches need Write on the request's transactional id (else
+        the whole request fails), each topic Write on it."""
+        body = request.body
+        if any(_is_transactional(part.records) for topic in body.topic_data for part in topic.partition_data):
+            if body.transactional_id is None or not self.auth.authorize(
+                    request, AclOperation.WRITE, TRANSACTIONAL_ID, body.transactional_id):
+                raise TransactionalIdAuthorizationFailedError()
+        names = [topic.name for topic in body.topic_data]
+        return set(names) - self.auth.filter_authorized(request, AclOperation.WRITE, TOPIC, names)
 
     def error_response(self, request: "Request", error_code: int) -> Any:
         return ProduceResponse(responses=[
@@ -80,6 +101,13 @@ def _validated(records: Any, version: int, internal: bool, max_message_bytes: in
     except KafkaError as exc:
         return exc
     return bytearray(records)
+
+
+def _is_transactional(records: Any) -> bool:
+    """RequestUtils.hasTransactionalRecords for one partition's batch, from its attributes alone (a
+    malformed batch is refused later)."""
+    return records is not None and len(records) > ATTRIBUTES_OFFSET + 1 and records[MAGIC_OFFSET] == 2 and \
+        bool(records[ATTRIBUTES_OFFSET + 1] & TRANSACTIONAL_MASK)
 
 
 async def _respond_when_done(body: Any, pending: Any) -> Any:

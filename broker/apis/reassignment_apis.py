@@ -4,13 +4,15 @@ As Kafka 2.8's KafkaApis handlers: a null replica list cancels a partition's rea
 controller answers per partition once the reassignment has started (it does not wait for it to
 finish). A broker that is not the controller answers NOT_CONTROLLER at the top level, with no
 partitions, and the Admin client asks the controller again. Listing without topics lists every
-reassignment in progress.
+reassignment in progress. Reassigning needs Alter on the cluster, listing Describe
+(CLUSTER_AUTHORIZATION_FAILED at the top level), checked first as Kafka.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ...protocol.acl import AclOperation
 from ...protocol.api_keys import ApiKey
 from ...protocol.errors import KafkaError, NotControllerError  # type: ignore[attr-defined]
 from ...protocol.messages import AlterPartitionReassignmentsResponse, ListPartitionReassignmentsResponse
@@ -37,6 +39,7 @@ class ReassignmentApis:
         return controller
 
     async def alter(self, request: "Request") -> Any:
+        self.services.auth.authorize_cluster(request, AclOperation.ALTER)
         targets = {(t.name, p.partition_index): None if p.replicas is None else list(p.replicas)
                    for t in request.body.topics for p in t.partitions}
         try:
@@ -57,6 +60,7 @@ class ReassignmentApis:
                                                    responses=[])
 
     async def list(self, request: "Request") -> Any:
+        self.services.auth.authorize_cluster(request, AclOperation.DESCRIBE)
         topics = request.body.topics
         asked = None if topics is None else [(t.name, p) for t in topics for p in t.partition_indexes]
         try:

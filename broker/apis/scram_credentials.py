@@ -9,8 +9,8 @@ stored and server keys, writes the user's whole config back and announces it und
 so every broker's credential cache follows. Per user, Kafka's checks and codes: an empty name
 (UNACCEPTABLE_CREDENTIAL "Username must not be empty"), an unknown mechanism (UNSUPPORTED_SASL_MECHANISM),
 iterations outside [4096, 16384] (UNACCEPTABLE_CREDENTIAL), a user/mechanism pair twice (DUPLICATE_RESOURCE),
-deleting a credential that does not exist (RESOURCE_NOT_FOUND). Authorization (Describe/Alter on the
-cluster) is the authorizer's (issue 16b).
+deleting a credential that does not exist (RESOURCE_NOT_FOUND). Describing needs Describe on the cluster,
+altering Alter (after the controller check), else CLUSTER_AUTHORIZATION_FAILED, as Kafka 2.8.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...clients.security.scram import MAX_ITERATIONS, MECHANISMS, MECHANISMS_BY_TYPE, ScramCredential
 from ...controller.zk_data import desanitize_entity_name, sanitize_entity_name
+from ...protocol.acl import AclOperation
 from ...protocol.api_keys import ApiKey
 from ...protocol.errors import (  # type: ignore[attr-defined]
     DuplicateResourceError, NotControllerError, ResourceNotFoundError, UnacceptableCredentialError,
@@ -49,6 +50,7 @@ class ScramCredentialsApi:
 
     # -- describe ----------------------------------------------------------------------------------
     async def describe(self, request: "Request") -> Any:
+        self.services.auth.authorize_cluster(request, AclOperation.DESCRIBE)
         users = [u.name for u in request.body.users] if request.body.users else None
         results = await self.services.in_executor(self._describe, users)
         return DescribeUserScramCredentialsResponse(throttle_time_ms=0, error_code=0, error_message=None,
@@ -87,6 +89,7 @@ class ScramCredentialsApi:
         controller = self.services.controller
         if controller is None or not controller.is_active:
             raise NotControllerError("this broker is not the controller")
+        self.services.auth.authorize_cluster(request, AclOperation.ALTER)
         body = request.body
         results = await self.services.in_executor(self._alter, list(body.upsertions), list(body.deletions))
         return AlterUserScramCredentialsResponse(throttle_time_ms=0, results=results)

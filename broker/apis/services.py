@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from ..config import KafkaConfig
 from ..metadata_cache import MetadataCache
 from ..replica_manager import ReplicaManager
+from .authorization import AuthHelper
 
 
 @dataclass
@@ -25,6 +26,7 @@ class BrokerServices:
     transaction_coordinator: Any = None      # coordinator.transaction.coordinator.TransactionCoordinator
     dynamic_config: Any = None               # broker.dynamic_config.DynamicConfigManager
     client_quotas: Any = None                # broker.quota.client_quotas.ClientQuotas
+    auth: AuthHelper = field(default_factory=AuthHelper)  # the authorizer's checks (all pass without one)
 
     async def in_executor(self, fn: Callable[..., Any], *args: Any) -> Any:
         """Run a blocking call (ZooKeeper, a big file operation) off the event loop."""

@@ -5,18 +5,30 @@ Versions before PRODUCER_FENCED existed get INVALID_PRODUCER_EPOCH instead (AddP
 AddOffsetsToTxn and EndTxn below v2). AddPartitionsToTxn with a partition the metadata cache does not
 know fails as a whole: UNKNOWN_TOPIC_OR_PARTITION for it, OPERATION_NOT_ATTEMPTED for the others.
 TxnOffsetCommit below v2 answers COORDINATOR_NOT_AVAILABLE for COORDINATOR_LOAD_IN_PROGRESS (KAFKA-7296).
+
+Authorization, as Kafka 2.8: all four need Write on the transactional id
+(TRANSACTIONAL_ID_AUTHORIZATION_FAILED for the whole request); AddPartitionsToTxn also Write on each
+topic (TOPIC_AUTHORIZATION_FAILED; never granted for internal topics, and then the request fails as a
+whole like an unknown partition), AddOffsetsToTxn and TxnOffsetCommit Read on the group
+(GROUP_AUTHORIZATION_FAILED), TxnOffsetCommit Read on each topic (per partition).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ...protocol.acl import AclOperation
 from ...protocol.api_keys import ApiKey
+from ...protocol.errors import (  # type: ignore[attr-defined]
+    GroupAuthorizationFailedError, TopicAuthorizationFailedError, TransactionalIdAuthorizationFailedError,
+)
 from ...protocol.messages import (AddOffsetsToTxnResponse, AddPartitionsToTxnResponse, EndTxnResponse,
                                   TxnOffsetCommitResponse)
 from ..coordinator.group.metadata_manager import GROUP_METADATA_TOPIC, wall_ms
 from ..coordinator.group.records import OffsetAndMetadata
 from ..coordinator.transaction.transaction_metadata import INVALID_PRODUCER_EPOCH, PRODUCER_FENCED
+from ..metadata_cache import INTERNAL_TOPICS
+from .authorization import GROUP, TOPIC, TRANSACTIONAL_ID
 
 if TYPE_CHECKING:
     from ..kafka_apis import KafkaApis
@@ -53,16 +65,29 @@ class TxnApis:
     def coordinator(self) -> Any:
         return self.services.transaction_coordinator
 
+    def _authorize(self, request: "Request", group_id: str | None = None) -> None:
+        """Write on the transactional id, then (AddOffsetsToTxn, TxnOffsetCommit) Read on the group."""
+        auth = self.services.auth
+        if not auth.authorize(request, AclOperation.WRITE, TRANSACTIONAL_ID, request.body.transactional_id):
+            raise TransactionalIdAuthorizationFailedError()
+        if group_id is not None and not auth.authorize(request, AclOperation.READ, GROUP, group_id):
+            raise GroupAuthorizationFailedError()
+
     # -- AddPartitionsToTxn -----------------------------------------------------------------------
 
     async def add_partitions_to_txn(self, request: "Request") -> Any:
         body = request.body
+        self._authorize(request)
         order = list(dict.fromkeys((t.name, p) for t in body.topics for p in t.partitions))
         cache = self.services.metadata_cache
-        unknown = {tp for tp in order if cache.partition(*tp) is None}
-        if unknown:
-            return _add_partitions_response(
-                {tp: UNKNOWN_TOPIC_OR_PARTITION if tp in unknown else OPERATION_NOT_ATTEMPTED for tp in order}, order)
+        writable = self.services.auth.filter_authorized(
+            request, AclOperation.WRITE, TOPIC, (t for t, _ in order if t not in INTERNAL_TOPICS)) \
+            if self.services.auth.enabled else {t for t, _ in order}
+        failed = {tp: TopicAuthorizationFailedError.code for tp in order if tp[0] not in writable}
+        failed.update({tp: UNKNOWN_TOPIC_OR_PARTITION for tp in order
+                       if tp not in failed and cache.partition(*tp) is None})
+        if failed:
+            return _add_partitions_response({tp: failed.get(tp, OPERATION_NOT_ATTEMPTED) for tp in order}, order)
         code = await self.coordinator.add_partitions(body.transactional_id, body.producer_id, body.producer_epoch,
                                                      set(order))
         code = fenced_for_version(code, request.api_version, 2)
@@ -76,6 +101,7 @@ class TxnApis:
 
     async def add_offsets_to_txn(self, request: "Request") -> Any:
         body = request.body
+        self._authorize(request, body.group_id)
         partition = self.services.group_coordinator.manager.partition_for(body.group_id)
         code = await self.coordinator.add_partitions(body.transactional_id, body.producer_id, body.producer_epoch,
                                                      {(GROUP_METADATA_TOPIC, partition)})
@@ -88,6 +114,7 @@ class TxnApis:
 
     async def end_txn(self, request: "Request") -> Any:
         body = request.body
+        self._authorize(request)
         code = await self.coordinator.end_transaction(body.transactional_id, body.producer_id, body.producer_epoch,
                                                       bool(body.committed))
         return EndTxnResponse(throttle_time_ms=0, error_code=fenced_for_version(code, request.api_version, 2))
@@ -99,6 +126,7 @@ class TxnApis:
 
     async def txn_offset_commit(self, request: "Request") -> Any:
         body, version = request.body, request.api_version
+        self._authorize(request, body.group_id)
         now = wall_ms()
         order: list[tuple[str, int]] = []
         offsets: dict[tuple[str, int], OffsetAndMetadata] = {}
@@ -109,7 +137,9 @@ class TxnApis:
                 offsets[tp] = OffsetAndMetadata(p.committed_offset, p.committed_leader_epoch,
                                                 p.committed_metadata or "", now, None)
         cache = self.services.metadata_cache
-        codes = {tp: UNKNOWN_TOPIC_OR_PARTITION for tp in offsets if cache.partition(*tp) is None}
+        readable = self.services.auth.filter_authorized(request, AclOperation.READ, TOPIC, (t for t, _ in offsets))
+        codes = {tp: TopicAuthorizationFailedError.code for tp in offsets if tp[0] not in readable}
+        codes.update({tp: UNKNOWN_TOPIC_OR_PARTITION for tp in offsets if tp not in codes and cache.partition(*tp) is None})
         known = {tp: o for tp, o in offsets.items() if tp not in codes}
         if known:
             codes.update(await self.services.group_coordinator.commit_transactional_offsets(

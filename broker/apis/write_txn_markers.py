@@ -8,7 +8,8 @@ broker holds no replica, NOT_LEADER_OR_FOLLOWER when it follows, INVALID_PRODUCE
 TRANSACTION_COORDINATOR_FENCED from the producer-state checks, NOT_ENOUGH_REPLICAS(_AFTER_APPEND),
 REQUEST_TIMED_OUT. Once a marker is written to ``__consumer_offsets`` partitions, the group
 coordinator makes that producer's pending transactional offset commits visible (COMMIT) or drops
-them (ABORT). Kafka requires CLUSTER_ACTION; without ACLs any caller is accepted.
+them (ABORT). The sender needs ClusterAction on the cluster (CLUSTER_AUTHORIZATION_FAILED for every
+partition otherwise), as Kafka.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import inspect
 import logging
 from typing import TYPE_CHECKING, Any
 
+from ...protocol.acl import AclOperation
 from ...protocol.api_keys import ApiKey
 from ...protocol.errors import (  # type: ignore[attr-defined]
     CorruptMessageError, KafkaError, UnknownTopicOrPartitionError,
@@ -46,6 +48,7 @@ class WriteTxnMarkersApi:
         self.timeout_ms = services.config.get("request.timeout.ms")
 
     async def handle(self, request: "Request") -> Any:
+        self.services.auth.authorize_cluster(request, AclOperation.CLUSTER_ACTION)
         # Markers are independent appends (Kafka runs one appendRecords per marker); wait for all.
         results = await asyncio.gather(*(self._write_marker(m) for m in request.body.markers))
         return WriteTxnMarkersResponse(markers=list(results))

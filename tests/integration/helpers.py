@@ -84,6 +84,46 @@ async def raw_produce(client: SimpleClient, topic: str, records: bytes, version:
     return answer
 
 
+async def send_from(host: str, port: int, body, version: int):
+    """One request to the broker at 127.0.0.1:``port`` from the local address ``host`` (127.0.0.2 is
+    another client address on loopback), over a raw connection; returns the response body."""
+    from odradek.protocol.header import decode_response, encode_request
+    reader, writer = await asyncio.open_connection("127.0.0.1", port, local_addr=(host, 0))
+    try:
+        writer.write(encode_request(body, version, 7, "forger"))
+        size = int.from_bytes(await reader.readexactly(4), "big")
+        return decode_response(await reader.readexactly(size), body.MESSAGE.api_key, version)[1]
+    finally:
+        writer.close()
+
+
+def first_consumed(config: dict, topic: str, group: str, timeout: float = 60.0):
+    """(error, value) of the first message or error a confluent-kafka consumer (``config``: librdkafka
+    properties) gets from ``topic`` in ``group``; an authorization refusal arrives as such an error."""
+    from confluent_kafka import Consumer
+    consumer = Consumer({**config, "group.id": group, "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    consumer.subscribe([topic])
+    try:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            message = consumer.poll(1.0)
+            if message is not None:
+                return message.error(), message.value()
+        raise AssertionError(f"nothing consumed from {topic} within {timeout} s")
+    finally:
+        consumer.close()
+
+
+def delivery_errors(config: dict, topic: str) -> list:
+    """The delivery error (None: delivered) of one record a confluent-kafka producer with ``config`` sends."""
+    from confluent_kafka import Producer
+    errors: list = []
+    producer = Producer({"message.timeout.ms": 10000, **config})
+    producer.produce(topic, value=b"x", on_delivery=lambda err, msg: errors.append(err))
+    producer.flush(30)
+    return errors
+
+
 def console_tool(name: str, *args: str, stdin: str | None = None, check: bool = True,
                  timeout: float = 120) -> subprocess.CompletedProcess:
     """Run odradek-<name> as a user would (the module when the script is not on PATH). The script beside this

@@ -2,7 +2,9 @@
 the replica fetchers and the transaction markers all go broker to broker over TLS with SCRAM-SHA-512 as the
 ``admin`` user. An idempotent confluent-kafka producer writes through SASL_SSL while the leader of its
 partitions is SIGKILLed and restarted; nothing acknowledged is lost, the restarted broker catches up over the
-secured inter-broker path, and a transaction commits across the cluster."""
+secured inter-broker path, and a transaction commits across the cluster. The ACL authorizer is on
+(allow.everyone.if.no.acl.found=false, super.users=User:admin): the brokers' ClusterAction requests and
+follower fetches pass because they authenticate as ``admin``."""
 
 from __future__ import annotations
 
@@ -20,12 +22,14 @@ from tests.integration.log_inspection import stored_records
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 WAIT_S = 120.0  # upper bound for the cluster to converge; never a speed assertion
 TOPIC, PARTITIONS = "secured", 3
+AUTHORIZER = {"authorizer.class.name": "kafka.security.authorizer.AclAuthorizer", "super.users": "User:admin",
+              "allow.everyone.if.no.acl.found": "false"}
 
 
 @pytest.fixture(scope="module")
 def cluster(zookeeper, tmp_path_factory):
     cluster = LocalCluster(tmp_path_factory.mktemp("sasl-ssl-cluster"), 3, zookeeper=zookeeper, base_port=0,
-                           chroot=f"/odradek-{uuid.uuid4().hex}", broker_overrides=TEST_BROKER_OVERRIDES,
+                           chroot=f"/odradek-{uuid.uuid4().hex}", broker_overrides={**TEST_BROKER_OVERRIDES, **AUTHORIZER},
                            security="sasl_ssl")
     cluster.start()
     try:
@@ -48,6 +52,7 @@ def isr_of(admin: Admin, partition: int) -> list[int]:
 def test_leader_killed_under_load_loses_nothing_and_comes_back(cluster):
     security = cluster.security.client_kwargs()
     with Admin(cluster.bootstrap_servers, **security) as admin:
+        assert admin.describe_acls() == []  # the authorizer is on (SECURITY_DISABLED otherwise), no ACL anywhere
         admin.create_topics([NewTopic(TOPIC, PARTITIONS, 3, topic_configs={"min.insync.replicas": "2"})])
         wait_until(lambda: all(isr_of(admin, p) == [0, 1, 2] for p in range(PARTITIONS)), WAIT_S,
                    "every replica in sync over SASL_SSL")

@@ -8,6 +8,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from odradek.broker.apis.authorization import AuthHelper
 from odradek.broker.apis.delete_records import DeleteRecordsApi
 from odradek.broker.delayed_ops import FetchSpec
 from odradek.broker.log import LogManager
@@ -41,7 +42,7 @@ def api_for(rm) -> DeleteRecordsApi:
     async def in_executor(fn, *args):
         return fn(*args)
     return DeleteRecordsApi(SimpleNamespace(replica_manager=rm, metadata_cache=rm.metadata_cache,
-                                            in_executor=in_executor))
+                                            in_executor=in_executor, auth=AuthHelper()))
 
 
 def request(offset: int, timeout_ms: int = 5000):

@@ -10,6 +10,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from odradek.broker.apis.authorization import AuthHelper
 from odradek.broker.apis.list_offsets import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, ListOffsetsApi
 from odradek.protocol.api_keys import KAFKA_2_8_VERSIONS, ApiKey
 from odradek.protocol.messages import ListOffsetsRequest, ListOffsetsResponse
@@ -28,7 +29,7 @@ def fake_partition() -> SimpleNamespace:
 def answer(version: int, timestamp: int) -> ListOffsetsResponse.ListOffsetsTopicResponse:
     partition = fake_partition()
     replica_manager = SimpleNamespace(leader_partition=lambda topic, index, epoch: partition)
-    api = ListOffsetsApi(SimpleNamespace(replica_manager=replica_manager))
+    api = ListOffsetsApi(SimpleNamespace(replica_manager=replica_manager, auth=AuthHelper()))
     Topic = ListOffsetsRequest.ListOffsetsTopic
     body = ListOffsetsRequest(replica_id=-1, topics=[
         Topic(name="t", partitions=[Topic.ListOffsetsPartition(partition_index=0, timestamp=timestamp)])])

@@ -10,6 +10,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from odradek.broker.apis.authorization import AuthHelper
 from odradek.broker.apis.write_txn_markers import WriteTxnMarkersApi
 from odradek.broker.delayed_ops import FetchSpec
 from odradek.broker.log import LogManager
@@ -55,7 +56,7 @@ def rm(tmp_path):
 
 def markers_api(rm, coordinator=None):
     services = SimpleNamespace(replica_manager=rm, config={"request.timeout.ms": 5000},
-                               group_coordinator=coordinator)
+                               group_coordinator=coordinator, auth=AuthHelper())
     return WriteTxnMarkersApi(services)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 from types import SimpleNamespace
 
+from odradek.broker.apis.authorization import AuthHelper
 from odradek.broker.apis.offset_apis import OffsetApis
 from odradek.broker.coordinator.group.coordinator import GroupCoordinator
 from odradek.protocol.messages import OffsetCommitRequest, OffsetFetchRequest
@@ -32,7 +33,7 @@ def test_commit_then_fetch_round_trips_metadata_and_rejects_unknown_partitions()
     async def main():
         coordinator = GroupCoordinator(1, DictConfig(CONFIG), FakeReplicaManager())
         coordinator.manager.owned.add(0)
-        api = OffsetApis(SimpleNamespace(metadata_cache=KnownPartitions({("t", 0)})), coordinator)
+        api = OffsetApis(SimpleNamespace(metadata_cache=KnownPartitions({("t", 0)}), auth=AuthHelper()), coordinator)
         commit = OffsetCommitRequest(group_id="g", generation_id_or_member_epoch=-1, member_id="", topics=[
             _Topic(name="t", partitions=[
                 _Partition(partition_index=0, committed_offset=7, committed_leader_epoch=3, committed_metadata="md"),

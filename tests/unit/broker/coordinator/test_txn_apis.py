@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
+from odradek.broker.apis.authorization import AuthHelper
 from odradek.broker.apis.producers import ProducerApis
 from odradek.broker.apis.txn_apis import TxnApis
 from odradek.protocol.messages import (AddOffsetsToTxnRequest, AddPartitionsToTxnRequest, EndTxnRequest,
@@ -32,7 +33,7 @@ async def apis(make):
     coordinator, rm = await make()
     groups = SimpleNamespace(manager=SimpleNamespace(partition_for=lambda group_id: 7))
     services = SimpleNamespace(transaction_coordinator=coordinator, group_coordinator=groups,
-                               metadata_cache=KnownPartitions({("t", 0), ("t", 1)}))
+                               metadata_cache=KnownPartitions({("t", 0), ("t", 1)}), auth=AuthHelper())
     return TxnApis(services), ProducerApis(services), coordinator
 
 
