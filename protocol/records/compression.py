@@ -15,6 +15,7 @@ from enum import IntEnum
 from typing import Callable
 
 import cramjam
+import lz4.frame
 
 from .errors import CorruptRecordBatchError, UnsupportedCodecError
 
@@ -81,7 +82,10 @@ def _xerial_decompress(view: memoryview) -> bytes:
 
 
 def _lz4_compress(data: Buffer, level: int | None) -> bytes:
-    return bytes(cramjam.lz4.compress(data) if level is None else cramjam.lz4.compress(data, level=level))
+    # The frame Java's KafkaLZ4BlockInputStream accepts: independent 64 KiB blocks (it refuses a dependent
+    # block stream, which is what cramjam writes), no content size (Java's own writer sets neither).
+    return lz4.frame.compress(data, compression_level=level or 0, block_size=lz4.frame.BLOCKSIZE_MAX64KB,
+                              block_linked=False, content_checksum=False, store_size=False)
 
 
 def _lz4_decompress(data: Buffer) -> bytes:

@@ -43,6 +43,16 @@ def test_snappy_writes_xerial_framing_with_32k_blocks():
     assert b"".join(blocks) == DATA
 
 
+def test_lz4_writes_the_frame_java_reads():
+    """Kafka's Java reader (KafkaLZ4BlockInputStream) refuses a frame without the block-independence flag."""
+    packed = compress(Compression.LZ4, DATA)
+    assert packed[:4] == bytes.fromhex("04224d18")
+    flg, bd = packed[4], packed[5]
+    assert flg >> 6 == 1 and flg & 0b0010_0000, f"FLG {flg:08b}: version 1 with independent blocks"
+    assert flg & 0b0000_1000 == 0 and bd == 0x40  # no content size; 64 KiB blocks
+    assert bytes(cramjam.lz4.decompress(packed)) == DATA  # librdkafka-style readers still read it
+
+
 def test_snappy_reads_raw_blocks_like_librdkafka_writes():
     assert decompress(Compression.SNAPPY, bytes(cramjam.snappy.compress_raw(DATA))) == DATA
 
