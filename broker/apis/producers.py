@@ -22,6 +22,7 @@ from ...protocol.errors import (  # type: ignore[attr-defined]
     ClusterAuthorizationFailedError, InvalidRequestError, TransactionalIdAuthorizationFailedError,
 )
 from ...protocol.messages import InitProducerIdResponse
+from ..coordinator.transaction.trace import trace
 from .authorization import CLUSTER, TOPIC, TRANSACTIONAL_ID
 from .txn_apis import fenced_for_version
 
@@ -48,8 +49,10 @@ class ProducerApis:
             return InitProducerIdResponse(throttle_time_ms=0, error_code=0, producer_id=producer_id,
                                           producer_epoch=0)
         expected = None if producer_id == NO_PRODUCER_ID else (producer_id, epoch)
+        trace(producer_id, "init-producer-id-received")
         result = await self.services.transaction_coordinator.init_producer_id(
             body.transactional_id, body.transaction_timeout_ms, expected)
+        trace(result.producer_id, "init-producer-id-answered", error=result.error_code)
         code = fenced_for_version(result.error_code, request.api_version, 4)
         if code:
             return self.init_producer_id_error(request, code)

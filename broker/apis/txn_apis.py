@@ -26,6 +26,7 @@ from ...protocol.messages import (AddOffsetsToTxnResponse, AddPartitionsToTxnRes
                                   TxnOffsetCommitResponse)
 from ..coordinator.group.metadata_manager import GROUP_METADATA_TOPIC, wall_ms
 from ..coordinator.group.records import OffsetAndMetadata
+from ..coordinator.transaction.trace import trace
 from ..coordinator.transaction.transaction_metadata import INVALID_PRODUCER_EPOCH, PRODUCER_FENCED
 from ..metadata_cache import INTERNAL_TOPICS
 from .authorization import GROUP, TOPIC, TRANSACTIONAL_ID
@@ -88,8 +89,10 @@ class TxnApis:
                        if tp not in failed and cache.partition(*tp) is None})
         if failed:
             return _add_partitions_response({tp: failed.get(tp, OPERATION_NOT_ATTEMPTED) for tp in order}, order)
+        trace(body.producer_id, "add-partitions-received", partitions=len(order))
         code = await self.coordinator.add_partitions(body.transactional_id, body.producer_id, body.producer_epoch,
                                                      set(order))
+        trace(body.producer_id, "add-partitions-answered", error=code)
         code = fenced_for_version(code, request.api_version, 2)
         return _add_partitions_response({tp: code for tp in order}, order)
 
@@ -103,8 +106,10 @@ class TxnApis:
         body = request.body
         self._authorize(request, body.group_id)
         partition = self.services.group_coordinator.manager.partition_for(body.group_id)
+        trace(body.producer_id, "add-offsets-received")
         code = await self.coordinator.add_partitions(body.transactional_id, body.producer_id, body.producer_epoch,
                                                      {(GROUP_METADATA_TOPIC, partition)})
+        trace(body.producer_id, "add-offsets-answered", error=code)
         return AddOffsetsToTxnResponse(throttle_time_ms=0, error_code=fenced_for_version(code, request.api_version, 2))
 
     def add_offsets_to_txn_error(self, request: "Request", error_code: int) -> Any:
@@ -115,8 +120,10 @@ class TxnApis:
     async def end_txn(self, request: "Request") -> Any:
         body = request.body
         self._authorize(request)
+        trace(body.producer_id, "end-txn-received", commit=bool(body.committed))
         code = await self.coordinator.end_transaction(body.transactional_id, body.producer_id, body.producer_epoch,
                                                       bool(body.committed))
+        trace(body.producer_id, "end-txn-answered", error=code)
         return EndTxnResponse(throttle_time_ms=0, error_code=fenced_for_version(code, request.api_version, 2))
 
     def end_txn_error(self, request: "Request", error_code: int) -> Any:

@@ -26,6 +26,7 @@ from ...protocol.errors import (  # type: ignore[attr-defined]
 )
 from ...protocol.messages import WriteTxnMarkersResponse
 from ...protocol.records import ControlRecordType, build_control_batch
+from ..coordinator.transaction.trace import trace
 
 if TYPE_CHECKING:
     from ..kafka_apis import KafkaApis
@@ -59,9 +60,11 @@ class WriteTxnMarkersApi:
         for topic in marker.topics:
             for index in topic.partition_indexes:
                 entries[(topic.name, index)] = self._marker_batch(topic.name, index, marker, result)
+        trace(marker.producer_id, "marker-append", partitions=len(entries))
         outcome = self.replica_manager.append_records(-1, self.timeout_ms, entries)
         if not isinstance(outcome, dict):
             outcome = await outcome
+        trace(marker.producer_id, "marker-replicated")
         codes = {key: r.error_code for key, r in outcome.items()}
         await self._complete_offsets(marker.producer_id, result == ControlRecordType.COMMIT,
                                      [p for (t, p), code in codes.items() if t == GROUP_METADATA_TOPIC and not code])

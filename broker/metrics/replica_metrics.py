@@ -60,6 +60,9 @@ class ReplicaManagerCollector:
         groups = getattr(self.server, "group_coordinator", None)
         if groups is not None:
             purgatories += [groups.heartbeat_purgatory, groups.join_purgatory]
+        txn = getattr(self.server, "transaction_coordinator", None)
+        if txn is not None:  # requests held until their transaction completes (not in Kafka)
+            purgatories.append(txn.completions.purgatory)
         size = GaugeMetricFamily("kafka_server_delayedoperationpurgatory_purgatorysize",
                                  "Watched operations per purgatory (completed ones until purged)",
                                  labels=["delayedOperation"])

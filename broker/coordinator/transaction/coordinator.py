@@ -9,12 +9,15 @@ PRODUCER_FENCED to INVALID_PRODUCER_EPOCH for request versions that predate it.
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable
 
 from ..group.metadata_manager import wall_ms
+from .completion_waiters import MAX_HOLD_MS, TxnCompletionWaiters
 from .marker_sender import TransactionMarkerSender
 from .state_manager import TRANSACTION_STATE_TOPIC, TransactionStateManager
+from .trace import trace
 from .transaction_metadata import (
     COMPLETE_ABORT,
     COMPLETE_COMMIT,
@@ -54,8 +57,13 @@ class TransactionCoordinator:
         self.state = TransactionStateManager(broker_id, config, replica_manager)
         self.markers = TransactionMarkerSender(broker_id, config, metadata_cache, self.state, listener_name)
         self.generate_producer_id = generate_producer_id
+        self.completions = TxnCompletionWaiters()
+        # transactional id -> (producer id, epoch, partitions) of each held AddPartitionsToTxn/AddOffsetsToTxn
+        self._held_adds: dict[str, list[tuple[int, int, set[tuple[str, int]]]]] = {}
+        self.markers.next_transaction = self._next_transaction
         self.state.on_partition_loaded = self._resume_markers
-        self.state.on_partition_unloaded = self.markers.remove_for_partition
+        self.state.on_partition_unloaded = self._on_partition_unloaded
+        self.state.on_transition = self.completions.wake
 
     def on_leadership_change(self, led: list[tuple[str, int]], not_led: list[tuple[str, int]]) -> None:
         self.state.on_leadership_change(led, not_led)
@@ -67,7 +75,56 @@ class TransactionCoordinator:
         return self.state.topic_configs()
 
     async def shutdown(self) -> None:
+        self.completions.shutdown()
         await self.markers.shutdown()
+
+    def _on_partition_unloaded(self, partition: int) -> None:
+        self.markers.remove_for_partition(partition)
+        # Held requests of its ids re-run now and answer NOT_COORDINATOR.
+        self.completions.wake_where(lambda tid: self.partition_for(tid) == partition)
+
+    # -- waiting for the previous transaction to complete -----------------------------------------
+
+    def _completing(self, transactional_id: str, metadata: TransactionMetadata) -> bool:
+        """Is this id (still the same cached metadata) between PrepareCommit/PrepareAbort and its completion?"""
+        code, entry = self.state.get_state(transactional_id)
+        return code == NONE and entry is not None and entry.metadata is metadata \
+            and metadata.state in (PREPARE_COMMIT, PREPARE_ABORT)
+
+    async def _await_completion(self, transactional_id: str, metadata: TransactionMetadata, held_since: float,
+                                adding: tuple[int, int, set[tuple[str, int]]] | None = None) -> bool:
+        """Hold a request whose id is completing its previous transaction (completion_waiters.py). True: run
+        the request again now; False: its time ran out, answer CONCURRENT_TRANSACTIONS as Kafka does.
+        ``adding``: the (producer id, epoch, partitions) of a held AddPartitionsToTxn/AddOffsetsToTxn, which
+        the completion's write may carry along (_next_transaction)."""
+        left_ms = MAX_HOLD_MS - (time.monotonic() - held_since) * 1000
+        if left_ms <= 0 or not self._completing(transactional_id, metadata):
+            return False
+        trace(metadata.producer_id, "held", state=STATE_NAMES[metadata.state])
+        if adding is not None:
+            self._held_adds.setdefault(transactional_id, []).append(adding)
+        try:
+            released = await self.completions.wait(
+                transactional_id, lambda: self._completing(transactional_id, metadata), int(left_ms))
+        finally:
+            if adding is not None:
+                held = self._held_adds[transactional_id]
+                held.remove(adding)
+                if not held:
+                    del self._held_adds[transactional_id]
+        trace(metadata.producer_id, "released" if released else "hold-expired", state=STATE_NAMES[metadata.state])
+        return released
+
+    def _next_transaction(self, metadata: TransactionMetadata, complete: TxnTransit) -> TxnTransit | None:
+        """The Ongoing state held AddPartitionsToTxn/AddOffsetsToTxn requests of this producer wait to write,
+        to go into the same batch as the completion (one replicated write instead of two). Their checks are
+        the ones the requests ran before holding (the completion changes neither producer id nor epoch); once
+        released they run again, find their partitions in the transaction and answer without writing."""
+        wanted = [partitions for producer_id, epoch, partitions in self._held_adds.get(metadata.transactional_id, ())
+                  if producer_id == complete.producer_id and epoch == complete.producer_epoch]
+        if not wanted or metadata.pending_state != complete.state:
+            return None
+        return metadata.prepare_add_partitions_after(complete, set().union(*wanted), wall_ms())
 
     # -- InitProducerId ---------------------------------------------------------------------------
 
@@ -78,6 +135,15 @@ class TransactionCoordinator:
             return InitProducerIdResult(INVALID_REQUEST)
         if not self.state.validate_timeout(timeout_ms):
             return InitProducerIdResult(INVALID_TRANSACTION_TIMEOUT)
+        held_since = time.monotonic()
+        while True:
+            result = await self._init_producer_id(transactional_id, timeout_ms, expected, held_since)
+            if result is not None:
+                return result
+
+    async def _init_producer_id(self, transactional_id: str, timeout_ms: int, expected: tuple[int, int] | None,
+                                held_since: float) -> InitProducerIdResult | None:
+        """One attempt; None when it waited for the id's previous transaction to complete and must run again."""
         code, entry = self.state.get_state(transactional_id)
         if code != NONE:
             return InitProducerIdResult(code)
@@ -91,12 +157,17 @@ class TransactionCoordinator:
         metadata, coordinator_epoch = entry.metadata, entry.coordinator_epoch
         prepared = await self._prepare_init_producer_id(metadata, timeout_ms, expected)
         if isinstance(prepared, int):
+            if prepared == CONCURRENT_TRANSACTIONS and await self._await_completion(transactional_id, metadata,
+                                                                                    held_since):
+                return None
             return InitProducerIdResult(prepared)
         if prepared.state == PREPARE_EPOCH_FENCE:
-            # An ongoing transaction: abort it first under a bumped epoch (never handed out); the client
-            # retries on CONCURRENT_TRANSACTIONS and gets the epoch after that.
+            # An ongoing transaction: abort it first under a bumped epoch (never handed out). Kafka answers
+            # CONCURRENT_TRANSACTIONS and the client retries; we wait for the abort and run again.
             code = await self.end_transaction(transactional_id, prepared.producer_id, prepared.producer_epoch,
                                               commit=False, from_client=False)
+            if code == NONE and await self._await_completion(transactional_id, metadata, held_since):
+                return None
             return InitProducerIdResult(code if code != NONE else CONCURRENT_TRANSACTIONS)
         code = await self.state.append_transaction(transactional_id, coordinator_epoch, prepared)
         if code != NONE:
@@ -154,6 +225,15 @@ class TransactionCoordinator:
 
     async def add_partitions(self, transactional_id: str, producer_id: int, producer_epoch: int,
                              partitions: set[tuple[str, int]]) -> int:
+        held_since = time.monotonic()
+        while True:
+            code = await self._add_partitions(transactional_id, producer_id, producer_epoch, partitions, held_since)
+            if code is not None:
+                return code
+
+    async def _add_partitions(self, transactional_id: str, producer_id: int, producer_epoch: int,
+                              partitions: set[tuple[str, int]], held_since: float) -> int | None:
+        """One attempt; None when it waited for the id's previous transaction to complete and must run again."""
         code, entry = self._existing_transaction(transactional_id)
         if entry is None:
             return code
@@ -162,6 +242,9 @@ class TransactionCoordinator:
             return INVALID_PRODUCER_ID_MAPPING
         if metadata.producer_epoch != producer_epoch:
             return PRODUCER_FENCED
+        if metadata.state in (PREPARE_COMMIT, PREPARE_ABORT) and await self._await_completion(
+                transactional_id, metadata, held_since, (producer_id, producer_epoch, partitions)):
+            return None
         if metadata.pending_transition_in_progress or metadata.state in (PREPARE_COMMIT, PREPARE_ABORT):
             return CONCURRENT_TRANSACTIONS
         if metadata.state == ONGOING and partitions <= metadata.partitions:

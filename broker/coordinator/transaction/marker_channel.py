@@ -19,6 +19,7 @@ from typing import Any, Awaitable, Callable
 
 from ....clients.connection import BrokerConnection
 from ....protocol.messages import WriteTxnMarkersRequest
+from .trace import trace
 
 log = logging.getLogger(__name__)
 
@@ -69,6 +70,7 @@ class TxnMarkerChannel:
                               asyncio.get_running_loop().create_future())
         self._queues.setdefault(broker, []).append(queued)
         self._addresses[broker] = address
+        trace(producer_id, "markers-queued", broker=broker, partitions=len(partitions))
         drainer = self._drainers.get(broker)
         if drainer is None or drainer.done():
             # started, not run: markers queued in this same loop iteration join the first request
@@ -133,6 +135,8 @@ class TxnMarkerChannel:
         request = WriteTxnMarkersRequest(markers=[queued.to_request_marker() for queued in batch])
         self.requests_sent += 1
         self.markers_sent += len(batch)
+        for queued in batch:
+            trace(queued.producer_id, "markers-sent", broker=broker, batch=len(batch))
         try:
             conn = await self._connection(broker, self._addresses[broker])
             response = await conn.send(request, timeout=self.request_timeout_s)
@@ -143,6 +147,8 @@ class TxnMarkerChannel:
                      broker, exc)
             await self._drop_connection(broker)
             return None
+        for queued in batch:
+            trace(queued.producer_id, "markers-answered", broker=broker)
         return {result.producer_id: result for result in response.markers}
 
     # -- connections ------------------------------------------------------------------------------

@@ -15,11 +15,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any
+from typing import Any, Callable
 
 from ....controller.channel_manager import inter_broker_connect
 from .marker_channel import TxnMarkerChannel
 from .state_manager import TransactionStateManager
+from .trace import trace
 from .transaction_metadata import (COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, NONE, NOT_COORDINATOR,
                                    TransactionMetadata, TxnTransit)
 
@@ -43,6 +44,9 @@ class TransactionMarkerSender:
         self.channel = TxnMarkerChannel(broker_id, config.get("request.timeout.ms") / 1000,
                                         connect=inter_broker_connect(config))
         self._tasks: dict[str, tuple[int, asyncio.Task]] = {}   # transactional id -> (txn partition, task)
+        # The coordinator's hook: the next transaction's Ongoing state that requests held until this completion
+        # want (written in the completion's batch), or None.
+        self.next_transaction: Callable[[TransactionMetadata, TxnTransit], TxnTransit | None] | None = None
 
     # -- public -----------------------------------------------------------------------------------
 
@@ -99,9 +103,11 @@ class TransactionMarkerSender:
                          tid, coordinator_epoch)
                 return
             by_broker, unknown_leader = self._group_by_leader(metadata)
-            outcomes = await asyncio.gather(*(
-                self._send(broker, endpoint, metadata, coordinator_epoch, commit, partitions)
-                for broker, (endpoint, partitions) in by_broker.items()))
+            sends = [self._send(broker, endpoint, metadata, coordinator_epoch, commit, partitions)
+                     for broker, (endpoint, partitions) in by_broker.items()]
+            # One leader (the usual small transaction) is awaited here: gather's task per leader would add
+            # event-loop turns on the way out and back.
+            outcomes = [await sends[0]] if len(sends) == 1 else await asyncio.gather(*sends)
             if any(outcome == "fenced" for outcome in outcomes):
                 log.info("Stopped sending the markers of %s: a newer coordinator or producer epoch fenced "
                          "coordinator epoch %d", tid, coordinator_epoch)
@@ -109,11 +115,13 @@ class TransactionMarkerSender:
             if metadata.partitions:
                 if unknown_leader:
                     log.debug("Markers of %s wait for leaders of %s", tid, sorted(unknown_leader))
+                trace(metadata.producer_id, "markers-retry", backoff_ms=int(backoff * 1000))
                 await asyncio.sleep(backoff)
                 backoff = min(backoff * 2, MAX_BACKOFF_S)
         log.debug("All markers of %s written (coordinator epoch %d); writing %s", tid, coordinator_epoch,
                   "CompleteCommit" if commit else "CompleteAbort")
-        await self._write_complete(tid, coordinator_epoch, complete)
+        trace(metadata.producer_id, "markers-written")
+        await self._write_complete(metadata, coordinator_epoch, complete)
 
     def _group_by_leader(self, metadata: TransactionMetadata) -> tuple[dict, set]:
         by_broker: dict[int, tuple[Any, list[tuple[str, int]]]] = {}
@@ -164,12 +172,15 @@ class TransactionMarkerSender:
                     outcome = "retry" if outcome == "ok" else outcome
         return outcome
 
-    async def _write_complete(self, tid: str, coordinator_epoch: int, complete: TxnTransit) -> None:
+    async def _write_complete(self, metadata: TransactionMetadata, coordinator_epoch: int, complete: TxnTransit) -> None:
         """Kafka's tryAppendToLog: retry while the log is unavailable; stop when no longer coordinator."""
+        tid = metadata.transactional_id
         backoff = INITIAL_BACKOFF_S
         while True:
+            follow_up = self.next_transaction(metadata, complete) if self.next_transaction is not None else None
             code = await self.state.append_transaction(tid, coordinator_epoch, complete,
-                                                       retry_on_error=lambda c: c == COORDINATOR_NOT_AVAILABLE)
+                                                       retry_on_error=lambda c: c == COORDINATOR_NOT_AVAILABLE,
+                                                       follow_up=follow_up)
             if code == COORDINATOR_NOT_AVAILABLE:
                 await asyncio.sleep(backoff)
                 backoff = min(backoff * 2, MAX_BACKOFF_S)

@@ -20,6 +20,7 @@ from typing import Any, Callable
 from ....protocol.records import RecordBatchBuilder, iter_batches
 from ..group.metadata_manager import kafka_partition_for, wall_ms
 from . import records as fmt
+from .trace import trace
 from .transaction_metadata import (
     COMPLETE_ABORT,
     COMPLETE_COMMIT,
@@ -32,6 +33,7 @@ from .transaction_metadata import (
     ONGOING,
     PREPARE_ABORT,
     PREPARE_COMMIT,
+    STATE_NAMES,
     UNKNOWN_SERVER_ERROR,
     TransactionMetadata,
     TxnTransit,
@@ -72,6 +74,9 @@ class TransactionStateManager:
         self.on_partition_loaded: Callable[[int, int, list[TransactionMetadata]], None] | None = None
         # Called with the partition when it is unloaded (its markers stop).
         self.on_partition_unloaded: Callable[[int], None] | None = None
+        # Called with the transactional id after each write of its state, applied or failed (requests
+        # held until the id's transaction completes re-check then).
+        self.on_transition: Callable[[str], None] | None = None
 
     # -- placement --------------------------------------------------------------------------------
 
@@ -199,8 +204,21 @@ class TransactionStateManager:
     # -- writes -----------------------------------------------------------------------------------
 
     async def append_transaction(self, transactional_id: str, coordinator_epoch: int, transit: TxnTransit,
-                                 retry_on_error: Callable[[int], bool] = lambda code: False) -> int:
-        """Write the transition; apply it on success. Kafka's appendTransactionToLog."""
+                                 retry_on_error: Callable[[int], bool] = lambda code: False,
+                                 follow_up: TxnTransit | None = None) -> int:
+        """Write the transition; apply it on success. Kafka's appendTransactionToLog.
+
+        ``follow_up`` (a completion's successor, TransactionMetadata.prepare_add_partitions_after) goes into
+        the same batch, so both are durable together, and is applied right after ``transit``."""
+        try:
+            return await self._append_transaction(transactional_id, coordinator_epoch, transit, retry_on_error,
+                                                  follow_up)
+        finally:
+            if self.on_transition is not None:
+                self.on_transition(transactional_id)
+
+    async def _append_transaction(self, transactional_id: str, coordinator_epoch: int, transit: TxnTransit,
+                                  retry_on_error: Callable[[int], bool], follow_up: TxnTransit | None) -> int:
         code, entry = self.get_state(transactional_id)
         if code != NONE:
             return code
@@ -208,13 +226,17 @@ class TransactionStateManager:
             return NOT_COORDINATOR
         partition = self.partition_for(transactional_id)
         builder = RecordBatchBuilder()
-        value = None if transit.state == DEAD else fmt.txn_value(transit.to_record(), empty_state=EMPTY)
-        builder.append(wall_ms(), fmt.txn_key(transactional_id), value)
+        for written in (transit, follow_up) if follow_up is not None else (transit,):
+            value = None if written.state == DEAD else fmt.txn_value(written.to_record(), empty_state=EMPTY)
+            builder.append(wall_ms(), fmt.txn_key(transactional_id), value)
         tp = (TRANSACTION_STATE_TOPIC, partition)
+        states = STATE_NAMES[transit.state] + (f"+{STATE_NAMES[follow_up.state]}" if follow_up is not None else "")
+        trace(transit.producer_id, "state-write", state=states)
         result = self.replica_manager.append_records(-1, self.request_timeout_ms, {tp: bytearray(builder.build())})
         if isinstance(result, asyncio.Future):
             result = await result
         code = _map_append_error(result[tp].error_code)
+        trace(transit.producer_id, "state-durable", state=states, error=code)
         current_code, current = self.get_state(transactional_id)
         if code == NONE:
             if current_code != NONE:
@@ -222,6 +244,8 @@ class TransactionStateManager:
             if current is None or current.coordinator_epoch != coordinator_epoch:
                 return NOT_COORDINATOR  # the partition moved away and back meanwhile
             current.metadata.complete_transition(transit)
+            if follow_up is not None:
+                current.metadata.complete_follow_up(follow_up)
             if transit.state == DEAD:
                 self._remove(transactional_id, current.metadata)
             return NONE

@@ -162,6 +162,27 @@ class TransactionMetadata:
         return self._prepare(ONGOING, self.producer_id, self.producer_epoch, self.last_producer_epoch,
                              self.timeout_ms, self.partitions | added, start, now_ms)
 
+    def prepare_add_partitions_after(self, complete: TxnTransit, added: set[tuple[str, int]],
+                                     now_ms: int) -> TxnTransit:
+        """The next transaction's Ongoing state, to be written right behind ``complete`` (the pending
+        CompleteCommit/CompleteAbort) and applied after it: what prepare_add_partitions gives once
+        ``complete`` is applied. The pending state stays ``complete``'s."""
+        if self.pending_state != complete.state or complete.state not in (COMPLETE_COMMIT, COMPLETE_ABORT):
+            raise IllegalTransition(f"transaction {self.transactional_id}: no completion pending to follow")
+        return TxnTransit(complete.producer_id, complete.producer_id, complete.producer_epoch,
+                          complete.last_producer_epoch, complete.timeout_ms, ONGOING, set(added), now_ms, now_ms)
+
+    def complete_follow_up(self, transit: TxnTransit) -> None:
+        """Apply a transition written behind the one just applied (prepare_add_partitions_after)."""
+        if self.pending_state is not None:
+            raise IllegalTransition(f"transaction {self.transactional_id} still moves to "
+                                    f"{STATE_NAMES[self.pending_state]}")
+        if self.state not in VALID_PREVIOUS_STATES[transit.state]:
+            raise IllegalTransition(f"transaction {self.transactional_id} cannot move from "
+                                    f"{STATE_NAMES[self.state]} to {STATE_NAMES[transit.state]}")
+        self.pending_state = transit.state
+        self.complete_transition(transit)
+
     def prepare_abort_or_commit(self, new_state: int, now_ms: int) -> TxnTransit:
         return self._prepare(new_state, self.producer_id, self.producer_epoch, self.last_producer_epoch,
                              self.timeout_ms, self.partitions, self.start_timestamp, now_ms)

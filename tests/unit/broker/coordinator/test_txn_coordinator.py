@@ -8,6 +8,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from odradek.broker.coordinator.transaction import coordinator as coordinator_module
 from odradek.broker.coordinator.transaction import records as fmt
 from odradek.broker.coordinator.transaction.coordinator import TransactionCoordinator
 from odradek.broker.coordinator.transaction.state_manager import TRANSACTION_STATE_TOPIC
@@ -34,6 +35,7 @@ class LogReplicaManager:
         self.logs: dict[tuple[str, int], Log] = {}
         self.leader_epoch = 0
         self.fail_with = 0
+        self.appends = 0
 
     def log(self, tp):
         if tp not in self.logs:
@@ -44,6 +46,7 @@ class LogReplicaManager:
         return SimpleNamespace(log=self.log((topic, partition)), leader_epoch=self.leader_epoch)
 
     def append_records(self, acks, timeout_ms, entries):
+        self.appends += 1
         results = {}
         for tp, data in entries.items():
             if self.fail_with:
@@ -86,8 +89,9 @@ def make(tmp_path):
         async def generate():
             return next(ids)
         c = TransactionCoordinator(1, DictConfig(CONFIG), rm, None, generate, "PLAINTEXT")
-        c.markers = MarkerRecorder()
-        c.state.on_partition_unloaded = c.markers.remove_for_partition
+        recorder = MarkerRecorder()
+        recorder.next_transaction = c.markers.next_transaction  # what the real sender asks before CompleteCommit
+        c.markers = recorder
         if load:
             c.on_leadership_change([STATE_TP], [])
             await until(lambda: 0 in c.state.partitions)
@@ -145,10 +149,8 @@ async def test_commit_writes_prepare_commit_and_hands_the_markers_over(make):
     assert (record.state, record.partitions) == (PREPARE_COMMIT, {("t", 0), ("t", 1)})
     (coordinator_epoch, commit, metadata, complete), = c.markers.sent
     assert (coordinator_epoch, commit, complete.state) == (0, True, COMPLETE_COMMIT)
-    # While the markers are out, the transaction is busy.
-    assert await c.add_partitions("tx", pid, epoch, {("t", 2)}) == 51       # CONCURRENT_TRANSACTIONS
+    # While the markers are out, a retried commit is CONCURRENT_TRANSACTIONS, as in Kafka.
     assert await c.end_transaction("tx", pid, epoch, True) == 51
-    assert (await c.init_producer_id("tx", 10000)).error_code == 51
     assert await c.state.append_transaction("tx", coordinator_epoch, complete) == 0
     assert await c.end_transaction("tx", pid, epoch, True) == 0    # a retried commit of a finished commit
     assert await c.end_transaction("tx", pid, epoch, False) == 48  # INVALID_TXN_STATE
@@ -173,16 +175,100 @@ async def test_fenced_and_unknown_producers(make):
 async def test_init_producer_id_aborts_an_ongoing_transaction_under_a_bumped_epoch(make):
     c, rm = await make()
     ids = await begin(c)
-    assert (await c.init_producer_id("tx", 10000)).error_code == 51  # CONCURRENT_TRANSACTIONS, retry later
+    init = asyncio.ensure_future(c.init_producer_id("tx", 10000))
+    await until(lambda: c.completions.held == 1)  # Kafka answers CONCURRENT_TRANSACTIONS here; we wait
     _, record = rm.state_records()[-1]
     assert (record.state, record.producer_epoch) == (PREPARE_ABORT, ids.producer_epoch + 1)
     (coordinator_epoch, commit, metadata, complete), = c.markers.sent
     assert commit is False and metadata.producer_epoch == ids.producer_epoch + 1
     # The old producer is fenced right away.
     assert await c.end_transaction("tx", ids.producer_id, ids.producer_epoch, True) == 90
+    assert not init.done()
     await c.state.append_transaction("tx", coordinator_epoch, complete)
-    retried = await c.init_producer_id("tx", 10000)
-    assert (retried.error_code, retried.producer_epoch) == (0, ids.producer_epoch + 2)
+    result = await init
+    assert (result.error_code, result.producer_epoch) == (0, ids.producer_epoch + 2)
+    assert [r.state for _, r in rm.state_records()[-3:]] == [PREPARE_ABORT, COMPLETE_ABORT, EMPTY]
+
+
+async def committing(c, tid="tx"):
+    """A transaction of ``tid`` in PrepareCommit, its markers 'out': (ids, the completion to write)."""
+    ids = await begin(c, tid)
+    assert await c.end_transaction(tid, ids.producer_id, ids.producer_epoch, True) == 0
+    return ids, c.markers.sent[-1][3]
+
+
+@run_in_loop
+async def test_add_partitions_during_the_previous_markers_waits_for_the_completion(make):
+    c, rm = await make()
+    ids, complete = await committing(c)
+    add = asyncio.ensure_future(c.add_partitions("tx", ids.producer_id, ids.producer_epoch, {("t", 2)}))
+    offsets = asyncio.ensure_future(c.add_partitions("tx", ids.producer_id, ids.producer_epoch,
+                                                     {("__consumer_offsets", 7)}))
+    await until(lambda: c.completions.held == 2)
+    assert not add.done() and rm.state_records()[-1][1].state == PREPARE_COMMIT
+    assert await c.state.append_transaction("tx", 0, complete) == 0
+    assert await add == 0 and await offsets == 0  # the second found the first's write pending and waited too
+    assert [(r.state, r.partitions) for _, r in rm.state_records()[-4:]] == [
+        (PREPARE_COMMIT, {("t", 0), ("t", 1)}), (COMPLETE_COMMIT, set()), (ONGOING, {("t", 2)}),
+        (ONGOING, {("t", 2), ("__consumer_offsets", 7)})]
+
+
+@run_in_loop
+async def test_the_completion_write_carries_the_partitions_held_requests_add(make):
+    c, rm = await make()
+    ids, complete = await committing(c)
+    metadata = c.state.get_state("tx")[1].metadata
+    add = asyncio.ensure_future(c.add_partitions("tx", ids.producer_id, ids.producer_epoch, {("t", 2)}))
+    offsets = asyncio.ensure_future(c.add_partitions("tx", ids.producer_id, ids.producer_epoch,
+                                                     {("__consumer_offsets", 7)}))
+    await until(lambda: c.completions.held == 2)
+    # A fenced producer's request is not held, so it never rides along.
+    assert await c.add_partitions("tx", ids.producer_id, ids.producer_epoch - 1, {("t", 9)}) == 90
+    follow_up = c.markers.next_transaction(metadata, complete)  # as the sender does once the markers are written
+    appends = rm.appends
+    assert await c.state.append_transaction("tx", 0, complete, follow_up=follow_up) == 0
+    assert await add == 0 and await offsets == 0
+    assert rm.appends == appends + 1  # one write: the completion and the next transaction's Ongoing state
+    assert [(r.state, r.partitions) for _, r in rm.state_records()[-2:]] == [
+        (COMPLETE_COMMIT, set()), (ONGOING, {("t", 2), ("__consumer_offsets", 7)})]
+    assert (metadata.state, metadata.partitions, metadata.pending_state) == \
+        (ONGOING, {("t", 2), ("__consumer_offsets", 7)}, None)
+    # Nothing held: nothing to carry.
+    assert await c.end_transaction("tx", ids.producer_id, ids.producer_epoch, False) == 0
+    assert c.markers.next_transaction(metadata, c.markers.sent[-1][3]) is None
+
+
+@run_in_loop
+async def test_a_held_request_answers_concurrent_transactions_when_its_time_runs_out(make, monkeypatch):
+    monkeypatch.setattr(coordinator_module, "MAX_HOLD_MS", 30)
+    c, rm = await make()
+    ids, complete = await committing(c)
+    written = len(rm.state_records())
+    assert await c.add_partitions("tx", ids.producer_id, ids.producer_epoch, {("t", 2)}) == 51
+    assert (await c.init_producer_id("tx", 10000)).error_code == 51
+    assert len(rm.state_records()) == written and c.completions.held == 2
+    assert c.completions.purgatory.num_delayed == 0
+
+
+@run_in_loop
+async def test_held_requests_redo_their_checks_when_released(make):
+    c, rm = await make()
+    ids, complete = await committing(c)
+    # A new instance of the producer (InitProducerId) and the old one's next transaction both wait.
+    init = asyncio.ensure_future(c.init_producer_id("tx", 10000))
+    await until(lambda: c.completions.held == 1)
+    add = asyncio.ensure_future(c.add_partitions("tx", ids.producer_id, ids.producer_epoch, {("t", 2)}))
+    await until(lambda: c.completions.held == 2)
+    await c.state.append_transaction("tx", 0, complete)
+    assert (await init).producer_epoch == ids.producer_epoch + 1
+    assert await add == 90  # PRODUCER_FENCED: the epoch check ran again after the release
+    assert all(r.partitions != {("t", 2)} for _, r in rm.state_records())
+    # A request held when the coordinator loses the partition answers NOT_COORDINATOR at once.
+    new_ids, complete = await committing(c)
+    add = asyncio.ensure_future(c.add_partitions("tx", new_ids.producer_id, new_ids.producer_epoch, {("t", 2)}))
+    await until(lambda: c.completions.held == 3)
+    c.on_leadership_change([], [STATE_TP])
+    assert await add == 16
 
 
 @run_in_loop

@@ -69,6 +69,7 @@ class FakeState:
     def __init__(self):
         self.entries: dict[str, TxnEntry] = {}
         self.completed: list[str] = []
+        self.follow_ups: list[object] = []
 
     def partition_for(self, tid):
         return 0
@@ -76,8 +77,9 @@ class FakeState:
     def get_state(self, tid):
         return NONE, self.entries.get(tid)
 
-    async def append_transaction(self, tid, coordinator_epoch, transit, retry_on_error=None):
+    async def append_transaction(self, tid, coordinator_epoch, transit, retry_on_error=None, follow_up=None):
         self.completed.append(tid)
+        self.follow_ups.append(follow_up)
         return NONE
 
 
@@ -221,3 +223,18 @@ async def test_a_cancelled_transaction_leaves_the_queue():
     assert broker.markers_per_request(1) == [1, 1]  # tx-2 and tx-3 were dropped from the queue
     assert broker.requests[1][1].markers[0].producer_id == 4
     await markers.shutdown()
+
+
+@run_in_loop
+async def test_the_completion_carries_the_next_transaction_the_coordinator_hands_over():
+    markers, state, broker = sender()
+    asked = []
+
+    def next_transaction(metadata, complete):
+        asked.append((metadata.transactional_id, set(metadata.partitions), complete.state))
+        return "the next Ongoing state"
+    markers.next_transaction = next_transaction
+    tid = commit(markers, state, 100)
+    await settled(markers)
+    assert asked == [(tid, set(), COMPLETE_COMMIT)]  # asked once every marker is written, not before
+    assert state.follow_ups == ["the next Ongoing state"]
