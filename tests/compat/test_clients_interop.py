@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 
 from odradek.clients.simple_client import SimpleClient
-from odradek.protocol.records import Compression, iter_batches
+from odradek.protocol.records import Compression, compress, iter_batches
 
 from .client_drivers import CODECS, PRODUCE, PRODUCERS, READ, READERS, Planned, Read, kcat_metadata, plan
 
@@ -152,8 +152,15 @@ def test_producer_writes_exactly_its_records_with_its_codecs(workload, producer)
     for partition, codec in enumerate(CODECS):
         batches = produced.batches[partition]
         assert batches, f"{producer} wrote nothing to partition {partition}"
-        assert {Compression(b.compression).name.lower() for b in batches} == {codec}, (
-            f"{producer}, partition {partition}: batches should all be {codec}")
+        for b in batches:
+            if producer == "kafka-python" and b.compression == Compression.NONE and codec != "none":
+                # kafka-python sends a batch uncompressed when compressing would not shrink it (a record or two)
+                raw = bytes(b.records_data)
+                assert len(compress(Compression[codec.upper()], raw)) >= len(raw) * 0.9, (
+                    f"{producer}, partition {partition}: an uncompressed batch that {codec} would have shrunk")
+                continue
+            assert Compression(b.compression).name.lower() == codec, (
+                f"{producer}, partition {partition}: batches should all be {codec}")
         assert all(b.verify_crc() for b in batches)
         on_disk = produced.on_disk[partition]
         assert [r.offset for r in on_disk] == list(range(len(on_disk)))
