@@ -354,12 +354,14 @@ class ConsumerCoordinator:
         if not member_id or not self.link.known:
             return
         log.info("group %s: member %s leaves (%s)", self.link.group_id, member_id, reason)
-        request = LeaveGroupRequest(group_id=self.link.group_id, member_id=member_id, members=[
-            LeaveGroupRequest.MemberIdentity(member_id=member_id, group_instance_id=None)])
         try:
-            await self.link.send(request)
-        except (OSError, KafkaError) as exc:  # the session timeout removes us anyway
-            log.info("group %s: LeaveGroup failed: %s", self.link.group_id, exc)
+            response = await self.link.send(_LeaveGroup(self.link.group_id, member_id))
+            codes = [response.error_code] + [m.error_code for m in response.members]
+            code = next((c for c in codes if c), 0)
+            if code:
+                raise for_code(code)(f"LeaveGroup of member {member_id}")
+        except (OSError, KafkaError) as exc:  # the session timeout removes us, later
+            log.warning("group %s: LeaveGroup failed: %s", self.link.group_id, exc)
 
     # -- background duties ------------------------------------------------------------------------
     async def _heartbeat_loop(self) -> None:
@@ -431,6 +433,22 @@ class ConsumerCoordinator:
             log.info("group %s: partition counts changed (%s -> %s); rejoining", self.link.group_id,
                      self._snapshot, counts)
             self.request_rejoin()
+
+
+class _LeaveGroup:
+    """Builds LeaveGroup for the version the coordinator speaks (Java's LeaveGroupRequest.Builder): v0-2
+    name the member in the top-level member_id, v3+ in members[]."""
+
+    api_key = LeaveGroupRequest.API_KEY
+
+    def __init__(self, group_id: str, member_id: str) -> None:
+        self.group_id, self.member_id = group_id, member_id
+
+    def __call__(self, version: int) -> Any:
+        if version < 3:
+            return LeaveGroupRequest(group_id=self.group_id, member_id=self.member_id)
+        return LeaveGroupRequest(group_id=self.group_id, members=[
+            LeaveGroupRequest.MemberIdentity(member_id=self.member_id, group_instance_id=None)])
 
 
 class _FatalGroupError(Exception):
