@@ -167,7 +167,7 @@ class GroupApis:
         result = await self.coordinator.sync_group(
             body.group_id, body.generation_id, body.member_id, body.group_instance_id, body.protocol_type,
             body.protocol_name, {a.member_id: bytes(a.assignment) for a in body.assignments})
-        # Always an assignment, empty bytes if none (COMPAT G11).
+        # Always an assignment, empty bytes if none (franz-go fails to parse a missing one).
         return SyncGroupResponse(throttle_time_ms=0, error_code=result.error_code,
                                  protocol_type=result.protocol_type, protocol_name=result.protocol_name,
                                  assignment=result.assignment or b"")
