@@ -163,15 +163,15 @@ class ConsumerCoordinator:
                     await self._match_pattern()
                 if self._rejoin_needed or self.generation.generation_id < 0:
                     await self._join()
-                    next_metadata_check = loop.time() + max_age
+                    next_metadata_check = loop.time() + self._metadata_interval(max_age)
                     continue
                 self._wake.clear()
                 try:
                     async with asyncio.timeout(max(next_metadata_check - loop.time(), 0)):
                         await self._wake.wait()
                 except TimeoutError:
-                    next_metadata_check = loop.time() + max_age
                     await self._check_metadata()
+                    next_metadata_check = loop.time() + self._metadata_interval(max_age)
             except asyncio.CancelledError:
                 raise
             except _FatalGroupError as exc:
@@ -422,6 +422,13 @@ class ConsumerCoordinator:
             log.info("group %s: pattern now matches %s", self.link.group_id, sorted(matched))
             self.topics = matched
             self.request_rejoin()
+
+    def _metadata_interval(self, max_age: float) -> float:
+        """Java refreshes metadata after retry_backoff_ms while a subscribed topic is unknown (so a topic
+        created later is consumed at once), else every metadata_max_age_ms."""
+        if any(count == 0 for count in self._snapshot.values()):
+            return self._backoff
+        return max_age
 
     async def _check_metadata(self) -> None:
         """Rejoin when the partition counts of watched topics or the pattern's matches changed."""
