@@ -17,6 +17,8 @@ from odradek.clients import Admin
 from odradek.clients.connection import BrokerConnection
 from odradek.protocol.messages import LeaveGroupRequest
 
+from tests.conftest import new_cluster
+
 from .helpers import create_topic, run, wait_until
 
 pytestmark = pytest.mark.timeout(240)
@@ -59,6 +61,15 @@ class MemberProcess:
         self.process.wait(30)
 
 
+@pytest.fixture(scope="module")
+def bootstrap(zookeeper, tmp_path_factory):
+    """One broker for the module: each test has its own group and topic."""
+    cluster = new_cluster(tmp_path_factory.mktemp("group-membership"), zookeeper, 1, GROUP_OVERRIDES)
+    cluster.start()
+    yield cluster.bootstrap_servers
+    cluster.stop(timeout=15.0)
+
+
 def _shares(*members: MemberProcess):
     """The members' assignments once each has one and together they hold every partition once."""
     shares = [m.assigned for m in members]
@@ -95,8 +106,7 @@ def _leave(bootstrap: str, group: str, member_id: str, version: int):
     return run(send(), 30)
 
 
-def test_leave_group_at_every_version_removes_a_real_member_at_once(odradek_cluster_factory):
-    bootstrap = odradek_cluster_factory(1, GROUP_OVERRIDES).bootstrap_servers
+def test_leave_group_at_every_version_removes_a_real_member_at_once(bootstrap):
     group, topic = _group_and_topic(bootstrap)
     staying = MemberProcess("odradek", bootstrap, group, topic, "staying")
     members = [staying]
@@ -124,8 +134,7 @@ def test_leave_group_at_every_version_removes_a_real_member_at_once(odradek_clus
 
 
 @pytest.mark.parametrize("client", ["odradek", "confluent", "aiokafka", "kafka-python"])
-def test_a_closing_member_leaves_and_the_rest_rebalance_at_once(odradek_cluster_factory, client):
-    bootstrap = odradek_cluster_factory(1, GROUP_OVERRIDES).bootstrap_servers
+def test_a_closing_member_leaves_and_the_rest_rebalance_at_once(bootstrap, client):
     group, topic = _group_and_topic(bootstrap)
     staying = MemberProcess("odradek", bootstrap, group, topic, "staying")
     leaving = MemberProcess(client, bootstrap, group, topic, "leaving", LONG_SESSION_MS)
@@ -139,8 +148,7 @@ def test_a_closing_member_leaves_and_the_rest_rebalance_at_once(odradek_cluster_
 
 
 @pytest.mark.parametrize("client", ["odradek", "confluent"])
-def test_a_sigkilled_member_is_expired_at_its_session_timeout_while_another_joins(odradek_cluster_factory, client):
-    bootstrap = odradek_cluster_factory(1, GROUP_OVERRIDES).bootstrap_servers
+def test_a_sigkilled_member_is_expired_at_its_session_timeout_while_another_joins(bootstrap, client):
     group, topic = _group_and_topic(bootstrap)
     # Session 6 s, rebalance timeout 300 s: only the dead member's session expiry can end the join in time.
     dying, staying = MemberProcess(client, bootstrap, group, topic), MemberProcess(client, bootstrap, group, topic)
