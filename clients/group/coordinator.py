@@ -305,14 +305,16 @@ class ConsumerCoordinator:
         assignor = next((a for a in self.assignors if a.name == self.generation.protocol), None)
         if assignor is not None:
             assignor.on_assignment(partitions, self.generation.generation_id)
-        self.assignment = assigned
-        self.host._assign_partitions(assigned)
         watched = (self._group_topics if self.leader else set()) | self.topics
         try:
             self._snapshot = await self._partition_counts(watched)
         except (OSError, KafkaError, _Retry) as exc:  # the next check compares with the cached picture
             log.debug("group %s: metadata after the assignment: %s", self.link.group_id, exc)
             self._snapshot = {t: len(self.client.cluster.partitions_for(t)) for t in watched}
+        # No await between taking the partitions and telling the listener: a close() that cancels this task
+        # finds either no assignment or one the listener was told about, never one it was not.
+        self.assignment = assigned
+        self.host._assign_partitions(assigned)
         log.info("group %s generation %d: member %s assigned %s", self.link.group_id,
                  self.generation.generation_id, self.generation.member_id, sorted(assigned))
         await call_listener(self.listener, "on_partitions_assigned", assigned)
