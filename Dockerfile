@@ -1,11 +1,13 @@
-# Odradek broker image: python:3.12-slim, the package with uvloop and the native codecs (cramjam, crc32c wheels),
-# a non-root user, the data volume, an entrypoint mapping KAFKA_CFG_* / KAFKA_* to server.properties.
+# Odradek broker image: python:3.12-slim-bookworm, the package with uvloop and the native codecs (cramjam, crc32c
+# wheels), a non-root user, the data volume, an entrypoint mapping KAFKA_CFG_* / KAFKA_* to server.properties.
+# The base is pinned to Debian 12 (bookworm): the apt packages below are named for it (Debian 13 has no
+# openjdk-17); tests/integration/test_docker_packaging.py checks each exists in the pinned release.
 #
 #   docker build -t odradek .                      # the broker image (target "broker", the default)
 #   docker build --target spark-job -t odradek-spark .   # + Java 17 and pyspark, runs examples/
 #
 # Stage 1 builds our wheel only; the dependencies come as binary wheels from PyPI in stage 2.
-FROM python:3.12-slim AS build
+FROM python:3.12-slim-bookworm AS build
 WORKDIR /src
 COPY pyproject.toml README.md ./
 COPY protocol ./protocol
@@ -16,7 +18,7 @@ COPY spark_connector ./spark_connector
 COPY pyspark_odradek ./pyspark_odradek
 RUN pip wheel --no-cache-dir --no-deps --wheel-dir /wheels .
 
-FROM python:3.12-slim AS broker
+FROM python:3.12-slim-bookworm AS broker
 ENV PYTHONUNBUFFERED=1 \
     PYTHONDONTWRITEBYTECODE=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \

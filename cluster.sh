@@ -16,14 +16,8 @@ DATA_DIR=${ODRADEK_DATA_DIR:-./.odradek-cluster}
 PYTHON=${PYTHON:-python3}
 export ODRADEK_CLUSTER_COMMAND="bash cluster.sh"  # how odradek-cluster's hints tell you to stop the cluster
 
-sudo_if_needed() {
-    if [ "$(id -u)" -ne 0 ] && command -v sudo >/dev/null 2>&1; then sudo "$@"; else "$@"; fi
-}
-
-apt_install() {
-    sudo_if_needed apt-get update -qq
-    sudo_if_needed env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@"
-}
+# shellcheck source=scripts/python_env.sh
+source scripts/python_env.sh
 
 install_zookeeper() {
     if [ -f /usr/share/java/zookeeper.jar ] || [ -n "${ZOOKEEPER_HOME:-}" ]; then return; fi
@@ -33,25 +27,6 @@ install_zookeeper() {
     fi
     echo "Installing Debian's zookeeper package ..." >&2
     apt_install zookeeper
-}
-
-# Picks the Python that runs Odradek: ./.venv if present, else the system one unless it is externally
-# managed (PEP 668, Debian 12's python3), in which case ./.venv is created.
-choose_python() {
-    if [ -x .venv/bin/python ]; then PYTHON=.venv/bin/python; return; fi
-    if ! command -v "$PYTHON" >/dev/null 2>&1; then apt_install python3 python3-pip python3-venv; fi
-    if ! "$PYTHON" -c 'import sys; sys.exit(sys.version_info < (3, 11))'; then
-        echo "Odradek needs Python >= 3.11; $PYTHON is $("$PYTHON" -V 2>&1). Set PYTHON to a newer one." >&2
-        exit 1
-    fi
-    if "$PYTHON" -c 'import os, sys, sysconfig
-managed = os.path.exists(os.path.join(sysconfig.get_path("stdlib"), "EXTERNALLY-MANAGED"))
-sys.exit(0 if managed and sys.prefix == sys.base_prefix else 1)'; then
-        "$PYTHON" -m venv .venv 2>/dev/null || { apt_install python3-venv && "$PYTHON" -m venv .venv; }
-        PYTHON=.venv/bin/python
-    elif ! "$PYTHON" -m pip --version >/dev/null 2>&1; then
-        apt_install python3-pip
-    fi
 }
 
 # Installs this checkout unless the chosen Python already imports Odradek from here.

@@ -452,6 +452,13 @@ class KafkaConfig:
         return self._inter_broker_security
 
     @property
+    def metrics_host(self) -> str:
+        """Where /metrics listens: odradek.metrics.host when set, else metrics.host; empty = every interface."""
+        if self.is_default("odradek.metrics.host"):
+            return self._values["metrics.host"]
+        return self._values["odradek.metrics.host"]
+
+    @property
     def metrics_port(self) -> int:
         """Odradek's Prometheus endpoint port: odradek.metrics.port when set, else metrics.port; -1 = off."""
         if self.is_default("odradek.metrics.port"):

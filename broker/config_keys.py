@@ -430,9 +430,12 @@ _BROKER_KEYS: list[Key] = [
     # Odradek's own (no Kafka counterpart)
     K("odradek.metrics.port", I, -1, "Odradek only: port of the Prometheus /metrics endpoint; -1 = off",
       between(-1, 65535)),
-    K("odradek.metrics.host", STR, "", "Odradek only: address the /metrics endpoint binds; empty = all"),
+    K("odradek.metrics.host", STR, "", "Odradek only: address the /metrics endpoint binds; empty = every "
+      "interface, as the JMX exporter agent without a host"),
     K("metrics.port", I, -1, "Odradek only: the /metrics port when odradek.metrics.port is not set (the name "
-      "issue 8 and the Docker image use)", between(-1, 65535)),
+      "the Docker image uses: KAFKA_METRICS_PORT)", between(-1, 65535)),
+    K("metrics.host", STR, "", "Odradek only: the /metrics address when odradek.metrics.host is not set "
+      "(KAFKA_METRICS_HOST in the Docker image); empty = every interface"),
     K("odradek.state.change.log.dir", STR, None, "Odradek only: directory of state-change.log (Kafka's log4j "
       "logs/ directory); unset = the parent of the first log dir"),
 ]

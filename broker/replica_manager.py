@@ -23,6 +23,7 @@ from ..protocol.errors import (  # type: ignore[attr-defined]
     KafkaError,
     KafkaStorageError,
     NotLeaderOrFollowerError,
+    OutOfOrderSequenceNumberError,
     StaleControllerEpochError,
     UnknownTopicOrPartitionError,
 )
@@ -287,6 +288,9 @@ class ReplicaManager:
                 partition = self.partition_or_error(*key)
                 info, _ = partition.append_records_to_leader(records, required_acks)
             except KafkaError as exc:
+                if exc.code == OutOfOrderSequenceNumberError.code:  # Kafka 2.8 logs it at ERROR too
+                    log.error("Error processing append operation on partition %s-%d (leader epoch %d, log end "
+                              "offset %d): %s", *key, partition.leader_epoch, partition.log_end_offset, exc)
                 results[key] = ProducePartitionResult(exc.code, error_message=exc.detail or None)
                 self.topic_stats.record_failed_produce(key[0])
                 continue

@@ -50,6 +50,7 @@ from .kafka_apis import KafkaApis
 from .log import LogManager
 from .log.log_manager import PRODUCER_ID_EXPIRATION_CHECK_INTERVAL_MS
 from .metadata_cache import MetadataCache
+from .broker_state import BrokerState
 from .metrics import BrokerMetrics
 from .metrics.log_format import setup_logging as _setup_logging
 from .network.socket_server import SocketServer
@@ -95,6 +96,7 @@ class KafkaServer:
         self._tasks: list[asyncio.Task] = []
         self._session_expired = False
         self._stopped = asyncio.Event()
+        self.broker_state = BrokerState.NOT_RUNNING
         self.metrics = BrokerMetrics(self)
 
     async def _blocking(self, fn: Callable[..., Any], *args: Any) -> Any:
@@ -102,11 +104,11 @@ class KafkaServer:
 
     async def startup(self) -> None:
         cfg = self.config
+        self.broker_state = BrokerState.STARTING
         messages.compile_all()  # ~1 s once, instead of a first-use pause on live requests
         if cfg.metrics_port >= 0:  # up first, so a scrape during a slow start-up sees the process
-            host = cfg.get("odradek.metrics.host")
-            port = await self.metrics.start(host, cfg.metrics_port)
-            log.info("Prometheus metrics on http://%s:%d/metrics", host or "0.0.0.0", port)
+            await self.metrics.start(cfg.metrics_host, cfg.metrics_port)
+            log.info("Prometheus metrics on %s", self.metrics.urls())
         loop = asyncio.get_running_loop()
         zk = KafkaZkClient(cfg.get("zookeeper.connect"), cfg.get("zookeeper.session.timeout.ms"),
                            cfg.zookeeper_connection_timeout_ms,
@@ -123,6 +125,7 @@ class KafkaServer:
         # Dynamic broker configs (/config/brokers) first: the logs open with them as their defaults.
         dynamic = self.dynamic_config = DynamicConfigManager(zk, self.broker_id, cfg, None)
         await self._blocking(dynamic.load_broker_configs)
+        self.broker_state = BrokerState.RECOVERY
         self.log_manager = await self._blocking(lambda: LogManager(
             cfg.log_dirs, dynamic.effective_config.topic_defaults(), broker_id=self.broker_id,
             cluster_id=cluster_id,
@@ -172,6 +175,7 @@ class KafkaServer:
         services.controller = self.controller
         await self.controller.startup()
         self._start_periodic_tasks()
+        self.broker_state = BrokerState.RUNNING
         log.info("[KafkaServer id=%d] started (cluster id %s, listeners %s)", self.broker_id, cluster_id,
                  ", ".join(f"{e.name}://{e.host}:{self.socket_server.port(e.name)}" for e in cfg.listeners))
 
@@ -311,8 +315,10 @@ class KafkaServer:
         if self.zk is not None and self.broker_epoch >= 0 and self.controller is not None:
             # Controlled shutdown first, while this broker still serves (it may be the controller and
             # answer its own request): leadership moves away before the sockets close (Kafka's order).
+            self.broker_state = BrokerState.PENDING_CONTROLLED_SHUTDOWN
             await _quietly(controlled_shutdown(self.config, self.zk, self.broker_id, lambda: self.broker_epoch,
                                                inter_broker_connect(self.config)))
+        self.broker_state = BrokerState.SHUTTING_DOWN
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
@@ -341,6 +347,7 @@ class KafkaServer:
         if self.zk is not None:
             await _quietly(self._blocking(self.zk.close))
         state_change_log.close()
+        self.broker_state = BrokerState.NOT_RUNNING
         await _quietly(self.metrics.stop())
         log.info("[KafkaServer id=%d] shut down completed", self.broker_id)
         self._stopped.set()

@@ -13,7 +13,7 @@ A request that times out closes the connection for the same reason: its response
 would be taken for the next one's. A caller that merely cancels its ``send`` leaves the connection
 usable: the late response is read and dropped.
 
-Produce with acks=0 gets no response at all (COMPAT G7), so it is never put in flight.
+Produce with acks=0 gets no response at all (as from Kafka), so it is never put in flight.
 """
 
 from __future__ import annotations

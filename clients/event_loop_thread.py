@@ -8,12 +8,14 @@ application is busy. ``blocking(coroutine_function)`` wraps a coroutine function
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import functools
 import inspect
 import threading
 from typing import Any, Awaitable, Callable, TypeVar
 
 T = TypeVar("T")
+_UNWIND_TIMEOUT_S = 5.0
 
 
 class EventLoopThread:
@@ -23,8 +25,19 @@ class EventLoopThread:
         self._thread.start()
 
     def run(self, coro: Awaitable[T], timeout: float | None = None) -> T:
-        """Run ``coro`` on the loop and wait for its result (its exception is raised here)."""
-        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)  # type: ignore[arg-type]
+        """Run ``coro`` on the loop and wait for its result (its exception is raised here).
+
+        If the wait is interrupted (Ctrl-C, or a signal handler raising in this thread), the coroutine is
+        cancelled and allowed to unwind on the loop before the interruption goes on, so that closing the
+        client afterwards finds no half-run call (which would otherwise be destroyed while pending)."""
+        future = asyncio.run_coroutine_threadsafe(coro, self.loop)  # type: ignore[arg-type]
+        try:
+            return future.result(timeout)
+        except BaseException:
+            if not future.done():
+                future.cancel()
+                concurrent.futures.wait([future], timeout=_UNWIND_TIMEOUT_S)
+            raise
 
     def call(self, function: Callable[..., T], *args: Any) -> T:
         """Call a plain function on the loop's thread (for state the loop's tasks read)."""

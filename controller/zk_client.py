@@ -24,8 +24,8 @@ from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.recipe.watchers import ChildrenWatch, DataWatch
 
 from .zk_data import (PERSISTENT_PATHS, BrokerIdsZNode, BrokerIdZNode, BrokerInfo, BrokerSequenceIdZNode,
-                      ClusterIdZNode, ConfigChangeNotificationZNode, ConfigEntityZNode, ControllerEpochZNode,
-                      ControllerZNode, DeleteTopicsZNode, IsrChangeNotificationZNode, LeaderIsrAndControllerEpoch,
+                      ClusterIdZNode, ConfigChangeNotificationZNode, ConfigEntityZNode, ConsumerOffsetZNode,
+                      ControllerEpochZNode, ControllerZNode, DeleteTopicsZNode, IsrChangeNotificationZNode, LeaderIsrAndControllerEpoch,
                       PreferredReplicaElectionZNode, ProducerIdBlock, ProducerIdBlockZNode, ReassignPartitionsZNode,
                       TopicAssignment, TopicPartitionsZNode, TopicPartitionStateZNode, TopicsZNode, TopicZNode)
 
@@ -593,6 +593,16 @@ class KafkaZkClient:
         names = sorted(self._children(ConfigChangeNotificationZNode.path))
         found = self._get_many({n: f"{ConfigChangeNotificationZNode.path}/{n}" for n in names})
         return {n: ConfigChangeNotificationZNode.decode(data) for n, (data, _) in found.items()}
+
+    # --- OffsetCommit/OffsetFetch v0 ---------------------------------------------------------------
+    @_zk
+    def set_consumer_offset(self, group: str, topic: str, partition: int, offset: int) -> None:
+        self._set_or_create(ConsumerOffsetZNode.path(group, topic, partition), ConsumerOffsetZNode.encode(offset))
+
+    @_zk
+    def get_consumer_offset(self, group: str, topic: str, partition: int) -> int | None:
+        data, _ = self._get(ConsumerOffsetZNode.path(group, topic, partition))
+        return None if data is None else ConsumerOffsetZNode.decode(data)
 
     # --- raw access (tests, tools) ----------------------------------------------------------------
     @_zk

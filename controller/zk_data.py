@@ -286,6 +286,25 @@ class IsrChangeNotificationZNode:
     decode = staticmethod(PreferredReplicaElectionZNode.decode)
 
 
+# --- old consumers' offsets --------------------------------------------------------------------
+
+class ConsumerOffsetZNode:
+    """An OffsetCommit v0 offset (Kafka 2.8 keeps v0 commits in ZooKeeper, as the old consumers did): the
+    offset in decimal text at /consumers/<group>/offsets/<topic>/<partition>."""
+
+    @staticmethod
+    def path(group: str, topic: str, partition: int) -> str:
+        return f"/consumers/{group}/offsets/{topic}/{partition}"
+
+    @staticmethod
+    def encode(offset: int) -> bytes:
+        return str(offset).encode()
+
+    @staticmethod
+    def decode(data: bytes) -> int:
+        return int(data.decode())
+
+
 # --- configs --------------------------------------------------------------------------------------
 
 class ConfigEntityZNode:

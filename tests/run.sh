@@ -1,29 +1,32 @@
 #!/usr/bin/env bash
 # The project's test command: installs what the tests need, then runs them.
 #   bash tests/run.sh [pytest arguments]
-# Works from a clean clone on a fresh machine (Debian, Python >= 3.11, root or sudo for apt-get).
+# Works from a clean clone on a fresh machine (Debian, Python >= 3.11, root or sudo for apt-get). Where the
+# system Python is externally managed (PEP 668, Debian 12's python3) it installs into ./.venv, the same venv
+# cluster.sh uses (scripts/python_env.sh). Prints the run's wall time at the end (on stderr).
+# ODRADEK_TEST_WORKERS (default 2) sets how many pytest-xdist workers run the test files.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+started=$(date +%s)
 
-PYTHON=${PYTHON:-python3}
+# shellcheck source=../scripts/python_env.sh
+source scripts/python_env.sh
 
 # Integration tests run a real ZooKeeper (Debian's package, or a tarball named by ZOOKEEPER_HOME).
 if [ ! -f /usr/share/java/zookeeper.jar ] && [ -z "${ZOOKEEPER_HOME:-}" ]; then
-    SUDO=""
-    if [ "$(id -u)" -ne 0 ] && command -v sudo >/dev/null 2>&1; then SUDO="sudo"; fi
-    $SUDO apt-get update -qq
-    $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq zookeeper
+    apt_install zookeeper
 fi
 
-# Compatibility tests drive kcat (Debian's package: kcat 1.7.1 on librdkafka 2.0.2, the version COMPAT.md studied).
+# Compatibility tests drive kcat (Debian's package: kcat 1.7.1 on librdkafka 2.0.2).
 if ! command -v kcat >/dev/null 2>&1; then
-    SUDO=""
-    if [ "$(id -u)" -ne 0 ] && command -v sudo >/dev/null 2>&1; then SUDO="sudo"; fi
-    $SUDO apt-get update -qq
-    $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq kcat
+    apt_install kcat
 fi
 
+choose_python
 "$PYTHON" -m pip install --quiet --disable-pip-version-check --root-user-action=ignore -e '.[test]'
+# The tests run the odradek-* commands as a user does: the ones just installed, first on PATH.
+PATH="$("$PYTHON" -c 'import os, sys; print(os.path.dirname(sys.executable))'):$PATH"
+export PATH
 
 # The protocol package must stay sans-IO: no asyncio, sockets, kazoo or uvloop under protocol/.
 if grep -rnE '^\s*(import|from)\s+(asyncio|socket|selectors|kazoo|uvloop)\b' protocol/; then
@@ -31,4 +34,12 @@ if grep -rnE '^\s*(import|from)\s+(asyncio|socket|selectors|kazoo|uvloop)\b' pro
     exit 1
 fi
 
-exec "$PYTHON" -m pytest -q -p no:cacheprovider "$@"
+# Test files are spread over ODRADEK_TEST_WORKERS pytest-xdist workers (0 = one process): most of a
+# test's time is waiting on broker processes, so two workers use 2 cores better than one. --dist loadfile
+# keeps a file's tests in one worker, so module fixtures (shared clusters) are still shared; each worker
+# has its own session ZooKeeper.
+status=0
+"$PYTHON" -m pytest -q -p no:cacheprovider -n "${ODRADEK_TEST_WORKERS:-2}" --dist loadfile "$@" || status=$?
+elapsed=$(( $(date +%s) - started ))
+printf 'tests/run.sh: wall time %dm%02ds\n' $((elapsed / 60)) $((elapsed % 60)) >&2
+exit $status

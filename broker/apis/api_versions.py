@@ -1,6 +1,6 @@
 """ApiVersions (18): advertise exactly the APIs this broker serves, with Apache Kafka 2.8's ranges.
 
-COMPAT G1: the response header is always v0 (the codec does that). An ApiVersions request at a version
+The response header is always v0, whatever the request version (the codec does that). An ApiVersions request at a version
 we do not speak arrives flagged ``unsupported_version`` from the processor and is answered with a v0
 body carrying UNSUPPORTED_VERSION (35) and the ApiVersions range only, as Kafka does (KIP-511): the
 client retries at min(its version - 1, our max). A v3 request with a malformed client software name or

@@ -4,7 +4,8 @@ As Kafka 2.8's ZkAdminManager: the request is checked (duplicates, partitions/re
 against an explicit assignment), each topic is validated and written by the admin ZooKeeper client,
 then the response waits up to ``timeout_ms`` for the controller's UpdateMetadata to show every
 partition with a leader (REQUEST_TIMED_OUT after that; the topic still gets created). A
-non-controller answers NOT_CONTROLLER so clients go to the controller (COMPAT G8).
+non-controller answers NOT_CONTROLLER so clients go to the controller (all three Python clients send
+CreateTopics to the controller Metadata names).
 
 Authorization, as Kafka 2.8: Create on the cluster, or else on each topic (TOPIC_AUTHORIZATION_FAILED
 "Authorization failed."); the configs, partition count and replication factor of the answer are

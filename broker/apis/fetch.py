@@ -1,7 +1,8 @@
 """Fetch (1): whole batches from local leaders, parked in the purgatory until min_bytes or max_wait.
 
 Fetch sessions (KIP-227, ``broker/fetch_session.py``) decide which partitions are read and which are
-answered: a sessionless or full fetch answers every requested partition (COMPAT G9), an incremental
+answered: a sessionless or full fetch answers every requested partition (kafka-python discards a full
+answer whose partitions differ from the request's), an incremental
 one reads the whole session and answers only the partitions that changed. Session errors
 (FETCH_SESSION_ID_NOT_FOUND, INVALID_FETCH_SESSION_EPOCH) are top-level, with no partitions.
 

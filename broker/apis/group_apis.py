@@ -167,7 +167,7 @@ class GroupApis:
         result = await self.coordinator.sync_group(
             body.group_id, body.generation_id, body.member_id, body.group_instance_id, body.protocol_type,
             body.protocol_name, {a.member_id: bytes(a.assignment) for a in body.assignments})
-        # Always an assignment, empty bytes if none (COMPAT G11).
+        # Always an assignment, empty bytes if none (franz-go fails to parse a missing one).
         return SyncGroupResponse(throttle_time_ms=0, error_code=result.error_code,
                                  protocol_type=result.protocol_type, protocol_name=result.protocol_name,
                                  assignment=result.assignment or b"")
@@ -184,11 +184,12 @@ class GroupApis:
         leaving = [(m.member_id, m.group_instance_id) for m in body.members] if version >= 3 \
             else [(body.member_id, None)]
         code, codes = self.coordinator.leave_group(body.group_id, leaving)
-        if version < 3 and code == 0:
-            code = codes[0]  # v0-2 answer for the one member
+        if version < 3:
+            # v0-2 have no members[]: the one member's error is the answer (Kafka's LeaveGroupResponse).
+            return LeaveGroupResponse(throttle_time_ms=0, error_code=code or codes[0])
         members = [LeaveGroupResponse.MemberResponse(member_id=m, group_instance_id=i, error_code=c)
-                   for (m, i), c in zip(leaving, codes)]
-        return LeaveGroupResponse(throttle_time_ms=0, error_code=code, members=members if code == 0 else [])
+                   for (m, i), c in zip(leaving, codes)] if code == 0 else []
+        return LeaveGroupResponse(throttle_time_ms=0, error_code=code, members=members)
 
     # -- administration ---------------------------------------------------------------------------
 

@@ -1,7 +1,8 @@
 """Metadata (3): brokers, controller, cluster id and topics from the metadata cache, plus auto-creation.
 
 As Kafka 2.8's handleTopicMetadataRequest: every live broker with an endpoint on the listener the
-request came in on (COMPAT G8: the full list, always), the live controller (-1 if none yet), and
+request came in on (the full list, always: librdkafka stops re-bootstrapping after an answer with
+no brokers), the live controller (-1 if none yet), and
 per topic its partitions. A missing topic is created when the request allows it and
 ``auto.create.topics.enable`` is on, and answered LEADER_NOT_AVAILABLE until the controller has
 elected its leaders; otherwise UNKNOWN_TOPIC_OR_PARTITION.

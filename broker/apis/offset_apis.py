@@ -2,8 +2,13 @@
 
 OffsetCommit v1 carries a commit timestamp per partition and v2-v4 a retention time; later versions
 use the broker's clock and offsets.retention.minutes, as Kafka 2.8. The commit's metadata string
-round-trips (COMPAT G11); an unknown committed leader epoch is -1. OffsetFetch with null topics
-(v2+) returns every committed partition of the group.
+round-trips (clients such as kcat and Spark store their own data in it); an unknown committed leader
+epoch is -1. OffsetFetch with null topics (v2+) returns every committed partition of the group.
+
+Version 0 is the old ZooKeeper consumers' API, and Kafka 2.8 keeps it apart: an OffsetCommit v0 writes
+each offset to ZooKeeper (/consumers/<group>/offsets/<topic>/<partition>, no metadata kept) and an
+OffsetFetch v0 reads it back from there, on any broker, without the group coordinator; the two offset
+stores never see each other's commits.
 
 Authorization, as Kafka 2.8: OffsetCommit needs Read on the group and on each topic, OffsetFetch
 Describe on the group and on each topic (with null topics the others are left out), OffsetDelete
@@ -13,12 +18,14 @@ TOPIC_AUTHORIZATION_FAILED per partition).
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING, Any
 
 from ...protocol.acl import AclOperation
 from ...protocol.api_keys import ApiKey
 from ...protocol.errors import (  # type: ignore[attr-defined]
-    GroupAuthorizationFailedError, KafkaError, TopicAuthorizationFailedError, UnknownTopicOrPartitionError,
+    GroupAuthorizationFailedError, KafkaError, OffsetMetadataTooLargeError, TopicAuthorizationFailedError,
+    UnknownServerError, UnknownTopicOrPartitionError,
 )
 from ...protocol.messages import OffsetCommitResponse, OffsetDeleteResponse, OffsetFetchResponse
 from ..coordinator.group.metadata_manager import wall_ms
@@ -31,6 +38,7 @@ if TYPE_CHECKING:
     from ..network.request_channel import Request
     from .services import BrokerServices
 
+log = logging.getLogger(__name__)
 _CommitTopic = OffsetCommitResponse.OffsetCommitResponseTopic
 _CommitPartition = _CommitTopic.OffsetCommitResponsePartition
 _FetchTopic = OffsetFetchResponse.OffsetFetchResponseTopic
@@ -65,6 +73,8 @@ class OffsetApis:
     async def offset_commit(self, request: "Request") -> Any:
         body, version = request.body, request.api_version
         self._require(request, AclOperation.READ)
+        if version == 0:
+            return await self._commit_to_zookeeper(request)
         now = wall_ms()
         retention = body.retention_time_ms if 2 <= version <= 4 else -1
         offsets: dict[tuple[str, int], OffsetAndMetadata] = {}
@@ -88,6 +98,38 @@ class OffsetApis:
         return OffsetCommitResponse(throttle_time_ms=0, topics=_grouped(codes, order, _CommitTopic,
                                                                         _CommitPartition))
 
+    async def _commit_to_zookeeper(self, request: "Request") -> Any:
+        """OffsetCommit v0 (Kafka 2.8's handleOffsetCommitRequest at version 0)."""
+        body = request.body
+        order = [(t.name, p.partition_index) for t in body.topics for p in t.partitions]
+        codes = self._refused_partitions(request, AclOperation.READ, order)
+        codes.update(self._unknown_partitions(tp for tp in order if tp not in codes))
+        max_metadata = self.services.config.get("offset.metadata.max.bytes")
+        offsets = {}
+        for topic in body.topics:
+            for p in topic.partitions:
+                tp = (topic.name, p.partition_index)
+                if tp in codes:
+                    continue
+                if p.committed_metadata is not None and len(p.committed_metadata) > max_metadata:
+                    codes[tp] = OffsetMetadataTooLargeError.code
+                else:
+                    offsets[tp] = p.committed_offset
+        codes.update(await self.services.in_executor(self._write_zookeeper_offsets, body.group_id, offsets))
+        return OffsetCommitResponse(throttle_time_ms=0, topics=_grouped(codes, order, _CommitTopic,
+                                                                        _CommitPartition))
+
+    def _write_zookeeper_offsets(self, group: str, offsets: dict[tuple[str, int], int]) -> dict[tuple[str, int], int]:
+        codes = {}
+        for (topic, partition), offset in offsets.items():
+            try:
+                self.services.zk.set_consumer_offset(group, topic, partition, offset)
+                codes[(topic, partition)] = 0
+            except Exception as exc:  # Kafka: Errors.forException, UNKNOWN_SERVER_ERROR for a ZooKeeper failure
+                log.warning("OffsetCommit v0 of group %s to ZooKeeper failed for %s-%d: %s", group, topic, partition, exc)
+                codes[(topic, partition)] = UnknownServerError.code
+        return codes
+
     def _unknown_partitions(self, partitions: Any) -> dict[tuple[str, int], int]:
         """Kafka answers UNKNOWN_TOPIC_OR_PARTITION for partitions the metadata cache does not know."""
         cache = self.services.metadata_cache
@@ -101,6 +143,8 @@ class OffsetApis:
     def offset_fetch(self, request: "Request") -> Any:
         body, version = request.body, request.api_version
         self._require(request, AclOperation.DESCRIBE)
+        if version == 0:
+            return self._fetch_from_zookeeper(request)
         requested = None if body.topics is None else \
             [(t.name, p) for t in body.topics for p in t.partition_indexes]
         refused = self._refused_partitions(request, AclOperation.DESCRIBE, requested or [])
@@ -129,6 +173,37 @@ class OffsetApis:
                 error_code=TopicAuthorizationFailedError.code))
         return OffsetFetchResponse(throttle_time_ms=0, error_code=0,
                                    topics=[_FetchTopic(name=n, partitions=p) for n, p in topics.items()])
+
+    async def _fetch_from_zookeeper(self, request: "Request") -> Any:
+        """OffsetFetch v0 (Kafka 2.8's handleOffsetFetchRequest at version 0): a partition the cluster does
+        not know, or without a stored offset, is offset -1 with no error."""
+        body = request.body
+        cache = self.services.metadata_cache
+        requested = [(t.name, p) for t in body.topics for p in t.partition_indexes]
+        found = {tp: (-1, code) for tp, code in self._refused_partitions(request, AclOperation.DESCRIBE,
+                                                                        requested).items()}
+        known = [tp for tp in requested if tp not in found and cache.partition(*tp) is not None]
+        found.update(await self.services.in_executor(self._read_zookeeper_offsets, body.group_id, known))
+        topics: dict[str, list] = {}
+        for t in body.topics:
+            for p in t.partition_indexes:
+                offset, code = found.get((t.name, p), (-1, 0))
+                topics.setdefault(t.name, []).append(_FetchPartition(
+                    partition_index=p, committed_offset=offset, metadata="", error_code=code))
+        return OffsetFetchResponse(throttle_time_ms=0, topics=[_FetchTopic(name=n, partitions=p)
+                                                               for n, p in topics.items()])
+
+    def _read_zookeeper_offsets(self, group: str, partitions: list[tuple[str, int]]
+                                ) -> dict[tuple[str, int], tuple[int, int]]:
+        found = {}
+        for topic, partition in partitions:
+            try:
+                offset = self.services.zk.get_consumer_offset(group, topic, partition)
+                found[(topic, partition)] = (-1 if offset is None else offset, 0)
+            except Exception as exc:  # Kafka answers the exception's error code for the partition
+                log.warning("OffsetFetch v0 of group %s from ZooKeeper failed for %s-%d: %s", group, topic, partition, exc)
+                found[(topic, partition)] = (-1, UnknownServerError.code)
+        return found
 
     def _fetch_error(self, request: "Request", error_code: int) -> Any:
         """v2+ have a top-level error; v0-1 repeat it on each requested partition."""

@@ -56,7 +56,7 @@ class ProduceApi:
                     _validated(part.records, version, internal, self._max_message_bytes(topic.name, part.index))
         result = self.replica_manager.append_records(body.acks, body.timeout_ms, entries)
         if body.acks == 0:
-            # Never answered (COMPAT G7); other errors close nothing either. An unauthorized topic
+            # Never answered, as in Kafka; other errors close nothing either. An unauthorized topic
             # closes the connection after the rest was appended, as Kafka answers an acks=0 error.
             return Response.close(request, "acks=0 produce to unauthorized topics") if denied else None
         if isinstance(result, dict):

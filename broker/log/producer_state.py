@@ -304,7 +304,7 @@ class ProducerStateManager:
         if is_control:  # markers carry no sequence; a zombie coordinator's marker is fenced
             self._check_coordinator_epoch(producer_id, entry, records, position)
             return None
-        self._check_sequence(producer_id, entry, previous, epoch, first_seq, current_epoch, updated_epoch)
+        self._check_sequence(producer_id, entry, previous, epoch, first_seq, last_seq, current_epoch, updated_epoch)
         if entry is not None and entry.current_txn_first_offset is not None and \
                 not attributes & TRANSACTIONAL_MASK:
             raise InvalidTxnStateError(
@@ -326,7 +326,7 @@ class ProducerStateManager:
                 f"is older than the last seen {entry.coordinator_epoch}")
 
     def _check_sequence(self, producer_id: int, entry: ProducerStateEntry | None, previous: tuple[int, int] | None,
-                        epoch: int, first_seq: int, current_epoch: int, updated_epoch: int) -> None:
+                        epoch: int, first_seq: int, last_seq: int, current_epoch: int, updated_epoch: int) -> None:
         if epoch != updated_epoch:
             if first_seq != 0 and updated_epoch != NO_PRODUCER_EPOCH:
                 raise OutOfOrderSequenceNumberError(
@@ -343,7 +343,7 @@ class ProducerStateManager:
         # (Kafka after KIP-360) rather than UNKNOWN_PRODUCER_ID.
         if current_epoch != NO_PRODUCER_EPOCH and not in_sequence(last, first_seq):
             raise OutOfOrderSequenceNumberError(
-                f"{self.name}: out of order sequence for producer {producer_id}: {first_seq} "
+                f"{self.name}: out of order sequence for producer {producer_id} epoch {epoch}: {first_seq}-{last_seq} "
                 f"(incoming), {last} (last appended)")
 
     def apply_leader_append(self, records: bytes | bytearray | memoryview, pending: list,

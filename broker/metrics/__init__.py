@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from prometheus_client import CollectorRegistry, GCCollector, PlatformCollector, ProcessCollector
+from prometheus_client.core import GaugeMetricFamily
 
 from .controller_metrics import ControllerCollector, ZooKeeperStats
 from .group_metrics import ConsumerGroupCollector
@@ -44,6 +45,7 @@ class BrokerMetrics:
         self.registry.register(ControllerCollector(server, self.zk_stats))
         self.registry.register(ConsumerGroupCollector(server))
         self.registry.register(ClientQuotaCollector(server))
+        self.registry.register(_BrokerStateCollector(server))
         self.endpoint: MetricsEndpoint | None = None
 
     def _channel(self) -> Any:
@@ -54,7 +56,24 @@ class BrokerMetrics:
         self.endpoint = MetricsEndpoint(self.registry, host, port)
         return await self.endpoint.start()
 
+    def urls(self) -> str:
+        return ", ".join(f"http://{address}/metrics" for address in self.endpoint.addresses()) if self.endpoint else ""
+
     async def stop(self) -> None:
         if self.endpoint is not None:
             await self.endpoint.stop()
             self.endpoint = None
+
+
+class _BrokerStateCollector:
+    """kafka.server:type=KafkaServer,name=BrokerState, a gauge of Kafka's BrokerState values (3 = running)."""
+
+    def __init__(self, server: Any) -> None:
+        self.server = server
+
+    def collect(self) -> Any:
+        gauge = GaugeMetricFamily("kafka_server_kafkaserver_brokerstate",
+                                  "State of the broker: 0 not running, 1 starting, 2 recovery, 3 running, "
+                                  "6 pending controlled shutdown, 7 shutting down")
+        gauge.add_metric([], int(getattr(self.server, "broker_state", 0)))
+        yield gauge

@@ -30,6 +30,16 @@ class MetricsEndpoint:
         self.port = self._server.sockets[0].getsockname()[1]
         return self.port
 
+    def addresses(self) -> list[str]:
+        """host:port of every socket listening (an empty host binds every IPv4 and IPv6 interface)."""
+        if self._server is None:
+            return []
+        found = []
+        for sock in self._server.sockets:
+            host, port = sock.getsockname()[:2]
+            found.append(f"[{host}]:{port}" if ":" in host else f"{host}:{port}")
+        return found
+
     async def stop(self) -> None:
         if self._server is not None:
             self._server.close()

@@ -4,12 +4,14 @@ A ``Connection`` is the asyncio Protocol of one socket: it splits the byte strea
 each request header and hands the request to its ``Processor``, which puts it on the RequestChannel.
 Like Kafka, a connection is muted from the moment a request is read until that request's response has
 been handed to the transport: at most one request per connection is in flight, so responses leave in
-request order (COMPAT G6) however the handlers interleave. Frames that arrived behind it wait in
+request order however the handlers interleave (kafka-python and aiokafka match responses
+to requests first-in first-out and drop the connection on a mismatch). Frames that arrived behind it wait in
 ``pending`` and the socket is not read meanwhile.
 
 Anything wrong with a frame (bad size, unparseable header or body, unknown api key, a version or an
 API we do not serve) closes that connection only, without a response, as Kafka does; the one
-exception is ApiVersions at an unsupported version, which is answered with error 35 (COMPAT G1).
+exception is ApiVersions at an unsupported version, which is answered with error 35 (KIP-511: closing
+it would make librdkafka blame the security protocol and fall back to 0.9-era features).
 
 On one event loop a Processor is a logical group of connections; the round-robin assignment and the
 name stay so that processors can become event loops in threads later.

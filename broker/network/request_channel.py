@@ -69,7 +69,8 @@ class Request:
 
     @property
     def expects_response(self) -> bool:
-        """False only for acks=0 Produce, which is never answered (COMPAT G7)."""
+        """False only for acks=0 Produce, which is never answered (as Kafka: clients expect no
+        response, and one would be paired with their next request)."""
         return not (self.header.api_key == _PRODUCE and self.body is not None and self.body.acks == 0)
 
     def __repr__(self) -> str:

@@ -25,12 +25,12 @@ import random
 import re
 import signal
 import sys
-import time
 from typing import Any, BinaryIO, Sequence
 
 from ...protocol.errors import KafkaError
 from ..types import ConsumerRecord, KafkaConfigurationError, TopicPartition
 from .common import add_version_flag, run_tool
+from .tool_log import log_line
 from .kafka_properties import (
     ToolParser, UsageError, consumer_kwargs, key_values, load_properties, require,
 )
@@ -228,8 +228,7 @@ class MessageFormatter:
 
 
 def _log(level: str, message: str) -> None:
-    print(f"[{time.strftime('%Y-%m-%d %H:%M:%S')},000] {level} {message} (kafka.tools.ConsoleConsumer$)",
-          file=sys.stderr)
+    log_line(level, message, "kafka.tools.ConsoleConsumer$")
 
 
 class _Stop(Exception):
@@ -286,6 +285,10 @@ def run(opts: argparse.Namespace, out: BinaryIO | None = None) -> int:
     status = 0
     try:
         consumer = _open_consumer(opts)
+        if opts.topic is not None and opts.partition is None and opts.topic not in consumer.topics():
+            # Kafka's consumer waits for the topic too, warning from its NetworkClient meanwhile.
+            log_line("WARN", f"Error while fetching metadata: {{{opts.topic}=UNKNOWN_TOPIC_OR_PARTITION}}; "
+                     "waiting for the topic", "org.apache.kafka.clients.NetworkClient")
         limit = opts.max_messages
         while limit is None or count < limit:
             # ConsumerWrapper.receive: one poll of timeout-ms that returns nothing is a TimeoutException
@@ -294,7 +297,8 @@ def run(opts: argparse.Namespace, out: BinaryIO | None = None) -> int:
             records = [r for rs in batches.values() for r in rs]
             if not records and opts.timeout_ms is not None:
                 _log("ERROR", "Error processing message, terminating consumer process: ")
-                print("org.apache.kafka.common.errors.TimeoutException", file=sys.stderr)
+                print(f"org.apache.kafka.common.errors.TimeoutException: no message within --timeout-ms "
+                      f"{opts.timeout_ms} ms", file=sys.stderr)
                 break
             for record in records:
                 count += 1

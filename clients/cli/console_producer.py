@@ -24,12 +24,12 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from typing import Any, BinaryIO, Iterator, Sequence
 
 from ...protocol.errors import KafkaError
 from ..types import KafkaConfigurationError
 from .common import add_version_flag, run_tool
+from .tool_log import log_line
 from .kafka_properties import (
     ToolParser, UsageError, bootstrap_servers, key_values, load_properties, producer_kwargs, require,
 )
@@ -186,7 +186,7 @@ class LineReader:
 
 def _log(level: str, message: str, logger: str) -> None:
     """A line in Kafka's tools-log4j layout: ``[date] LEVEL message (logger)``."""
-    print(f"[{time.strftime('%Y-%m-%d %H:%M:%S')},000] {level} {message} ({logger})", file=sys.stderr)
+    log_line(level, message, logger)
 
 
 class SendFailures:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from typing import Any, Callable, Iterable, Sequence, TextIO
 
 from ..consumer import DEFAULT_CONFIG as CONSUMER_DEFAULTS
@@ -22,6 +21,7 @@ from ..producer import _DEFAULTS as PRODUCER_DEFAULTS  # the producer's accepted
 from ..security.client_security import SECURITY_PROPERTY_PREFIXES, security_kwargs_from_properties
 from ..types import KafkaConfigurationError
 from .common import Parser, UsageError, parse_known
+from .tool_log import log_line
 
 __all__ = ["UsageError", "ToolParser", "require", "bootstrap_servers", "key_values", "load_properties",
            "producer_kwargs", "consumer_kwargs"]
@@ -146,8 +146,8 @@ def _kwargs(props: dict[str, str], known: dict[str, Any], warn: TextIO | None, c
         if kwarg in known:
             kwargs[kwarg] = _convert(name, value)
         elif warn is not None:
-            print(f"[{time.strftime('%Y-%m-%d %H:%M:%S')},000] WARN The configuration '{name}' was supplied but "
-                  f"isn't a known config. ({config_class})", file=warn)
+            log_line("WARN", f"The configuration '{name}' was supplied but isn't a known config.", config_class,
+                     file=warn)
     return kwargs
 
 

@@ -380,7 +380,9 @@ class LocalCluster:
             "listeners": f"PLAINTEXT://{self.host}:{broker.port}",
             "log.dirs": str(broker.log_dirs),
             "zookeeper.connect": self.zookeeper_connect,
-            **({"odradek.metrics.port": str(broker.metrics_port)} if broker.metrics_port is not None else {}),
+            # on the cluster's own address, the one odradek-cluster prints (the broker's default is every interface)
+            **({"odradek.metrics.port": str(broker.metrics_port), "odradek.metrics.host": self.host}
+               if broker.metrics_port is not None else {}),
             **(self.security.broker_overrides(broker.port) if self.security is not None else {}),
             **{k: v.replace("{port}", str(broker.port)) for k, v in self.broker_overrides.items()},
         }

@@ -37,6 +37,7 @@ from ...protocol.records.batch import iter_batches
 from ..security.client_security import client_security
 from ..simple_client import SimpleClient
 from .common import Parser, UsageError, command_config_security, failure_report, parse_known, run_tool
+from .tool_log import log4j_timestamp
 
 DEBUGGING_CONSUMER_ID = -2  # Kafka's Request.DebuggingConsumerId
 LATEST, EARLIEST = -1, -2
@@ -52,8 +53,7 @@ TopicPartition = tuple[str, int]
 
 def now_string(ms: float | None = None) -> str:
     """Kafka's "yyyy-MM-dd HH:mm:ss,SSS" in local time."""
-    moment = datetime.fromtimestamp((time.time() * 1000 if ms is None else ms) / 1000.0)
-    return moment.strftime("%Y-%m-%d %H:%M:%S,") + f"{moment.microsecond // 1000:03d}"
+    return log4j_timestamp(datetime.fromtimestamp((time.time() * 1000 if ms is None else ms) / 1000.0))
 
 
 def tp_name(tp: TopicPartition) -> str:

@@ -163,15 +163,15 @@ class ConsumerCoordinator:
                     await self._match_pattern()
                 if self._rejoin_needed or self.generation.generation_id < 0:
                     await self._join()
-                    next_metadata_check = loop.time() + max_age
+                    next_metadata_check = loop.time() + self._metadata_interval(max_age)
                     continue
                 self._wake.clear()
                 try:
                     async with asyncio.timeout(max(next_metadata_check - loop.time(), 0)):
                         await self._wake.wait()
                 except TimeoutError:
-                    next_metadata_check = loop.time() + max_age
                     await self._check_metadata()
+                    next_metadata_check = loop.time() + self._metadata_interval(max_age)
             except asyncio.CancelledError:
                 raise
             except _FatalGroupError as exc:
@@ -305,14 +305,16 @@ class ConsumerCoordinator:
         assignor = next((a for a in self.assignors if a.name == self.generation.protocol), None)
         if assignor is not None:
             assignor.on_assignment(partitions, self.generation.generation_id)
-        self.assignment = assigned
-        self.host._assign_partitions(assigned)
         watched = (self._group_topics if self.leader else set()) | self.topics
         try:
             self._snapshot = await self._partition_counts(watched)
         except (OSError, KafkaError, _Retry) as exc:  # the next check compares with the cached picture
             log.debug("group %s: metadata after the assignment: %s", self.link.group_id, exc)
             self._snapshot = {t: len(self.client.cluster.partitions_for(t)) for t in watched}
+        # No await between taking the partitions and telling the listener: a close() that cancels this task
+        # finds either no assignment or one the listener was told about, never one it was not.
+        self.assignment = assigned
+        self.host._assign_partitions(assigned)
         log.info("group %s generation %d: member %s assigned %s", self.link.group_id,
                  self.generation.generation_id, self.generation.member_id, sorted(assigned))
         await call_listener(self.listener, "on_partitions_assigned", assigned)
@@ -354,12 +356,14 @@ class ConsumerCoordinator:
         if not member_id or not self.link.known:
             return
         log.info("group %s: member %s leaves (%s)", self.link.group_id, member_id, reason)
-        request = LeaveGroupRequest(group_id=self.link.group_id, member_id=member_id, members=[
-            LeaveGroupRequest.MemberIdentity(member_id=member_id, group_instance_id=None)])
         try:
-            await self.link.send(request)
-        except (OSError, KafkaError) as exc:  # the session timeout removes us anyway
-            log.info("group %s: LeaveGroup failed: %s", self.link.group_id, exc)
+            response = await self.link.send(_LeaveGroup(self.link.group_id, member_id))
+            codes = [response.error_code] + [m.error_code for m in response.members]
+            code = next((c for c in codes if c), 0)
+            if code:
+                raise for_code(code)(f"LeaveGroup of member {member_id}")
+        except (OSError, KafkaError) as exc:  # the session timeout removes us, later
+            log.warning("group %s: LeaveGroup failed: %s", self.link.group_id, exc)
 
     # -- background duties ------------------------------------------------------------------------
     async def _heartbeat_loop(self) -> None:
@@ -421,6 +425,13 @@ class ConsumerCoordinator:
             self.topics = matched
             self.request_rejoin()
 
+    def _metadata_interval(self, max_age: float) -> float:
+        """Java refreshes metadata after retry_backoff_ms while a subscribed topic is unknown (so a topic
+        created later is consumed at once), else every metadata_max_age_ms."""
+        if any(count == 0 for count in self._snapshot.values()):
+            return self._backoff
+        return max_age
+
     async def _check_metadata(self) -> None:
         """Rejoin when the partition counts of watched topics or the pattern's matches changed."""
         if self.pattern is not None:
@@ -431,6 +442,22 @@ class ConsumerCoordinator:
             log.info("group %s: partition counts changed (%s -> %s); rejoining", self.link.group_id,
                      self._snapshot, counts)
             self.request_rejoin()
+
+
+class _LeaveGroup:
+    """Builds LeaveGroup for the version the coordinator speaks (Java's LeaveGroupRequest.Builder): v0-2
+    name the member in the top-level member_id, v3+ in members[]."""
+
+    api_key = LeaveGroupRequest.API_KEY
+
+    def __init__(self, group_id: str, member_id: str) -> None:
+        self.group_id, self.member_id = group_id, member_id
+
+    def __call__(self, version: int) -> Any:
+        if version < 3:
+            return LeaveGroupRequest(group_id=self.group_id, member_id=self.member_id)
+        return LeaveGroupRequest(group_id=self.group_id, members=[
+            LeaveGroupRequest.MemberIdentity(member_id=self.member_id, group_instance_id=None)])
 
 
 class _FatalGroupError(Exception):

@@ -92,12 +92,18 @@ class CoordinatorLink:
         return found.node_id
 
     async def send(self, request: Any, timeout: float | None = None) -> Any:
-        """One attempt at the coordinator; a connection failure forgets the coordinator and is raised."""
+        """One attempt at the coordinator; a connection failure forgets the coordinator and is raised.
+        ``request`` may be a function of the negotiated version that builds the request (for messages
+        whose fields differ between versions, as Java's request builders do)."""
         node_id = await self.find()
         assert self._address is not None
         try:
             conn = await self.client._connect(("coordinator", node_id), *self._address)
-            return await conn.send(request, timeout=timeout or self.client.request_timeout)
+            version = None
+            if callable(request):
+                version = conn.version_for(request.api_key)
+                request = request(version)
+            return await conn.send(request, version=version, timeout=timeout or self.client.request_timeout)
         except OSError:
             self.mark_unknown()
             raise

@@ -5,7 +5,7 @@ headers to a topic of their own whose partition i carries codec ``CODECS[i]`` (w
 partitions, replication factor 1, are spread over all of them). Then:
 
 - the log on disk must hold exactly the planned records, in order, in batches of the producer's codec with valid
-  CRCs (librdkafka < 2.11.1 silently drops compression when it dislikes the broker's Produce range, COMPAT G3);
+  CRCs (librdkafka < 2.11.1 silently drops compression unless the broker's Produce range starts at 0);
 - the idempotent producers (kafka-python by default, confluent-kafka with enable.idempotence) must have written
   producer ids and gap-free sequences, and no duplicates;
 - every client reads every producer's topic from earliest with assign() and must see exactly the records on disk:

@@ -140,20 +140,27 @@ def console_tool(name: str, *args: str, stdin: str | None = None, check: bool = 
 class IdempotentProducerLoad:
     """confluent-kafka's acks=all idempotent producer writing numbered records ("record-%08d", record n to
     partition n % partitions) in a thread until the block ends; acknowledged values in ``acked``, delivery
-    errors in ``failed``. RDKAFKA_DEBUG (e.g. "eos,msg") turns on librdkafka's debug log."""
+    errors in ``failed``, fatal producer errors in ``fatal``; ``config`` adds librdkafka settings.
+    RDKAFKA_DEBUG (e.g. "eos,msg") turns on librdkafka's debug log."""
 
     def __init__(self, bootstrap: str, topic: str, partitions: int, timeout_s: float = 120,
                  config: dict | None = None) -> None:
         from confluent_kafka import Producer
         debug = {"debug": os.environ["RDKAFKA_DEBUG"]} if os.environ.get("RDKAFKA_DEBUG") else {}
         self.producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "acks": "all",
-                                  "linger.ms": 5, "message.timeout.ms": int(timeout_s * 1000), **debug,
+                                  "linger.ms": 5, "message.timeout.ms": int(timeout_s * 1000),
+                                  "error_cb": self._error, **debug,
                                   **(config or {})})  # config: e.g. security.protocol, sasl.*
         self.topic, self.partitions, self.timeout_s = topic, partitions, timeout_s
         self.acked: set[bytes] = set()
         self.failed: list[str] = []
+        self.fatal: list[str] = []
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _error(self, error) -> None:
+        if error.fatal():
+            self.fatal.append(str(error))
 
     def _delivered(self, err, msg) -> None:
         if err is None:

@@ -4,7 +4,10 @@ kafka-python on the other side of some of the round trips."""
 from __future__ import annotations
 
 import re
+import shutil
+import signal
 import subprocess
+import sys
 import uuid
 
 import pytest
@@ -175,3 +178,41 @@ def test_bad_flags_give_one_line_and_exit_1(boot, name, args, message):
     assert done.returncode == 1
     assert done.stderr.strip() == done.stderr.strip().splitlines()[0] and message in done.stderr
     assert done.stdout == ""
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_the_console_consumer_stops_cleanly_on_ctrl_c_and_sigterm(cluster, boot, sig):
+    topic = f"stop-{uuid.uuid4().hex[:8]}"
+    tool("console-producer", *boot, "--topic", topic, stdin="one\ntwo\n")
+    consumer = subprocess.Popen(_console_consumer_command(*boot, "--topic", topic,
+                                                          "--from-beginning"),
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    lines = []
+    while len(lines) < 2:  # polling and heartbeating when the signal comes
+        lines.append(consumer.stdout.readline().strip())
+    consumer.send_signal(sig)
+    out, err = consumer.communicate(timeout=60)
+    assert lines == ["one", "two"] and consumer.returncode == 0
+    assert err.strip() == "Processed a total of 2 messages", err
+
+
+def test_a_missing_topic_is_waited_for_and_read_once_it_exists(cluster, boot):
+    topic = f"later-{uuid.uuid4().hex[:8]}"
+    missing = tool("console-consumer", *boot, "--topic", f"never-{topic}", "--timeout-ms", "1500")
+    lines = missing.stderr.splitlines()
+    assert lines[-1] == "Processed a total of 0 messages" and "TimeoutException" in lines[-2]
+    assert all(re.match(r"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}\] ", line) for line in lines if line.startswith("["))
+    assert {line[21:24] for line in lines if line.startswith("[")} != {"000"}  # real milliseconds
+    consumer = subprocess.Popen(_console_consumer_command(*boot, "--topic", topic,
+                                                          "--from-beginning", "--max-messages", "1",
+                                                          "--timeout-ms", "60000"),
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert "UNKNOWN_TOPIC_OR_PARTITION" in consumer.stderr.readline()  # Kafka's consumer warns and waits
+    tool("console-producer", *boot, "--topic", topic, stdin="late\n")
+    out, err = consumer.communicate(timeout=90)
+    assert out == "late\n" and err.endswith("Processed a total of 1 messages\n"), err
+
+
+def _console_consumer_command(*args: str) -> list[str]:
+    script = shutil.which("odradek-console-consumer")
+    return ([script] if script else [sys.executable, "-m", "odradek.clients.cli.console_consumer"]) + list(args)

@@ -8,6 +8,7 @@ import importlib.util
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -309,7 +310,7 @@ def test_compose_spark_job_and_prometheus_reach_the_brokers(compose, tmp_path):
 def test_dockerfile_non_root_volume_healthcheck_and_entrypoint():
     text = (ROOT / "Dockerfile").read_text()
     stages = re.findall(r"^FROM\s+(\S+)(?:\s+AS\s+(\S+))?", text, re.M)
-    assert ("python:3.12-slim", "broker") in stages and stages[-1][0] == "broker"  # the default target
+    assert ("python:3.12-slim-bookworm", "broker") in stages and stages[-1][0] == "broker"  # the default target
     broker = text.split("AS broker", 1)[1].split("AS spark-job", 1)[0]
     assert re.search(r"^USER odradek$", broker, re.M)
     assert 'VOLUME ["/var/lib/odradek/data"]' in broker
@@ -322,10 +323,36 @@ def test_dockerfile_non_root_volume_healthcheck_and_entrypoint():
                if line.strip() and not line.startswith("#")}
     for sources in re.findall(r"^COPY (?!--from)(.+?) \S+$", text, re.M):
         for source in sources.split():
-            if source != "examples":  # examples/ comes with issue 7's Spark pipeline
+            if source != "examples":  # examples/ holds the Spark pipeline
                 assert (ROOT / source).exists(), source
             assert source.split("/")[0] not in ignored, source
     assert entrypoint.IMAGE_DEFAULTS[0] == ("log.dirs", "/var/lib/odradek/data")
+
+
+DEBIAN_RELEASES = {"bookworm": "12", "trixie": "13", "bullseye": "11"}
+
+
+def test_every_apt_package_the_dockerfile_installs_exists_in_its_base_images_debian_release():
+    """python:<version>-slim follows Debian's newest release, whose package names change (Debian 13 has no
+    openjdk-17-jre-headless): every base image must name its release, and every package that apt-get
+    installs must exist in that release's main component (checked with this Debian machine's apt lists)."""
+    text = (ROOT / "Dockerfile").read_text()
+    bases = {image for image, _ in re.findall(r"^FROM\s+(\S+)(?:\s+AS\s+(\S+))?", text, re.M) if ":" in image}
+    releases = {next((r for r in DEBIAN_RELEASES if image.endswith(f"-{r}")), image) for image in bases}
+    assert releases <= set(DEBIAN_RELEASES) and len(releases) == 1, f"unpinned or mixed base images: {bases}"
+    release = releases.pop()
+    packages = {word for command in re.findall(r"apt-get install ([^&\n]+)", text)
+                for word in command.replace("\\", " ").split() if not word.startswith("-")}
+    assert packages, "no apt-get install found"
+    os_release = Path("/etc/os-release").read_text() if Path("/etc/os-release").exists() else ""
+    if f"VERSION_CODENAME={release}" not in os_release or shutil.which("apt-cache") is None:
+        pytest.skip(f"needs a Debian {release} machine to read its package lists")
+    missing = []
+    for package in sorted(packages):
+        policy = subprocess.run(["apt-cache", "policy", package], capture_output=True, text=True).stdout
+        if not re.search(rf"^\s+\d+ \S+ {release}(-security|-updates)?/main ", policy, re.M):
+            missing.append(package)
+    assert missing == [], f"not in Debian {release} main: {missing}"
 
 
 # --- odradek-cluster keeps parity with the compose cluster ---------------------------------------------------

@@ -8,6 +8,7 @@ and under-replicated partitions after a broker is SIGKILLed.
 from __future__ import annotations
 
 import signal
+import socket
 import urllib.request
 import uuid
 
@@ -156,3 +157,15 @@ def test_under_replicated_partitions_after_a_broker_dies(cluster):
     # RF 3 with min.insync.replicas 2: two replicas left is at, not under, the minimum
     assert total(cluster, "kafka_server_replicamanager_underminisrpartitioncount") == 0
     assert total(cluster, "kafka_server_replicamanager_atminisrpartitioncount") >= 6
+
+
+def test_brokers_report_running_and_serve_metrics_only_on_the_address_they_announce(cluster):
+    for broker, url in zip(cluster.brokers, cluster.metrics_urls):
+        if not broker.alive():  # an earlier test of the module killed it
+            continue
+        assert value(scrape(url), "kafka_server_kafkaserver_brokerstate") == 3  # Kafka's BrokerState.RUNNING
+        announced = [line for line in broker.log_path.read_text().splitlines() if "Prometheus metrics on" in line]
+        assert announced and f"Prometheus metrics on {url} (" in announced[-1]
+        port = int(url.rsplit(":", 1)[1].split("/")[0])
+        with pytest.raises(OSError):  # bound to 127.0.0.1 only: another loopback address is refused
+            socket.create_connection(("127.0.0.2", port), timeout=5).close()

@@ -12,6 +12,7 @@ from odradek.clients.producer import AIOProducer, RecordMetadata
 from odradek.clients.types import KafkaConfigurationError
 from odradek.clients.sync_producer import Producer
 from odradek.protocol.errors import KafkaError, MessageTooLargeError
+from odradek.protocol.messages import ProduceRequest
 from tests.integration.helpers import create_topic, read_all, run
 
 pytestmark = pytest.mark.timeout(240)
@@ -105,33 +106,72 @@ def test_message_too_large_surfaces_and_the_partition_keeps_working(single_broke
     run(main())
 
 
+class _CutAfterWrite:
+    """Closes (not aborts) a producer connection right after it has written a Produce request: the request
+    still reaches the broker and is appended, but its answer is lost, so the producer resends it and the
+    broker must recognise the copy by its sequence numbers. Every connection the producer's client opens
+    is watched; ``arm()`` makes the next Produce request cut, ``cut()`` waits for it."""
+
+    def __init__(self, producer: AIOProducer) -> None:
+        self.cuts = 0
+        self._armed = False
+        self._done = asyncio.Event()
+        client = producer._client
+        for conn in client._connections.values():
+            self._wrap(conn)
+        connect = client._connect
+
+        async def watched_connect(*args, **kwargs):
+            conn = await connect(*args, **kwargs)
+            self._wrap(conn)
+            return conn
+
+        client._connect = watched_connect
+
+    def _wrap(self, conn) -> None:
+        if getattr(conn, "_cut_after_write", False):
+            return
+        conn._cut_after_write = True
+        original = conn.send
+
+        async def send(body, **kwargs):
+            answer = asyncio.ensure_future(original(body, **kwargs))
+            await asyncio.sleep(0)  # the send runs first (FIFO) up to waiting for its answer: the bytes are out
+            if self._armed and isinstance(body, ProduceRequest) and conn.in_flight:
+                self._armed = False
+                await conn.close()
+                self.cuts += 1
+                self._done.set()
+            return await answer
+
+        conn.send = send
+
+    def arm(self) -> None:
+        self._armed, self._done = True, asyncio.Event()
+
+    async def cut(self, timeout: float = 60.0) -> None:
+        await asyncio.wait_for(self._done.wait(), timeout)
+
+
 def test_idempotent_retries_after_lost_connections_write_each_record_once(single_broker_cluster):
     servers = single_broker_cluster.bootstrap_servers
-    topic, count = "idempotent-retries", 5000
+    topic, count, rounds = "idempotent-retries", 5000, 25
 
     async def main():
         await create_topic(servers, topic, 2)
-        cuts = 0
         async with AIOProducer(bootstrap_servers=servers, linger_ms=2, batch_size=2048) as producer:
+            cutter = _CutAfterWrite(producer)
             futures = []
-            for round_number in range(25):
+            for round_number in range(rounds):
+                cutter.arm()
                 futures += [await producer.send(topic, b"%d" % i, key=b"%d" % (i % 50))
                             for i in range(round_number * 200, (round_number + 1) * 200)]
-                # Close (not abort) a connection with requests in flight: written requests still reach
-                # the broker and are appended, but their answers are lost, so the producer resends
-                # them and the broker must recognise the copies by their sequence numbers.
-                for _ in range(2000):
-                    busy = [c for c in producer._client._connections.values() if c.in_flight]
-                    if busy:
-                        await busy[0].close()
-                        cuts += 1
-                        break
-                    await asyncio.sleep(0.0005)
+                await cutter.cut()
             sent = await asyncio.gather(*futures)
-        return cuts, sent, await read_all(servers, topic, 2)
+        return cutter.cuts, sent, await read_all(servers, topic, 2)
 
     cuts, sent, stored = run(main())
-    assert cuts > 0, "no connection was cut while requests were in flight"
+    assert cuts == rounds  # a connection was cut with a Produce request in flight in every round
     values = [int(r.value) for records in stored.values() for r in records]
     assert sorted(values) == list(range(count))  # nothing lost, nothing twice
     for partition, records in stored.items():

@@ -34,7 +34,7 @@ from ....protocol.errors import (  # type: ignore[attr-defined]
     UnknownMemberIdError,
 )
 from ...purgatory import AsyncTimerDriver, DelayedOperationPurgatory, Timer
-from .delayed_join import DelayedHeartbeat, DelayedJoin, InitialDelayedJoin
+from .delayed_join import DelayedHeartbeat, DelayedJoin, DelayedSync, InitialDelayedJoin
 from .group_metadata import (COMPLETING_REBALANCE, DEAD, EMPTY, PREPARING_REBALANCE, STABLE, GroupMetadata,
                              MemberMetadata)
 from .metadata_manager import GroupMetadataManager, wall_ms
@@ -225,6 +225,7 @@ class GroupCoordinator:
     def _prepare_rebalance(self, group: GroupMetadata, reason: str) -> None:
         if group.is_in(COMPLETING_REBALANCE):
             self._reset_and_propagate_assignment(group, RebalanceInProgressError.code)
+        self._remove_sync_expiration(group)
         if group.is_in(EMPTY):
             delay = self.initial_delay_ms
             op: DelayedJoin = InitialDelayedJoin(self, group, delay, delay,
@@ -240,13 +241,19 @@ class GroupCoordinator:
         self.join_purgatory.try_complete_else_watch(op, [group.group_id])
 
     def on_complete_join(self, group: GroupMetadata) -> None:
-        """The join phase ends: drop members that did not rejoin, start the next generation, answer all."""
+        """The join phase ends (Kafka 2.8's onCompleteJoin): drop dynamic members that did not rejoin
+        (static ones keep their place), start the next generation, answer all."""
         if group.is_in(DEAD):
             return
         for member in group.not_yet_rejoined():
-            self._remove_heartbeat(group, member)
-            group.remove(member.member_id)
-        group.pending_members.clear()
+            if member.group_instance_id is None:
+                self._remove_heartbeat(group, member)
+                group.remove(member.member_id)
+        if group.members and not group.maybe_elect_new_joined_leader():
+            # Only static members are left and none rejoined: wait again, until their sessions expire.
+            log.error("Group %s could not complete rebalance because no members rejoined", group.group_id)
+            self.schedule_join(group, DelayedJoin(self, group, group.rebalance_timeout_ms))
+            return
         group.init_next_generation(wall_ms())
         if group.is_in(EMPTY):
             log.info("Group %s with generation %d is now empty", group.group_id, group.generation_id)
@@ -263,6 +270,34 @@ class GroupCoordinator:
             member.awaiting_join = None
             member.is_new = False
             self._schedule_heartbeat(group, member)
+        group.pending_sync_members = set(group.members)
+        self.join_purgatory.try_complete_else_watch(
+            DelayedSync(self, group, group.generation_id, group.rebalance_timeout_ms), [("sync", group.group_id)])
+
+    def sync_wait_over(self, group: GroupMetadata, generation_id: int) -> bool:
+        """Kafka's tryCompletePendingSync: the DelayedSync of ``generation_id`` has nothing left to wait for."""
+        if generation_id != group.generation_id or group.state not in (COMPLETING_REBALANCE, STABLE):
+            return True
+        return not group.pending_sync_members
+
+    def on_expire_pending_sync(self, group: GroupMetadata, generation_id: int) -> None:
+        """Members that joined but sent no SyncGroup within the rebalance timeout leave; the rest rebalance."""
+        if self.sync_wait_over(group, generation_id):
+            return
+        missing = sorted(group.pending_sync_members)
+        for member_id in missing:
+            member = group.members[member_id]
+            self._remove_heartbeat(group, member)
+            group.remove(member_id)
+        self._prepare_rebalance(group, f"removing {missing} on pending sync request expiration")
+
+    def _remove_pending_sync_member(self, group: GroupMetadata, member_id: str) -> None:
+        group.pending_sync_members.discard(member_id)
+        self.join_purgatory.check_and_complete(("sync", group.group_id))
+
+    def _remove_sync_expiration(self, group: GroupMetadata) -> None:
+        group.pending_sync_members.clear()
+        self.join_purgatory.check_and_complete(("sync", group.group_id))
 
     # -- SyncGroup --------------------------------------------------------------------------------
 
@@ -280,6 +315,7 @@ class GroupCoordinator:
             if group.is_in(PREPARING_REBALANCE):
                 raise RebalanceInProgressError(f"group {group_id} is rebalancing")
             if group.is_in(STABLE):
+                self._remove_pending_sync_member(group, member_id)
                 self._schedule_heartbeat(group, member)
                 return SyncResult(0, member.assignment, group.protocol_type, group.protocol_name)
         except KafkaError as exc:
@@ -287,6 +323,7 @@ class GroupCoordinator:
         # CompletingRebalance: wait for the leader's assignment to be persisted.
         member.awaiting_sync = asyncio.get_running_loop().create_future()
         future = member.awaiting_sync
+        self._remove_pending_sync_member(group, member_id)
         self._schedule_heartbeat(group, member)
         if member_id == group.leader_id:
             self._in_background(self._store_assignment(group, assignments))
@@ -590,6 +627,7 @@ class GroupCoordinator:
                 member.awaiting_sync.set_result((16, b""))
             self._remove_heartbeat(group, member)
         self.join_purgatory.cancel_for_key(group.group_id)
+        self.join_purgatory.cancel_for_key(("sync", group.group_id))
 
 
 def _subscription_topics(data: bytes) -> list[str]:

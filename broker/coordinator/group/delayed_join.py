@@ -3,8 +3,11 @@
 A DelayedJoin waits, under the group's id, until every member has rejoined (or the rebalance timeout
 passes, dropping those that did not). The InitialDelayedJoin of an empty group first waits
 group.initial.rebalance.delay.ms, and again while new members keep arriving, up to the rebalance
-timeout, so a starting fleet lands in one generation. A DelayedHeartbeat per member expires after
-the session timeout unless a heartbeat (or join/sync) completed it first.
+timeout, so a starting fleet lands in one generation. A DelayedSync (Kafka 2.8.1+) waits, after a join,
+for every member's SyncGroup; at the rebalance timeout those that sent none leave and the group
+rebalances, so a member that joined and then hung cannot keep the others waiting in SyncGroup. A
+DelayedHeartbeat per member expires after the session timeout unless a heartbeat (or join/sync)
+completed it first.
 """
 
 from __future__ import annotations
@@ -55,6 +58,26 @@ class InitialDelayedJoin(DelayedJoin):
                                                                      self.configured_delay_ms, remaining))
         else:
             self.coordinator.on_complete_join(group)
+
+
+class DelayedSync(DelayedOperation):
+    def __init__(self, coordinator: "GroupCoordinator", group: "GroupMetadata", generation_id: int,
+                 rebalance_timeout_ms: int) -> None:
+        super().__init__(rebalance_timeout_ms)
+        self.coordinator = coordinator
+        self.group = group
+        self.generation_id = generation_id
+
+    def try_complete(self) -> bool:
+        if self.coordinator.sync_wait_over(self.group, self.generation_id):
+            return self.force_complete()
+        return False
+
+    def on_complete(self) -> None:
+        pass
+
+    def on_expiration(self) -> None:
+        self.coordinator.on_expire_pending_sync(self.group, self.generation_id)
 
 
 class DelayedHeartbeat(DelayedOperation):

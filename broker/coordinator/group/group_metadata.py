@@ -73,6 +73,7 @@ class GroupMetadata:
     members: dict[str, MemberMetadata] = field(default_factory=dict)
     static_members: dict[str, str] = field(default_factory=dict)  # group.instance.id -> member id
     pending_members: set[str] = field(default_factory=set)       # got MEMBER_ID_REQUIRED, not joined yet
+    pending_sync_members: set[str] = field(default_factory=set)  # in this generation, no SyncGroup yet
     offsets: dict[tuple[str, int], OffsetAndMetadata] = field(default_factory=dict)
     new_member_added: bool = False
     current_state_timestamp: int = -1
@@ -134,6 +135,7 @@ class GroupMetadata:
     def remove(self, member_id: str) -> MemberMetadata | None:
         member = self.members.pop(member_id, None)
         self.pending_members.discard(member_id)
+        self.pending_sync_members.discard(member_id)
         if member is not None and member.group_instance_id is not None:
             self.static_members.pop(member.group_instance_id, None)
         if self.leader_id == member_id:
@@ -155,6 +157,20 @@ class GroupMetadata:
 
     def not_yet_rejoined(self) -> list[MemberMetadata]:
         return [m for m in self.members.values() if m.awaiting_join is None]
+
+    def maybe_elect_new_joined_leader(self) -> bool:
+        """Kafka's maybeElectNewJoinedLeader: a leader that did not rejoin is replaced by a member that did;
+        False when no member rejoined (or there is no leader)."""
+        leader = self.members.get(self.leader_id) if self.leader_id is not None else None
+        if leader is None:
+            return False
+        if leader.awaiting_join is not None:
+            return True
+        joined = next((m for m in self.members.values() if m.awaiting_join is not None), None)
+        if joined is None:
+            return False
+        self.leader_id = joined.member_id
+        return True
 
     @property
     def rebalance_timeout_ms(self) -> int:

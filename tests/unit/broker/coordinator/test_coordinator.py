@@ -44,9 +44,19 @@ def coordinator():
 
 
 def join(c, member_id="", protocols=(("range", b"r"), ("roundrobin", b"rr")), v4=False, instance=None,
-         group="g", session=10000):
-    return c.join_group(group, member_id, instance, v4, "client", "/127.0.0.1", 10000, session, "consumer",
+         group="g", session=10000, rebalance=10000):
+    return c.join_group(group, member_id, instance, v4, "client", "/127.0.0.1", rebalance, session, "consumer",
                         list(protocols))
+
+
+async def two_member_group(c, rebalance=10000, instance=None):
+    """a (the leader, static when ``instance`` is given) and b in generation 2, both joined, neither synced."""
+    a = await join(c, instance=instance, rebalance=rebalance)
+    await c.sync_group("g", 1, a.member_id, instance, None, None, {})
+    b_task = asyncio.ensure_future(join(c, rebalance=rebalance))
+    await asyncio.sleep(0)
+    a = await join(c, member_id=a.member_id, instance=instance, rebalance=rebalance)
+    return a, await b_task
 
 
 @run_in_loop
@@ -263,3 +273,52 @@ async def test_a_pending_member_that_never_rejoins_expires(coordinator):
             break
         await asyncio.sleep(0.05)
     assert not c.manager.get_group("g").pending_members
+
+
+@run_in_loop
+async def test_a_member_that_joined_but_never_syncs_is_removed_at_the_rebalance_timeout(coordinator):
+    """Kafka 2.8's DelayedSync: a leader that keeps heartbeating but never sends its SyncGroup must not hold
+    the follower's SyncGroup forever; at the rebalance timeout it leaves and the rest rebalance."""
+    c = await coordinator()
+    a, b = await two_member_group(c, rebalance=300)
+    assert a.leader == a.member_id and a.generation_id == 2
+
+    async def heartbeats():
+        while True:
+            c.heartbeat("g", a.member_id, None, 2)
+            await asyncio.sleep(0.05)
+
+    beating = asyncio.ensure_future(heartbeats())
+    try:
+        synced = await asyncio.wait_for(c.sync_group("g", 2, b.member_id, None, None, None, {}), 5)
+    finally:
+        beating.cancel()
+    assert synced.error_code == 27  # REBALANCE_IN_PROGRESS: b rejoins without a
+    assert list(c.manager.get_group("g").members) == [b.member_id]
+    rejoined = await join(c, member_id=b.member_id, rebalance=300)
+    assert (rejoined.error_code, rejoined.leader, rejoined.generation_id) == (0, b.member_id, 3)
+
+
+@run_in_loop
+async def test_every_sync_in_time_leaves_nobody_out(coordinator):
+    c = await coordinator()
+    a, b = await two_member_group(c, rebalance=200)
+    follower = asyncio.ensure_future(c.sync_group("g", 2, b.member_id, None, None, None, {}))
+    leader = await c.sync_group("g", 2, a.member_id, None, None, None, {a.member_id: b"a", b.member_id: b"b"})
+    assert (leader.assignment, (await follower).assignment) == (b"a", b"b")
+    await asyncio.sleep(0.4)  # past the rebalance timeout: nothing pending, nobody removed
+    group = c.manager.get_group("g")
+    assert group.state == STABLE and set(group.members) == {a.member_id, b.member_id}
+
+
+@run_in_loop
+async def test_a_static_member_that_does_not_rejoin_in_time_keeps_its_place(coordinator):
+    """Kafka 2.8's onCompleteJoin removes only dynamic members that did not rejoin; a static member's
+    place waits for its session timeout (it may be restarting)."""
+    c = await coordinator()
+    a = await join(c, instance="i-1", rebalance=200)
+    await c.sync_group("g", 1, a.member_id, "i-1", None, None, {})
+    b = await asyncio.wait_for(join(c, rebalance=200), 5)  # a never rejoins: the join ends at the timeout
+    group = c.manager.get_group("g")
+    assert b.error_code == 0 and set(group.members) == {a.member_id, b.member_id}
+    assert b.leader == b.member_id  # the leader that did not rejoin hands over to one that did

@@ -1,0 +1,166 @@
+"""Members leaving and dying, as real clients do it: LeaveGroup at every version (0-4) for a member of a
+real group, each client family's close, and a SIGKILLed member process, which must not hold the next
+rebalance for the whole rebalance timeout (Kafka 2.8 expires it at its session timeout)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from odradek.clients import Admin
+from odradek.clients.connection import BrokerConnection
+from odradek.protocol.messages import LeaveGroupRequest
+
+from tests.conftest import new_cluster
+
+from .helpers import create_topic, run, wait_until
+
+pytestmark = pytest.mark.timeout(240)
+GROUP_OVERRIDES = {"offsets.topic.num.partitions": "1", "group.initial.rebalance.delay.ms": "0"}
+MEMBER_SCRIPT = Path(__file__).with_name("group_member.py")
+PARTITIONS = 4
+LONG_SESSION_MS = 120000  # a member with this session can only leave within a test's waits by LeaveGroup
+
+
+class MemberProcess:
+    """tests/integration/group_member.py in a subprocess; ``assigned`` is the last assignment it printed."""
+
+    def __init__(self, client: str, bootstrap: str, group: str, topic: str, client_id: str = "member",
+                 session_ms: int = 6000, rebalance_ms: int = 300000) -> None:
+        self.client_id = client_id
+        self.process = subprocess.Popen(
+            [sys.executable, str(MEMBER_SCRIPT), client, bootstrap, group, topic, client_id, str(session_ms),
+             str(rebalance_ms)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        self.assigned: set[int] | None = None
+        self.closed = threading.Event()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        for line in self.process.stdout:
+            if line.startswith("assigned"):
+                parts = line.split()[1:]
+                self.assigned = {int(p) for p in parts[0].split(",")} if parts else set()
+            elif line.startswith("closed"):
+                self.closed.set()
+
+    def close(self) -> None:
+        """A clean close: the client leaves the group its own way."""
+        self.process.stdin.close()
+        assert self.closed.wait(60), f"{self.client_id} did not close"
+        self.process.wait(30)
+
+    def kill(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+        self.process.wait(30)
+
+
+@pytest.fixture(scope="module")
+def bootstrap(zookeeper, tmp_path_factory):
+    """One broker for the module: each test has its own group and topic."""
+    cluster = new_cluster(tmp_path_factory.mktemp("group-membership"), zookeeper, 1, GROUP_OVERRIDES)
+    cluster.start()
+    yield cluster.bootstrap_servers
+    cluster.stop(timeout=15.0)
+
+
+def _shares(*members: MemberProcess):
+    """The members' assignments once each has one and together they hold every partition once."""
+    shares = [m.assigned for m in members]
+    if all(shares) and sorted(p for s in shares for p in s) == list(range(PARTITIONS)):
+        return shares
+    return None
+
+
+def _member_id(bootstrap: str, group: str, client_id: str) -> str:
+    with Admin(bootstrap_servers=bootstrap) as admin:
+        [description] = admin.describe_consumer_groups([group])
+    return next(m.member_id for m in description.members if m.client_id == client_id)
+
+
+def _group_and_topic(bootstrap: str) -> tuple[str, str]:
+    topic, group = f"t-{uuid.uuid4().hex[:8]}", f"g-{uuid.uuid4().hex[:8]}"
+    run(create_topic(bootstrap, topic, PARTITIONS))
+    return group, topic
+
+
+def _leave(bootstrap: str, group: str, member_id: str, version: int):
+    async def send():
+        host, port = bootstrap.split(",")[0].rsplit(":", 1)
+        conn = await BrokerConnection.connect(host, int(port))
+        try:
+            if version < 3:
+                request = LeaveGroupRequest(group_id=group, member_id=member_id)
+            else:
+                request = LeaveGroupRequest(group_id=group, members=[
+                    LeaveGroupRequest.MemberIdentity(member_id=member_id, group_instance_id=None)])
+            return await conn.send(request, version=version)
+        finally:
+            await conn.close()
+    return run(send(), 30)
+
+
+def test_leave_group_at_every_version_removes_a_real_member_at_once(bootstrap):
+    group, topic = _group_and_topic(bootstrap)
+    staying = MemberProcess("odradek", bootstrap, group, topic, "staying")
+    members = [staying]
+    try:
+        for version in range(5):
+            leaving = MemberProcess("confluent", bootstrap, group, topic, f"leaving-v{version}", LONG_SESSION_MS)
+            members.append(leaving)
+            wait_until(lambda: _shares(staying, leaving), 60, f"leaving-v{version} to join")
+            member_id = _member_id(bootstrap, group, leaving.client_id)
+            leaving.kill()  # it can no longer heartbeat, rejoin or leave by itself
+            answer = _leave(bootstrap, group, member_id, version)
+            assert answer.error_code == 0
+            if version >= 3:
+                assert [(m.member_id, m.group_instance_id, m.error_code) for m in answer.members] == \
+                    [(member_id, None, 0)]
+            wait_until(lambda: staying.assigned == set(range(PARTITIONS)), 60,
+                       f"the group to rebalance after LeaveGroup v{version}")
+        # An unknown member: v0-2 answer with the member's error at the top, v3+ per member.
+        assert _leave(bootstrap, group, "nobody", 0).error_code == 25
+        unknown = _leave(bootstrap, group, "nobody", 3)
+        assert (unknown.error_code, [m.error_code for m in unknown.members]) == (0, [25])
+    finally:
+        for member in members:
+            member.kill()
+
+
+@pytest.mark.parametrize("client", ["odradek", "confluent", "aiokafka", "kafka-python"])
+def test_a_closing_member_leaves_and_the_rest_rebalance_at_once(bootstrap, client):
+    group, topic = _group_and_topic(bootstrap)
+    staying = MemberProcess("odradek", bootstrap, group, topic, "staying")
+    leaving = MemberProcess(client, bootstrap, group, topic, "leaving", LONG_SESSION_MS)
+    try:
+        wait_until(lambda: _shares(staying, leaving), 60, "two members sharing the partitions")
+        leaving.close()
+        wait_until(lambda: staying.assigned == set(range(PARTITIONS)), 60, "the group to rebalance after the close")
+    finally:
+        staying.kill()
+        leaving.kill()
+
+
+@pytest.mark.parametrize("client", ["odradek", "confluent"])
+def test_a_sigkilled_member_is_expired_at_its_session_timeout_while_another_joins(bootstrap, client):
+    group, topic = _group_and_topic(bootstrap)
+    # Session 6 s, rebalance timeout 300 s: only the dead member's session expiry can end the join in time.
+    dying, staying = MemberProcess(client, bootstrap, group, topic), MemberProcess(client, bootstrap, group, topic)
+    members = [dying, staying]
+    try:
+        wait_until(lambda: _shares(dying, staying), 60, "two members sharing the partitions")
+        dying.kill()  # no LeaveGroup
+        joining = MemberProcess(client, bootstrap, group, topic)
+        members.append(joining)
+        started = time.monotonic()
+        wait_until(lambda: _shares(staying, joining), 60, "the join to complete without the dead member")
+        print(f"the join completed {time.monotonic() - started:.1f} s after the new member started")
+    finally:
+        for member in members:
+            member.kill()
