@@ -48,6 +48,7 @@ from .dynamic_config import DynamicConfigManager
 from .config import ConfigError, KafkaConfig, load_config
 from .kafka_apis import KafkaApis
 from .log import LogManager
+from .log.cleaner import CleanerConfig, cleaner_log
 from .log.log_manager import PRODUCER_ID_EXPIRATION_CHECK_INTERVAL_MS
 from .metadata_cache import MetadataCache
 from .broker_state import BrokerState
@@ -131,6 +132,8 @@ class KafkaServer:
             cluster_id=cluster_id,
             topic_configs=topic_configs,
             max_producer_id_expiration_ms=cfg.get("transactional.id.expiration.ms")))
+        cleaner_log.configure_from(cfg)
+        self.log_manager.start_cleaner(CleanerConfig.from_kafka_config(dynamic.effective_config))
         cache = MetadataCache(self.broker_id)
         cache.cluster_id = cluster_id
         self.replica_manager = ReplicaManager(self.broker_id, self.log_manager, cache)
@@ -348,6 +351,7 @@ class KafkaServer:
             await _quietly(self._blocking(self.zk.close))
         state_change_log.close()
         self.broker_state = BrokerState.NOT_RUNNING
+        cleaner_log.close()
         await _quietly(self.metrics.stop())
         log.info("[KafkaServer id=%d] shut down completed", self.broker_id)
         self._stopped.set()
