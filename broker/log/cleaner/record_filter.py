@@ -14,6 +14,7 @@ keeping the base timestamp gives the same absolute timestamps without re-encodin
 
 from __future__ import annotations
 
+from odradek.protocol.errors import InvalidRecordError  # type: ignore[attr-defined]
 from odradek.protocol.records import (
     LOG_APPEND_TIME, NO_PRODUCER_EPOCH, NO_PRODUCER_ID, NO_SEQUENCE, CorruptRecordBatchError, RecordBatchView,
     compress, decode_varint, decode_varlong, decompress,
@@ -128,3 +129,18 @@ def empty_batch(batch: RecordBatchView, keep_producer: bool = True) -> bytes:
                         attributes=attributes, base_timestamp=-1, max_timestamp=batch.max_timestamp,
                         producer_id=producer[0], producer_epoch=producer[1], base_sequence=producer[2],
                         partition_leader_epoch=batch.partition_leader_epoch)
+
+
+def require_keys(records: bytes | bytearray | memoryview, partition_name: str) -> None:
+    """Kafka's LogValidator for compacted topics: every record needs a key, else INVALID_RECORD."""
+    view = memoryview(records)
+    pos = 0
+    while pos < len(view):
+        batch = RecordBatchView(view, pos)
+        pos += batch.size_in_bytes
+        if batch.is_control:
+            continue
+        if any(record[4] is None for record in batch_records(batch)[1]):
+            raise InvalidRecordError(f"Compacted topic cannot accept message without key in topic partition "
+                                     f"{partition_name}.")
+

@@ -1,5 +1,6 @@
 """Scanning records for the cleaner and rewriting batches with fewer records (Kafka's filterTo)."""
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -58,3 +59,17 @@ def test_an_empty_batch_keeps_the_header_and_offset_range():
     assert empty.base_timestamp == -1 and empty.max_timestamp == 103 and decode_batch(empty) == []
     bare = RecordBatchView(empty_batch(batch, keep_producer=False))
     assert (bare.producer_id, bare.base_sequence, bare.is_transactional, bare.last_offset) == (-1, -1, False, 53)
+
+
+def test_a_compacted_topic_refuses_records_without_a_key():
+    from odradek.broker.log.cleaner.record_filter import require_keys
+    from odradek.protocol.errors import InvalidRecordError  # type: ignore[attr-defined]
+    keyed = RecordBatchBuilder(Compression.LZ4)
+    keyed.append(1, b"k", None)
+    require_keys(keyed.build(), "t-0")
+    keyless = RecordBatchBuilder(Compression.LZ4)
+    keyless.append(1, b"k", b"v")
+    keyless.append(1, None, b"v")
+    with pytest.raises(InvalidRecordError, match="Compacted topic cannot accept message without key in topic "
+                                                 "partition t-0."):
+        require_keys(keyed.build() + keyless.build(), "t-0")
