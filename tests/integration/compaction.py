@@ -64,7 +64,8 @@ def produce_updates(bootstrap: str, topic: str, updates: int, keys: int, partiti
     from confluent_kafka import Producer
 
     producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "linger.ms": 20,
-                         "batch.num.messages": 10000, "queue.buffering.max.messages": 200000})
+                         "batch.num.messages": 10000, "batch.size": 65536,  # well below segment.bytes
+                         "queue.buffering.max.messages": 200000})
     failed: list[str] = []
     expected: dict[bytes, bytes] = {}
     for i in range(updates):
