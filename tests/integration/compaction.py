@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import random
 import time
 from pathlib import Path
 
@@ -58,18 +59,20 @@ def partition_files(log_dir: Path, topic: str, partition: int) -> list[str]:
 
 
 def produce_updates(bootstrap: str, topic: str, updates: int, keys: int, partition: int = 0,
-                    value_size: int = 0) -> dict[bytes, bytes]:
-    """``updates`` values over ``keys`` keys (update i sets key i % keys to b"<i>" padded to ``value_size``) with
-    an idempotent confluent-kafka producer; returns the latest value of each key."""
+                    value_size: int = 0, batch_size: int = 65536, seed: int | None = None) -> dict[bytes, bytes]:
+    """``updates`` values over ``keys`` keys (update i sets key i % keys, or a key drawn with ``seed``, to b"<i>"
+    padded to ``value_size``) with an idempotent confluent-kafka producer, in batches of at most ``batch_size``
+    bytes (a batch larger than segment.bytes is refused, as by Kafka); returns the latest value of each key."""
     from confluent_kafka import Producer
 
     producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "linger.ms": 20,
-                         "batch.num.messages": 10000, "batch.size": 65536,  # well below segment.bytes
+                         "batch.num.messages": 10000, "batch.size": batch_size,
                          "queue.buffering.max.messages": 200000})
     failed: list[str] = []
     expected: dict[bytes, bytes] = {}
+    draw = random.Random(seed).randrange if seed is not None else None
     for i in range(updates):
-        key, value = b"key-%06d" % (i % keys), (b"%d" % i).ljust(value_size, b".")
+        key, value = b"key-%06d" % (draw(keys) if draw else i % keys), (b"%d" % i).ljust(value_size, b".")
         while True:
             try:
                 producer.produce(topic, value, key, partition=partition,
