@@ -50,7 +50,6 @@ class CleanerConfig:
         return CleanerSettings(map_memory=min(self.dedupe_buffer_size // threads, INT32_MAX),
                                load_factor=self.dedupe_buffer_load_factor,
                                io_buffer_size=max(self.io_buffer_size // threads // 2, 1),
-                               max_io_buffer_size=self.max_message_size,
                                throttled=self.max_io_bytes_per_second < DOUBLE_MAX)
 
 

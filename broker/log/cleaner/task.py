@@ -29,8 +29,7 @@ class CleanerSettings:
     """One worker's share of the cleaner config (Kafka's Cleaner constructor arguments)."""
     map_memory: int  # log.cleaner.dedupe.buffer.size / log.cleaner.threads
     load_factor: float  # log.cleaner.io.buffer.load.factor
-    io_buffer_size: int  # log.cleaner.io.buffer.size / threads / 2: one read buffer
-    max_io_buffer_size: int  # message.max.bytes: the read buffer grows up to this for a large batch
+    io_buffer_size: int  # log.cleaner.io.buffer.size / threads / 2: one read (a larger batch is read whole)
     throttled: bool  # log.cleaner.io.max.bytes.per.second is set: ask the broker before reading on
 
 

@@ -15,6 +15,8 @@ from multiprocessing.connection import Connection
 
 from .worker import serve
 
+WORKER_NICENESS = 5
+
 
 def _die_with_parent() -> None:
     """Ask Linux to SIGKILL this process when the broker thread that started it ends."""
@@ -31,6 +33,7 @@ def main(argv: list[str]) -> None:
     fd, parent = int(argv[0]), int(argv[1])
     _die_with_parent()
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the broker stops it (a terminal's Ctrl-C reaches both)
+    os.nice(WORKER_NICENESS)  # background work: on a busy machine the broker's requests go first
     if os.getppid() != parent:
         return  # the broker died before the line above took effect
     serve(Connection(fd))
