@@ -10,11 +10,12 @@ core, with the broker's default cleaner settings. Prints MB/s and records/s of t
 offset-map pass and of the copy pass, the CPU time, and the log's size before and after.
 
 Produce latency: a real broker (LocalCluster: ZooKeeper and one `odradek` process) per isolation mode
-(odradek.log.cleaner.isolation: `process`, the default, and `thread`). A delete-policy topic is filled
-with the same records; a probe then sends one 100-byte record every 5 ms (acks=1, one request in flight,
-our SimpleClient) to another topic and times each answer: first with the cleaner idle, then after
-switching the filled topic to cleanup.policy=compact, while the cleaner rewrites it. Prints p50, p99 and
-max of both windows and the p99 ratio (the goal: cleaning <= 1.5x idle), and the cleaning's duration.
+(odradek.log.cleaner.isolation: `process`, the default, and `thread`). A probe sends one 100-byte record
+every 5 ms (acks=1, one request in flight, our SimpleClient) to a topic of its own and times each answer.
+Each round fills a fresh delete-policy topic with the same records, takes 6 s of idle samples, then
+switches the topic to cleanup.policy=compact and samples while the cleaner rewrites it. Prints p50, p99
+and max of the idle and cleaning samples of all rounds, the p99 ratio (the goal: cleaning <= 1.5x idle),
+a cleaning's duration and the log's size before and after.
 """
 
 from __future__ import annotations
@@ -90,7 +91,9 @@ def measure_throughput(records: int, workdir: Path) -> None:
     print(f"\nCleaner throughput, one core: {records:,} records of {RECORD_BYTES} B (key + value), "
           f"{records // 10:,} keys, batches of {PER_BATCH}")
     print(f"  whole cleaning  {elapsed:6.2f} s  {mb / elapsed:7.1f} MB/s  {stats.messages_read / elapsed:10,.0f} "
-          f"records/s  (CPU {cpu:.2f} s)")
+          f"records/s")
+    print(f"  per CPU second  {cpu:6.2f} s  {mb / cpu:7.1f} MB/s  {stats.messages_read / cpu:10,.0f} records/s"
+          f"  (the figure for one core of its own; the wall clock above waits for a shared one)")
     print(f"  offset map      {map_secs:6.2f} s  {stats.map_bytes_read / 1e6 / max(map_secs, 1e-9):7.1f} MB/s  "
           f"{stats.map_messages_read / max(map_secs, 1e-9):10,.0f} records/s")
     print(f"  copy            {copy_secs:6.2f} s  {mb / max(copy_secs, 1e-9):7.1f} MB/s  "
@@ -147,58 +150,68 @@ def cleaner_checkpoint(log_dir: Path, topic: str) -> int:
     return -1
 
 
-def broker_run(isolation: str, records: int, workdir: Path) -> dict:
+def fill(client, topic: str, records: int) -> int:
+    """A delete-policy topic filled with the benchmark's records, its last segment closed; the end offset."""
+    assert client.create_topics({topic: (1, 1)}, configs={topic: {
+        "segment.bytes": str(16 * 1024 * 1024), "min.cleanable.dirty.ratio": "0.01"}}) == {topic: 0}
+    client.wait_for_leaders(topic)
+    for batch in record_batches(records):
+        assert client.produce(topic, 0, bytes(batch), acks=1).error_code == 0
+    # one record stamped a week ahead closes the last segment (segment.ms goes by record time)
+    sentinel = int(time.time() * 1000) + 8 * 24 * 3_600_000
+    return client.produce(topic, 0, [(b"~end", b"x", None, sentinel)], acks=1).base_offset
+
+
+def broker_run(isolation: str, records: int, rounds: int, workdir: Path) -> dict:
     cluster = LocalCluster(workdir / f"cluster-{isolation}", 1, broker_overrides={
         "odradek.log.cleaner.isolation": isolation, "log.cleaner.backoff.ms": "100",
         "zookeeper.session.timeout.ms": "6000"})
     cluster.start(120)
+    idle: list[float] = []
+    cleaning: list[float] = []
+    seconds, sizes = [], []
     try:
         with cluster.client() as client:
-            assert client.create_topics({"dirty": (1, 1), "probe": (1, 1)},
-                                        configs={"dirty": {"segment.bytes": str(16 * 1024 * 1024),
-                                                           "min.cleanable.dirty.ratio": "0.01"}}) == \
-                {"dirty": 0, "probe": 0}
-            client.wait_for_leaders("dirty")
+            assert client.create_topics({"probe": (1, 1)}) == {"probe": 0}
             client.wait_for_leaders("probe")
-            for batch in record_batches(records):
-                assert client.produce("dirty", 0, bytes(batch), acks=1).error_code == 0
-            # one record stamped a week ahead closes the last segment (segment.ms goes by record time)
-            sentinel = int(time.time() * 1000) + 8 * 24 * 3_600_000
-            end = client.produce("dirty", 0, [(b"~end", b"x", None, sentinel)], acks=1).base_offset
             log_dir = Path(cluster.brokers[0].log_dirs)
-            size_before = sum(p.stat().st_size for p in (log_dir / "dirty-0").glob("*.log"))
             probe = LatencyProbe(cluster.client(), "probe")
             probe.start()
-            time.sleep(1.0)  # warm-up
-            idle_start = time.monotonic()
-            time.sleep(8.0)
-            idle_end = time.monotonic()
-            _compact(cluster)
-            began = time.monotonic()
-            while cleaner_checkpoint(log_dir, "dirty") < end:
-                time.sleep(0.05)
-            cleaned = time.monotonic()
+            for round_ in range(rounds):
+                topic = f"dirty-{round_}"
+                end = fill(client, topic, records)
+                size_before = sum(p.stat().st_size for p in (log_dir / f"{topic}-0").glob("*.log"))
+                os.sync()  # the fill's dirty pages written back now, not in the middle of a window
+                time.sleep(1.0)
+                idle_start = time.monotonic()
+                time.sleep(6.0)
+                idle += probe.window(idle_start, time.monotonic())
+                _compact(cluster, topic)
+                began = time.monotonic()
+                while cleaner_checkpoint(log_dir, topic) < end:
+                    time.sleep(0.05)
+                cleaning += probe.window(began, time.monotonic())
+                seconds.append(time.monotonic() - began)
+                sizes.append((size_before, sum(p.stat().st_size for p in (log_dir / f"{topic}-0").glob("*.log"))))
             probe.stop()
-            size_after = sum(p.stat().st_size for p in (log_dir / "dirty-0").glob("*.log"))
-            return {"idle": percentiles(probe.window(idle_start, idle_end)),
-                    "cleaning": percentiles(probe.window(began, cleaned)),
-                    "samples": len(probe.window(began, cleaned)), "seconds": cleaned - began,
-                    "size": (size_before, size_after)}
+        return {"idle": percentiles(idle), "cleaning": percentiles(cleaning), "samples": len(cleaning),
+                "seconds": statistics.mean(seconds), "size": sizes[-1]}
     finally:
         cluster.stop()
 
 
-def _compact(cluster: LocalCluster) -> None:
+def _compact(cluster: LocalCluster, topic: str) -> None:
     from odradek.clients import Admin
     from odradek.clients.admin import AlterConfigOp, AlterConfigOpType, ConfigResource, ConfigResourceType
     with Admin(bootstrap_servers=cluster.bootstrap_servers) as admin:
-        admin.incremental_alter_configs({ConfigResource(ConfigResourceType.TOPIC, "dirty"): [
+        admin.incremental_alter_configs({ConfigResource(ConfigResourceType.TOPIC, topic): [
             AlterConfigOp("cleanup.policy", "compact", AlterConfigOpType.SET)]})
 
 
-def measure_latency(records: int, workdir: Path, modes: list[str]) -> None:
-    results = {mode: broker_run(mode, records, workdir) for mode in modes}
-    print(f"\nProduce latency of a probe (1 record / 5 ms, acks=1) while the broker cleans {records:,} records")
+def measure_latency(records: int, rounds: int, workdir: Path, modes: list[str]) -> None:
+    results = {mode: broker_run(mode, records, rounds, workdir) for mode in modes}
+    print(f"\nProduce latency of a probe (1 record / 5 ms, acks=1) while the broker cleans {records:,} records "
+          f"({rounds} rounds: 6 s idle, then the cleaning)")
     print("  isolation  window     p50 ms   p99 ms   max ms   p99 / idle p99")
     for mode, r in results.items():
         idle_p99 = r["idle"][1]
@@ -206,7 +219,7 @@ def measure_latency(records: int, workdir: Path, modes: list[str]) -> None:
             p50, p99, top = r[window]
             print(f"  {mode:9}  {window:9} {p50:8.2f} {p99:8.2f} {top:8.2f}   {p99 / idle_p99:6.2f}x")
         before, after = r["size"]
-        print(f"  {mode:9}  cleaning took {r['seconds']:.1f} s ({r['samples']} probe samples); "
+        print(f"  {mode:9}  a cleaning took {r['seconds']:.1f} s ({r['samples']} probe samples in all); "
               f"log {before / 1e6:.1f} MB -> {after / 1e6:.1f} MB")
 
 
@@ -215,6 +228,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--quick", action="store_true", help="200k records instead of 1M")
     parser.add_argument("--records", type=int, help="records in the throughput log and in the broker runs")
     parser.add_argument("--isolation", choices=("process", "thread", "both"), default="both")
+    parser.add_argument("--rounds", type=int, default=3, help="cleanings per isolation mode (fresh topics)")
     parser.add_argument("--skip-throughput", action="store_true")
     parser.add_argument("--skip-broker", action="store_true")
     args = parser.parse_args(argv)
@@ -225,7 +239,8 @@ def main(argv: list[str] | None = None) -> None:
         if not args.skip_throughput:
             measure_throughput(records, workdir)
         if not args.skip_broker:
-            measure_latency(records, workdir, ["process", "thread"] if args.isolation == "both" else [args.isolation])
+            measure_latency(records, args.rounds, workdir,
+                            ["process", "thread"] if args.isolation == "both" else [args.isolation])
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
 

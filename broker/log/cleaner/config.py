@@ -3,6 +3,8 @@
 The seven keys of Kafka's LogCleaner.ReconfigurableConfigs may change as dynamic broker configs, per
 broker or cluster-wide; a change restarts the cleaner threads with the new values (Kafka's reconfigure).
 Like Kafka, ``log.cleaner.threads`` may only change to between half and double its current value.
+Kafka's cleaner grows its read buffer up to message.max.bytes and fails on a larger batch; ours reads
+any batch whole, so that key plays no part here.
 """
 
 from __future__ import annotations
@@ -28,7 +30,6 @@ class CleanerConfig:
     dedupe_buffer_size: int = 128 * 1024 * 1024
     dedupe_buffer_load_factor: float = 0.9
     io_buffer_size: int = 512 * 1024
-    max_message_size: int = 1024 * 1024 + 12
     max_io_bytes_per_second: float = DOUBLE_MAX
     backoff_ms: int = 15_000
     enable_cleaner: bool = True
@@ -39,7 +40,7 @@ class CleanerConfig:
         get = config.get
         return cls(num_threads=get("log.cleaner.threads"), dedupe_buffer_size=get("log.cleaner.dedupe.buffer.size"),
                    dedupe_buffer_load_factor=get("log.cleaner.io.buffer.load.factor"),
-                   io_buffer_size=get("log.cleaner.io.buffer.size"), max_message_size=get("message.max.bytes"),
+                   io_buffer_size=get("log.cleaner.io.buffer.size"),
                    max_io_bytes_per_second=get("log.cleaner.io.max.bytes.per.second"),
                    backoff_ms=get("log.cleaner.backoff.ms"), enable_cleaner=get("log.cleaner.enable"),
                    isolation=get("odradek.log.cleaner.isolation"))

@@ -56,7 +56,7 @@ def make_task(cleanable: LogToClean) -> tuple[CleanTask, dict[int, LogSegment]]:
                           for pid, e in log_.producer_state.producers.items()},
             delete_horizon_ms=(clean_part[-1].last_modified_ms - config.delete_retention_ms) if clean_part else 0,
             segment_bytes=config.segment_bytes, max_index_size=config.max_index_size,
-            index_interval_bytes=config.index_interval_bytes, max_message_bytes=config.max_message_bytes)
+            index_interval_bytes=config.index_interval_bytes)
         return task, {seg.base_offset: seg for seg in segments}
 
 

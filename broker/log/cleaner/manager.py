@@ -9,7 +9,8 @@ cleanable bytes / (clean + cleanable bytes); the cleaner takes the log with the 
 ``max.compaction.lag.ms``.
 
 One state per partition while a cleaner thread works on it: in progress, or aborted (its truncation or
-deletion makes the running cleaning void: the swap is refused and nothing is checkpointed). Kafka's
+deletion makes the running cleaning void: the swap is refused and nothing is checkpointed). Locks are
+taken in one order: a log's, then the manager's. Kafka's
 abortAndPauseCleaning waits for the cleaner thread to stop; here nothing waits, the swap refuses.
 Partitions whose cleaning failed unexpectedly are uncleanable until restart, as Kafka's.
 
@@ -181,24 +182,30 @@ class LogCleanerManager:
     # -- choosing a log ---------------------------------------------------------------------------
 
     def grab_filthiest_compacted_log(self, now: int, pre_clean: PreCleanStats | None = None) -> LogToClean | None:
-        """Kafka's grabFilthiestCompactedLog: the dirtiest cleanable log, now marked in progress."""
+        """Kafka's grabFilthiestCompactedLog: the dirtiest cleanable log, now marked in progress.
+
+        Lock order: a log's lock, then this manager's (a truncation calls in holding its log's lock), so
+        the logs are measured without holding the manager's lock."""
         pre_clean = pre_clean if pre_clean is not None else PreCleanStats()
+        self.time_of_last_run_ms = now
+        last_clean = self.all_cleaner_checkpoints()
         with self._lock:
-            self.time_of_last_run_ms = now
-            last_clean = self.all_cleaner_checkpoints()
-            dirty: list[LogToClean] = []
-            for tp, log_ in self.logs().items():
-                if not log_.config.compact_enabled or tp in self._in_progress or self.is_uncleanable(log_, tp):
-                    continue
-                candidate = self._log_to_clean(tp, log_, last_clean.get(tp), now, pre_clean)
-                if candidate.total_bytes > 0:
-                    dirty.append(candidate)
-            self.dirtiest_ratio = max((c.cleanable_ratio for c in dirty), default=0.0)
-            cleanable = [c for c in dirty if (c.need_compaction_now and c.cleanable_bytes > 0)
-                         or c.cleanable_ratio > c.log.config.min_cleanable_ratio]
+            busy = set(self._in_progress)
+        dirty: list[LogToClean] = []
+        for tp, log_ in self.logs().items():
+            if not log_.config.compact_enabled or tp in busy or self.is_uncleanable(log_, tp):
+                continue
+            candidate = self._log_to_clean(tp, log_, last_clean.get(tp), now, pre_clean)
+            if candidate.total_bytes > 0:
+                dirty.append(candidate)
+        self.dirtiest_ratio = max((c.cleanable_ratio for c in dirty), default=0.0)
+        cleanable = [c for c in dirty if (c.need_compaction_now and c.cleanable_bytes > 0)
+                     or c.cleanable_ratio > c.log.config.min_cleanable_ratio]
+        pre_clean.cleanable_partitions = len(cleanable)
+        with self._lock:
+            cleanable = [c for c in cleanable if c.topic_partition not in self._in_progress]
             if not cleanable:
                 return None
-            pre_clean.cleanable_partitions = len(cleanable)
             filthiest = max(cleanable, key=lambda c: c.cleanable_ratio)
             self._in_progress[filthiest.topic_partition] = IN_PROGRESS
             return filthiest

@@ -50,7 +50,6 @@ class CleanTask:
     segment_bytes: int
     max_index_size: int
     index_interval_bytes: int
-    max_message_bytes: int
 
     @property
     def name(self) -> str:
