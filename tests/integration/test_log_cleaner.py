@@ -25,6 +25,7 @@ from .compaction import (
     produce_updates, read_ours, wait_cleaned,
 )
 from .helpers import IdempotentProducerLoad, console_tool, wait_until
+from .log_inspection import stored_key_values
 
 UPDATES = int(os.environ.get("ODRADEK_CLEANER_UPDATES", "1000000"))
 KEYS = 10_000
@@ -34,7 +35,10 @@ KEYS = 10_000
 def cluster(zookeeper, tmp_path_factory):
     cluster = LocalCluster(tmp_path_factory.mktemp("cleaner"), 1, zookeeper=zookeeper, base_port=0,
                            chroot=f"/odradek-{uuid.uuid4().hex}", metrics_base_port=0,
-                           broker_overrides={**TEST_BROKER_OVERRIDES, **CLEANER_OVERRIDES})
+                           broker_overrides={**TEST_BROKER_OVERRIDES, **CLEANER_OVERRIDES,
+                                             # __transaction_state in small segments, so that it gets cleaned
+                                             "transaction.state.log.num.partitions": "1",
+                                             "transaction.state.log.segment.bytes": "1024"})
     cluster.start()
     yield cluster
     cluster.stop(timeout=15.0)
@@ -130,6 +134,13 @@ def test_aborted_data_goes_and_read_committed_results_stay(cluster):
     librdkafka = [(r.offset, r.key, r.value) for r in read_confluent_kafka(bootstrap, "txn-compacted", {0: end})[0]
                   if r.offset < end]
     assert latest(librdkafka) == committed_before
+    # __transaction_state is cleaned too: of the dozens of states the coordinator wrote, few stay
+    log_dir = cluster.brokers[0].log_dirs
+    written = 3 * 12  # at least Ongoing, Prepare* and Complete* per transaction
+    wait_until(lambda: (cleaner_checkpoint(log_dir, "__transaction_state", 0) or 0) > written // 2, 60,
+               "__transaction_state to be cleaned")
+    states = [r for r in stored_key_values(log_dir, "__transaction_state", 0)]
+    assert len(states) < written // 2, len(states)
 
 
 def test_an_idempotent_producer_keeps_producing_across_cleanings(cluster):
