@@ -15,6 +15,10 @@ Idempotent producers: ``producer_state`` (see producer_state.py) checks every ba
 id before a leader append and answers a retried batch with its original offsets; its
 ``<offset>.snapshot`` files are written on roll and close and replayed from on load.
 
+Compaction (broker/log/cleaner/): ``replace_segments`` swaps cleaned segments in for the ones they were
+made from, crash-safely (segment_swap.py); loading completes or discards a swap a crash interrupted.
+``on_truncated`` tells the cleaner about truncations.
+
 Transactions (Kafka 2.8): an ABORT marker appended (as leader or follower) adds an entry to its
 segment's ``.txnindex``; the last stable offset is min(first unstable offset, high watermark);
 read_committed reads stop at it and ``collect_aborted_transactions`` lists the aborted transactions
