@@ -40,7 +40,7 @@ from .apis import scram_credentials
 from .apis import acl_apis
 from .apis.authorization import AuthHelper
 from .apis.services import BrokerServices
-from .broker_id import ONE_LINE_STARTUP_ERRORS, resolve_broker_id
+from .broker_id import ONE_LINE_STARTUP_ERRORS, FatalStartupError, resolve_broker_id
 from .controlled_shutdown import controlled_shutdown
 from .coordinator.group.coordinator import GroupCoordinator
 from .coordinator.transaction.coordinator import TransactionCoordinator
@@ -133,7 +133,10 @@ class KafkaServer:
             topic_configs=topic_configs,
             max_producer_id_expiration_ms=cfg.get("transactional.id.expiration.ms")))
         cleaner_log.configure_from(cfg)
-        self.log_manager.start_cleaner(CleanerConfig.from_kafka_config(dynamic.effective_config))
+        try:
+            self.log_manager.start_cleaner(CleanerConfig.from_kafka_config(dynamic.effective_config))
+        except ValueError as exc:  # a dedupe buffer too small for one entry per thread (Kafka's require)
+            raise FatalStartupError(str(exc)) from None
         cache = MetadataCache(self.broker_id)
         cache.cluster_id = cluster_id
         self.replica_manager = ReplicaManager(self.broker_id, self.log_manager, cache)

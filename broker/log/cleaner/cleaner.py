@@ -93,11 +93,7 @@ class Cleaner:
     def __init__(self, settings: CleanerSettings, control: Control) -> None:
         self.settings = settings
         self.control = control
-        self.offset_map = OffsetMap(settings.map_memory)
-        if self.offset_map.slots * settings.load_factor <= 1:
-            raise ValueError("offset map is too small to fit in even a single message, so log cleaning will "
-                             "never make progress. You can increase log.cleaner.dedupe.buffer.size or decrease "
-                             "log.cleaner.threads")
+        self.offset_map = OffsetMap(settings.map_memory)  # LogCleaner checked it holds more than one entry
 
     # -- the whole cleaning -----------------------------------------------------------------------
 

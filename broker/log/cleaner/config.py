@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from .offset_map import BYTES_PER_ENTRY
 from .task import CleanerSettings
 from .throttler import DOUBLE_MAX
 
@@ -44,6 +45,14 @@ class CleanerConfig:
                    max_io_bytes_per_second=get("log.cleaner.io.max.bytes.per.second"),
                    backoff_ms=get("log.cleaner.backoff.ms"), enable_cleaner=get("log.cleaner.enable"),
                    isolation=get("odradek.log.cleaner.isolation"))
+
+    def offset_map_problem(self) -> str | None:
+        """Kafka's Cleaner requirement: each thread's offset map must hold more than one entry."""
+        settings = self.worker_settings()
+        if self.num_threads and (settings.map_memory // BYTES_PER_ENTRY) * settings.load_factor <= 1:
+            return ("offset map is too small to fit in even a single message, so log cleaning will never make "
+                    "progress. You can increase log.cleaner.dedupe.buffer.size or decrease log.cleaner.threads")
+        return None
 
     def worker_settings(self) -> CleanerSettings:
         """One cleaner thread's share (Kafka's CleanerThread: the buffers divided among the threads)."""

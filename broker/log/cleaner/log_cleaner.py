@@ -206,6 +206,9 @@ class CleanerThread(threading.Thread):
 class LogCleaner:
     def __init__(self, config: CleanerConfig, log_dirs: list[str],
                  logs: Callable[[], dict[TopicPartition, Log]]) -> None:
+        problem = config.offset_map_problem()
+        if problem is not None:
+            raise ValueError(problem)  # Kafka's broker does not start either
         self.config = config
         self.manager = LogCleanerManager(log_dirs, logs)
         self.manager.on_abort = self._abort_threads
@@ -236,7 +239,7 @@ class LogCleaner:
             thread.shutdown()
 
     def validate_reconfiguration(self, new: CleanerConfig) -> str | None:
-        return validate_reconfiguration(self.config.num_threads, new.num_threads)
+        return validate_reconfiguration(self.config.num_threads, new.num_threads) or new.offset_map_problem()
 
     def reconfigure(self, new: CleanerConfig) -> None:
         """Kafka's reconfigure: new config, new threads (which also replaces any that failed)."""

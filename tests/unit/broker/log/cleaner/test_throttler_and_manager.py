@@ -1,6 +1,8 @@
 """log.cleaner.io.max.bytes.per.second (Kafka's Throttler), cleaner-offset-checkpoint on truncation and
 deletion, aborted cleanings, uncleanable partitions, dynamic reconfiguration limits."""
 
+import pytest
+
 from odradek.broker.log.cleaner.config import CleanerConfig, validate_reconfiguration
 from odradek.broker.log.cleaner.log_cleaner import LogCleaner
 from odradek.broker.log.cleaner.manager import LogCleanerManager
@@ -33,6 +35,12 @@ def test_the_throttler_sleeps_down_to_the_desired_rate_once_per_check_interval()
     t.now += 0.4
     throttler.maybe_throttle(100)  # 100 bytes in 0.4 s: under the rate
     assert t.slept == [1.5] and throttler.total_bytes == 2100
+
+
+def test_an_offset_map_of_one_entry_per_thread_is_refused_at_start():
+    with pytest.raises(ValueError, match="increase log.cleaner.dedupe.buffer.size or decrease log.cleaner.threads"):
+        LogCleaner(CleanerConfig(dedupe_buffer_size=4 * 128, num_threads=4), [], dict)
+    LogCleaner(CleanerConfig(dedupe_buffer_size=4 * 128 * 2, num_threads=4), [], dict)
 
 
 def test_thread_changes_stay_within_half_and_double_as_kafka():
