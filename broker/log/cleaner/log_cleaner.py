@@ -166,6 +166,11 @@ class CleanerThread(threading.Thread):
                 end, stats = result
                 self.cleanings += 1
                 self.record_stats(cleanable.log.name, start, end, stats)
+        except Exception as exc:
+            if not manager.is_aborted(cleanable.topic_partition):
+                raise
+            # e.g. the log's directory went with its deletion before the worker saw the abort
+            log.info("Cleaning of log %s aborted: %s", cleanable.log.name, str(exc).splitlines()[0])
         finally:
             self._task = None
             manager.done_cleaning(cleanable.topic_partition, cleanable.dir, end)

@@ -84,3 +84,25 @@ def test_retention_of_a_compact_delete_log_runs_on_the_cleaner_thread(tmp_path):
         wait_for(lambda: log.log_start_offset > 0)
     finally:
         cleaner.shutdown()
+
+
+def test_a_log_deleted_while_it_is_cleaned_is_not_marked_uncleanable(tmp_path):
+    log, _ = dirty_log(tmp_path, updates=20000)
+    logs = {("topic", 0): log}
+    cleaner = LogCleaner(CleanerConfig(backoff_ms=20, max_io_bytes_per_second=100_000.0, io_buffer_size=16384),
+                         [str(tmp_path)], lambda: logs)
+    cleaner.startup()
+    try:
+        thread = cleaner.threads[0]
+        wait_for(lambda: thread._task is not None and cleaner._throttler.total_bytes > 0)
+        # LogManager.delete_log aborts, then removes the directory; the worker may meet the missing files
+        # before the abort message: hold the message back to make that the case here.
+        cleaner.manager.on_abort = None
+        del logs[("topic", 0)]
+        cleaner.on_log_deleted(("topic", 0), str(tmp_path))
+        log.delete()
+        wait_for(lambda: thread._task is None)
+    finally:
+        cleaner.shutdown()
+    assert cleaner.manager.uncleanable_partitions(str(tmp_path)) == set()
+    assert thread.cleanings == 0 and cleaner.manager.all_cleaner_checkpoints() == {}
