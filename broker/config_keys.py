@@ -438,6 +438,9 @@ _BROKER_KEYS: list[Key] = [
       "(KAFKA_METRICS_HOST in the Docker image); empty = every interface"),
     K("odradek.state.change.log.dir", STR, None, "Odradek only: directory of state-change.log (Kafka's log4j "
       "logs/ directory); unset = the parent of the first log dir"),
+    K("odradek.log.cleaner.isolation", STR, "process", "Odradek only: where the log cleaner's per-record work "
+      "runs: process (a worker process per cleaner thread) or thread (inside the broker)",
+      OneOf(("process", "thread"))),
 ]
 BROKER_KEYS: dict[str, Key] = {k.name: k for k in _BROKER_KEYS}
 

@@ -14,6 +14,8 @@ notification it has not processed yet and applies them:
   (Kafka's DynamicLogConfig); they change the topic defaults of every log without an override.
   The replication throttle rates are dynamic too (Kafka's DynamicConfig.Broker); they and the topics'
   throttled-replica lists go to ``replication_quotas`` (broker/replication_quota.py) when it is set.
+  So are the log cleaner's keys (Kafka's LogCleaner.ReconfigurableConfigs): a change restarts the
+  cleaner threads with the new values.
 - ``clients/<c>``, ``users/<u>``, ``users/<u>/clients/<c>`` (names sanitized, ``<default>``): client quotas,
   handed to ``client_quotas`` (broker/quota/) on the event loop, where the request path reads them. At
   start-up every stored user and client config is applied first, as Kafka's DynamicConfigManager does.
@@ -31,6 +33,8 @@ from typing import Any, Callable, Mapping
 
 from .config import KafkaConfig
 from .config_keys import TOPIC_SYNONYMS
+from .log.cleaner import RECONFIGURABLE_KEYS as CLEANER_RECONFIGURABLE_KEYS
+from .log.cleaner import CleanerConfig
 
 log = logging.getLogger(__name__)
 
@@ -43,7 +47,8 @@ DYNAMIC_BROKER_KEYS: frozenset[str] = frozenset(
     {syn for syn in TOPIC_SYNONYMS.values() if syn is not None and syn != "log.message.format.version"}
     | {"log.roll.hours", "log.roll.jitter.hours", "log.retention.minutes", "log.retention.hours",
        "log.flush.scheduler.interval.ms"}
-    | {"leader.replication.throttled.rate", "follower.replication.throttled.rate"})
+    | {"leader.replication.throttled.rate", "follower.replication.throttled.rate"}
+    | CLEANER_RECONFIGURABLE_KEYS)
 
 
 class DynamicConfigManager:
@@ -172,6 +177,7 @@ class DynamicConfigManager:
         self.effective_config = merged_config(self.static_config, self.dynamic_default, self.dynamic_broker)
         if self.log_manager is not None:
             self.log_manager.update_topic_defaults(self.effective_config.topic_defaults())
+            self.log_manager.reconfigure_cleaner(CleanerConfig.from_kafka_config(self.effective_config))
         if self.replication_quotas is not None:
             self.replication_quotas.apply_broker_config(self.effective_config)
         if self.dynamic_default or self.dynamic_broker:

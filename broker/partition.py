@@ -22,6 +22,7 @@ from ..protocol.errors import (  # type: ignore[attr-defined]
     UnknownLeaderEpochError,
 )
 from .log import Log, LogAppendInfo
+from .log.cleaner.record_filter import require_keys
 from .log.log_types import FetchDataInfo
 
 NO_EPOCH = -1
@@ -156,6 +157,8 @@ class Partition:
         if required_acks == -1 and len(self.isr) < min_isr:
             raise NotEnoughReplicasError(f"{self.topic}-{self.partition}: ISR {self.isr} is smaller than "
                                          f"min.insync.replicas {min_isr}")
+        if self.log.config.compact_enabled:
+            require_keys(records, f"{self.topic}-{self.partition}")
         info = self.log.append_as_leader(records, self.leader_epoch)
         return info, self.maybe_increment_high_watermark()
 

@@ -40,7 +40,7 @@ from .apis import scram_credentials
 from .apis import acl_apis
 from .apis.authorization import AuthHelper
 from .apis.services import BrokerServices
-from .broker_id import ONE_LINE_STARTUP_ERRORS, resolve_broker_id
+from .broker_id import ONE_LINE_STARTUP_ERRORS, FatalStartupError, resolve_broker_id
 from .controlled_shutdown import controlled_shutdown
 from .coordinator.group.coordinator import GroupCoordinator
 from .coordinator.transaction.coordinator import TransactionCoordinator
@@ -48,6 +48,7 @@ from .dynamic_config import DynamicConfigManager
 from .config import ConfigError, KafkaConfig, load_config
 from .kafka_apis import KafkaApis
 from .log import LogManager
+from .log.cleaner import CleanerConfig, cleaner_log
 from .log.log_manager import PRODUCER_ID_EXPIRATION_CHECK_INTERVAL_MS
 from .metadata_cache import MetadataCache
 from .broker_state import BrokerState
@@ -131,6 +132,11 @@ class KafkaServer:
             cluster_id=cluster_id,
             topic_configs=topic_configs,
             max_producer_id_expiration_ms=cfg.get("transactional.id.expiration.ms")))
+        cleaner_log.configure_from(cfg)
+        try:
+            self.log_manager.start_cleaner(CleanerConfig.from_kafka_config(dynamic.effective_config))
+        except ValueError as exc:  # a dedupe buffer too small for one entry per thread (Kafka's require)
+            raise FatalStartupError(str(exc)) from None
         cache = MetadataCache(self.broker_id)
         cache.cluster_id = cluster_id
         self.replica_manager = ReplicaManager(self.broker_id, self.log_manager, cache)
@@ -348,6 +354,7 @@ class KafkaServer:
             await _quietly(self._blocking(self.zk.close))
         state_change_log.close()
         self.broker_state = BrokerState.NOT_RUNNING
+        cleaner_log.close()
         await _quietly(self.metrics.stop())
         log.info("[KafkaServer id=%d] shut down completed", self.broker_id)
         self._stopped.set()

@@ -88,7 +88,7 @@ class IllegalStateError(KafkaError):
 
 class _PartitionState:
     __slots__ = ("position", "reset", "paused", "epoch", "high_watermark", "log_start_offset",
-                 "last_stable_offset", "buffer", "error")
+                 "last_stable_offset", "buffer", "error", "fetched_end")
 
     def __init__(self) -> None:
         self.position: int | None = None
@@ -100,6 +100,9 @@ class _PartitionState:
         self.last_stable_offset = -1
         self.buffer: deque[ConsumerRecord] = deque()
         self.error: BaseException | None = None  # raised to the application by the next getmany
+        # The offset after the last batch of the buffered fetch: the position once its records are all
+        # taken (a compacted log's gaps and trailing markers are stepped over, as Java's nextFetchOffset).
+        self.fetched_end = -1
 
     def move(self, position: int | None) -> None:
         """A new position that is not the continuation of the last fetch: drop what is buffered."""
@@ -108,6 +111,7 @@ class _PartitionState:
         self.epoch += 1
         self.buffer.clear()
         self.error = None
+        self.fetched_end = -1
 
 
 class AIOConsumer:
@@ -441,7 +445,7 @@ class AIOConsumer:
             taken = [buffer.popleft() for _ in range(count)]
             result[tp] = taken
             limit -= count
-            state.position = taken[-1].offset + 1
+            state.position = taken[-1].offset + 1 if buffer else max(taken[-1].offset + 1, state.fetched_end)
             woke = woke or not buffer
         if woke:
             self._wake.set()  # emptied buffers may be fetched again
@@ -573,14 +577,16 @@ class AIOConsumer:
         aborted = (answer.aborted_transactions or []) if self._isolation else None
         try:
             records = records_from_fetch(answer.records, offset, aborted)
+            # Java's Fetcher moves its next fetch offset past every batch it consumed, records or not.
+            after = max((batch.next_offset for batch in iter_batches(answer.records or b"")), default=offset)
             if not records:
-                # Only control batches or aborted transactions: step over them, as Java's Fetcher does
-                # (its next fetch offset is the last batch's next offset); else this offset is fetched forever.
-                after = max((batch.next_offset for batch in iter_batches(answer.records or b"")), default=offset)
+                # Only control batches, aborted transactions or batches emptied by compaction: step over
+                # them, else this offset is fetched forever.
                 if after > offset:
                     state.position = after
                 return False
             state.buffer.extend(self._consumer_records(tp, answer.records, records))
+            state.fetched_end = after
         except Exception as exc:  # corrupt data or a failing deserializer: the application sees it
             state.buffer.clear()
             state.error = exc

@@ -7,8 +7,8 @@ As Kafka 2.8's ZkAdminManager.alterConfigs / incrementalAlterConfigs, per resour
   written to ``/config/topics/<t>`` with a ``/config/changes`` notification, which every broker's
   DynamicConfigManager applies to its live logs.
 - BROKER (4): "" is the cluster-wide default, else the name must be this broker's id (clients send a
-  broker's resource to that broker). Only the dynamic log keys (dynamic_config.DYNAMIC_BROKER_KEYS)
-  may change; any other known key is INVALID_REQUEST "Cannot update these configs dynamically".
+  broker's resource to that broker). Only the dynamic log keys (dynamic_config.DYNAMIC_BROKER_KEYS,
+  with the log cleaner's; log.cleaner.threads within half and double of its current value) may change; any other known key is INVALID_REQUEST "Cannot update these configs dynamically".
   Kafka also allows thread pools, listeners, SSL stores and quotas here: we do not.
 - Others: INVALID_REQUEST.
 
@@ -39,6 +39,7 @@ from ...protocol.messages import AlterConfigsResponse, IncrementalAlterConfigsRe
 from ..config import _format
 from ..config_keys import BROKER_KEYS, TOPIC_KEYS, Invalid, Type
 from ..dynamic_config import DEFAULT_ENTITY, DYNAMIC_BROKER_KEYS
+from ..log.cleaner.config import validate_reconfiguration
 
 if TYPE_CHECKING:
     from ..kafka_apis import KafkaApis
@@ -198,6 +199,7 @@ class AlterConfigsApi:
             raise InvalidRequestError(f"Invalid config value for resource {label}: Cannot update these configs "
                                       f"dynamically: {_scala_set(static_only)}")
         _validate(configs, BROKER_KEYS, label, "broker")
+        self._validate_cleaner_threads(configs, label)
         if validate_only:
             return
         services = self.services
@@ -205,6 +207,16 @@ class AlterConfigsApi:
         await services.in_executor(services.zk.set_entity_config, "brokers", entity, configs)
         if services.dynamic_config is not None:
             await services.in_executor(services.dynamic_config.load_broker_configs)
+
+    def _validate_cleaner_threads(self, configs: dict[str, str], label: str) -> None:
+        """Kafka's LogCleaner.validateReconfiguration, against this broker's running cleaner."""
+        if "log.cleaner.threads" not in configs:
+            return
+        cleaner = getattr(getattr(self.services.replica_manager, "log_manager", None), "cleaner", None)
+        current = cleaner.config.num_threads if cleaner is not None else None
+        error = validate_reconfiguration(current, int(configs["log.cleaner.threads"])) if current else None
+        if error is not None:
+            raise InvalidRequestError(f"Invalid config value for resource {label}: {error}")
 
     def error_response_alter(self, request: "Request", error_code: int) -> Any:
         return AlterConfigsResponse(throttle_time_ms=0, responses=[

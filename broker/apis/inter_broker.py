@@ -8,6 +8,7 @@ partition the request named.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import TYPE_CHECKING, Any, Iterator
 
@@ -56,6 +57,7 @@ def stop_replica_partitions(body: Any, version: int) -> Iterator[tuple[str, int,
 class InterBrokerApis:
     def __init__(self, services: "BrokerServices") -> None:
         self.services = services
+        self._background: set[asyncio.Task] = set()
 
     def _check_sender(self, request: "Request") -> None:
         """Kafka's order: ClusterAction first, then the broker epoch (the controller epoch comes later)."""
@@ -123,6 +125,11 @@ class InterBrokerApis:
         deleted = self.services.metadata_cache.update(body, request.api_version)
         if deleted:
             log.info("Metadata update removed %d partitions of deleted topics", len(deleted))
+            groups = self.services.group_coordinator
+            if groups is not None:  # Kafka's handleDeletedPartitions, not waited for by the response
+                task = asyncio.get_running_loop().create_task(groups.handle_deleted_partitions(deleted))
+                self._background.add(task)
+                task.add_done_callback(self._background.discard)
         return UpdateMetadataResponse(error_code=0)
 
 

@@ -15,6 +15,10 @@ Idempotent producers: ``producer_state`` (see producer_state.py) checks every ba
 id before a leader append and answers a retried batch with its original offsets; its
 ``<offset>.snapshot`` files are written on roll and close and replayed from on load.
 
+Compaction (broker/log/cleaner/): ``replace_segments`` swaps cleaned segments in for the ones they were
+made from, crash-safely (segment_swap.py); loading completes or discards a swap a crash interrupted.
+``on_truncated`` tells the cleaner about truncations.
+
 Transactions (Kafka 2.8): an ABORT marker appended (as leader or follower) adds an entry to its
 segment's ``.txnindex``; the last stable offset is min(first unstable offset, high watermark);
 read_committed reads stop at it and ``collect_aborted_transactions`` lists the aborted transactions
@@ -27,7 +31,7 @@ from __future__ import annotations
 import os
 import shutil
 import threading
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from typing import Callable
 
 from odradek.protocol.errors import (  # type: ignore[attr-defined]
@@ -38,7 +42,7 @@ from odradek.protocol.records import (
     set_partition_leader_epoch,
 )
 
-from .checkpoints import LEADER_EPOCH_CHECKPOINT, LeaderEpochCheckpointFile
+from .checkpoints import LEADER_EPOCH_CHECKPOINT, LeaderEpochCheckpointFile, fsync_dir
 from .leader_epoch_cache import LeaderEpochFileCache
 from .log_config import LogConfig
 from .log_types import (
@@ -52,8 +56,9 @@ from .segment import (
     CLEANED_SUFFIX, DELETED_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, SWAP_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX,
     LogSegment, now_ms, parse_base_offset, walk_headers,
 )
+from .segment_swap import remove_temp_files_and_collect_swaps
 from .time_index import NO_TIMESTAMP
-from .txn_index import AbortedTxn
+from .txn_index import AbortedTxn, collect_aborted_across
 
 EARLIEST_TIMESTAMP = -2
 LATEST_TIMESTAMP = -1
@@ -80,6 +85,7 @@ class Log:
         self.recovery_point = recovery_point
         self.recovered_bytes_truncated = 0
         self._recovered_bases: set[int] = set()  # segments recovered on load: their txn index is rebuilt
+        self.on_truncated: Callable[["Log"], None] | None = None  # the log cleaner's (set by the LogManager)
         self._load_segments(had_clean_shutdown, log_start_offset)
         leo = self.log_end_offset
         self.recovery_point = min(self.recovery_point, leo)
@@ -111,10 +117,8 @@ class Log:
         self._segments[segment.base_offset] = segment
 
     def _load_segments(self, had_clean_shutdown: bool, log_start_offset: int) -> None:
-        names = os.listdir(self.dir)
-        for name in names:  # leftovers of deletion, cleaning or checkpoint writes
-            if name.endswith((DELETED_SUFFIX, CLEANED_SUFFIX, SWAP_SUFFIX, ".tmp")):
-                os.unlink(os.path.join(self.dir, name))
+        # Leftovers of deletion, cleaning or checkpoint writes; swaps the cleaner left half done.
+        swaps = remove_temp_files_and_collect_swaps(self.dir)
         names = os.listdir(self.dir)
         log_bases = {parse_base_offset(n) for n in names if n.endswith(LOG_SUFFIX)}
         for name in names:  # indexes without a log file
@@ -132,6 +136,9 @@ class Log:
                 self.recovered_bytes_truncated += segment.recover()
                 recovered.add(base)
             self._add_segment(segment)
+        for base in swaps:
+            self._complete_swap(base)
+            recovered.add(base)
         if not self._segments:
             self._add_segment(self._new_segment(log_start_offset))
             return
@@ -140,6 +147,17 @@ class Log:
         # Only segments holding markers need their transaction index (and so producer state) rebuilt.
         self._recovered_bases = {b for b in recovered if b in self._segments and
                                  self._segments[b].txn_index_needs_rebuild}
+
+    def _complete_swap(self, base: int) -> None:
+        """Kafka's completeSwapOperations: the recovered ``.swap`` segment replaces what it overlaps."""
+        swap = LogSegment(self.dir, base, index_interval_bytes=self.config.index_interval_bytes,
+                          max_index_size=self.config.max_index_size, clock=self._clock, file_suffix=SWAP_SUFFIX)
+        self.recovered_bytes_truncated += swap.recover()
+        # Kafka's rule: the segments the swap's offsets overlap (and the one it is named after, even if
+        # the swap came out empty).
+        replaced = [s for s in self.segments_in(base, max(swap.next_offset, base + 1))
+                    if s.next_offset > base or s.base_offset == base]
+        self.replace_segments([swap], replaced, from_swap_files=True)
 
     def _recover_from(self, recovery_point: int, already: set[int]) -> None:
         """Scan every segment holding offsets >= recovery point; cut at the first invalid batch."""
@@ -188,6 +206,21 @@ class Log:
     @property
     def latest_epoch(self) -> int:
         return self.leader_epoch_cache.latest_epoch
+
+    @property
+    def lock(self) -> threading.RLock:
+        """Held by every call that reads or changes the segments (the cleaner takes it to look at them)."""
+        return self._lock
+
+    def segments_in(self, from_offset: int, to_offset: int) -> list[LogSegment]:
+        """Kafka's logSegments(from, to): the segment holding ``from_offset`` and those after it that
+        begin below ``to_offset``."""
+        with self._lock:
+            if to_offset <= from_offset:
+                return []
+            bases = self._bases
+            start = max(bisect_right(bases, from_offset) - 1, 0)
+            return [self._segments[b] for b in bases[start:bisect_left(bases, to_offset)]]
 
     def _floor_segment(self, offset: int) -> LogSegment | None:
         i = bisect_right(self._bases, offset)
@@ -397,14 +430,9 @@ class Log:
         """Aborted transactions overlapping [fetch_offset, upper_bound), from the segment holding
         ``fetch_offset`` on, until an entry's LSO shows no later one can (Kafka's collectAbortedTransactions)."""
         with self._lock:
-            found: list[AbortedTxn] = []
             start = max(bisect_right(self._bases, fetch_offset) - 1, 0)
-            for base in self._bases[start:]:
-                txns, complete = self._segments[base].txn_index.collect_aborted(fetch_offset, upper_bound)
-                found.extend(txns)
-                if complete:
-                    break
-            return found
+            return collect_aborted_across((self._segments[base].txn_index.entries for base in self._bases[start:]),
+                                          fetch_offset, upper_bound)
 
     def active_producers(self) -> list[ProducerStateEntry]:
         """The producers this partition remembers (DescribeProducers; Kafka's Log.activeProducers)."""
@@ -502,6 +530,37 @@ class Log:
             self.producer_state.on_log_start_offset_incremented(new_start)
         return len(doomed)
 
+    def replace_segments(self, new_segments: list[LogSegment], old_segments: list[LogSegment],
+                         from_swap_files: bool = False) -> None:
+        """Swap cleaned segments in for the segments they were made from, crash-safely (Kafka's
+        replaceSegments; the file protocol is described in segment_swap.py). The new segments' files end
+        in ``.cleaned`` (``.swap`` when a load completes an interrupted swap). Readers hold the lock, so
+        they see either the old segments or the new ones."""
+        with self._lock:
+            new_sorted = sorted(new_segments, key=lambda seg: seg.base_offset)
+            old_sorted = sorted((seg for seg in old_segments if self._segments.get(seg.base_offset) is seg),
+                                key=lambda seg: seg.base_offset)
+            if not from_swap_files:
+                for seg in reversed(new_sorted):
+                    seg.change_file_suffixes(CLEANED_SUFFIX, SWAP_SUFFIX)
+                fsync_dir(self.dir)
+            segments = dict(self._segments)
+            for seg in new_sorted:
+                segments[seg.base_offset] = seg
+            new_bases = {seg.base_offset for seg in new_sorted}
+            for seg in old_sorted:
+                if seg.base_offset not in new_bases:
+                    del segments[seg.base_offset]
+                seg.close_handlers()
+                seg.change_file_suffixes("", DELETED_SUFFIX)
+                seg.delete()
+            # New objects rather than changes in place: readers that do not take the lock (metrics)
+            # never see a half-changed dict.
+            self._segments, self._bases = segments, sorted(segments)
+            for seg in new_sorted:
+                seg.change_file_suffixes(SWAP_SUFFIX, "")
+            fsync_dir(self.dir)
+
     def _remove_segment(self, base: int) -> None:
         segment = self._segments.pop(base)
         self._bases.remove(base)
@@ -531,6 +590,7 @@ class Log:
             self._after_truncation(target_offset)
             self.log_start_offset = min(self.log_start_offset, target_offset)
             self._rebuild_producer_state(reload_from_clean_shutdown=False)
+            self._truncated()
             return True
 
     def truncate_fully_and_start_at(self, new_offset: int) -> None:
@@ -545,6 +605,14 @@ class Log:
             self.high_watermark = new_offset
             self._unflushed_messages = 0
             self.producer_state.truncate_fully_and_start_at(new_offset)
+            self._truncated()
+
+    def _truncated(self) -> None:
+        """Data was removed from the end: the log cleaner drops what it knew past it (Kafka's LogManager
+        calls maybeTruncateCheckpoint around truncateTo)."""
+        listener = self.on_truncated
+        if listener is not None:
+            listener(self)
 
     def _after_truncation(self, target_offset: int) -> None:
         leo = self.log_end_offset

@@ -29,6 +29,11 @@ class LogConfig:
     max_message_bytes: int = 1024 * 1024 + 12
     cleanup_policy: str = "delete"
     min_insync_replicas: int = 1
+    # Compaction (the log cleaner, broker/log/cleaner/)
+    delete_retention_ms: int = 24 * _HOUR_MS
+    min_compaction_lag_ms: int = 0
+    max_compaction_lag_ms: int = LONG_MAX
+    min_cleanable_ratio: float = 0.5
 
     @property
     def delete_enabled(self) -> bool:
@@ -53,7 +58,15 @@ class LogConfig:
                 elif key in _FIELD_NAMES:
                     values[key] = value
         types = {f.name: f.type for f in fields(cls)}
-        return cls(**{k: (str(v) if types[k] in ("str", str) else int(v)) for k, v in values.items()})
+        return cls(**{k: _convert(types[k], v) for k, v in values.items()})
+
+
+def _convert(kind: Any, value: Any) -> Any:
+    if kind in ("str", str):
+        return str(value)
+    if kind in ("float", float):
+        return float(value)
+    return int(value)
 
 
 _TOPIC_KEYS = {
@@ -70,5 +83,9 @@ _TOPIC_KEYS = {
     "max.message.bytes": "max_message_bytes",
     "cleanup.policy": "cleanup_policy",
     "min.insync.replicas": "min_insync_replicas",
+    "delete.retention.ms": "delete_retention_ms",
+    "min.compaction.lag.ms": "min_compaction_lag_ms",
+    "max.compaction.lag.ms": "max_compaction_lag_ms",
+    "min.cleanable.dirty.ratio": "min_cleanable_ratio",
 }
 _FIELD_NAMES = {f.name for f in fields(LogConfig)}

@@ -22,6 +22,7 @@ from .checkpoints import (
     LOG_START_OFFSET_CHECKPOINT, RECOVERY_POINT_CHECKPOINT, REPLICATION_OFFSET_CHECKPOINT, CheckpointError,
     OffsetCheckpointFile, write_atomically,
 )
+from .cleaner import CleanerConfig, LogCleaner
 from .log import Log, log_dir_name, parse_topic_partition
 from .log_config import LogConfig
 from .producer_state import DEFAULT_PRODUCER_ID_EXPIRATION_MS
@@ -87,6 +88,7 @@ class LogManager:
         self.max_producer_id_expiration_ms = max_producer_id_expiration_ms
         self._lock = threading.RLock()
         self._logs: dict[TopicPartition, Log] = {}
+        self.cleaner: LogCleaner | None = None  # started by start_cleaner (log.cleaner.enable)
         self._dir_of: dict[TopicPartition, str] = {}
         self._lock_fds: list[int] = []
         self.had_clean_shutdown: dict[str, bool] = {}
@@ -188,6 +190,7 @@ class LogManager:
                       log_start_offset=start_offsets.get(tp, 0), high_watermark=high_watermarks.get(tp, 0),
                       had_clean_shutdown=clean, clock=self._clock,
                       max_producer_id_expiration_ms=self.max_producer_id_expiration_ms)
+            log.on_truncated = self._on_truncated
             self._logs[tp] = log
             self._dir_of[tp] = d
         if clean:
@@ -205,6 +208,25 @@ class LogManager:
 
     def all_logs(self) -> list[Log]:
         return list(self._logs.values())
+
+    def logs_by_partition(self) -> dict[TopicPartition, Log]:
+        return dict(self._logs)
+
+    # -- the log cleaner ----------------------------------------------------------------------------
+
+    def start_cleaner(self, config: CleanerConfig) -> None:
+        """Kafka's LogManager.startup: the cleaner runs when log.cleaner.enable is true."""
+        if config.enable_cleaner and self.cleaner is None:
+            self.cleaner = LogCleaner(config, self.log_dirs, self.logs_by_partition)
+            self.cleaner.startup()
+
+    def reconfigure_cleaner(self, config: CleanerConfig) -> None:
+        if self.cleaner is not None:
+            self.cleaner.reconfigure(config)
+
+    def _on_truncated(self, log: Log) -> None:
+        if self.cleaner is not None:
+            self.cleaner.on_log_truncated(log)
 
     def _next_log_dir(self) -> str:
         counts = {d: 0 for d in self.log_dirs}
@@ -227,6 +249,7 @@ class LogManager:
             log = Log(os.path.join(d, log_dir_name(topic, partition)), self._config_for(topic),
                       had_clean_shutdown=True, clock=self._clock,
                       max_producer_id_expiration_ms=self.max_producer_id_expiration_ms)
+            log.on_truncated = self._on_truncated
             self._logs[tp] = log
             self._dir_of[tp] = d
             return log
@@ -253,6 +276,8 @@ class LogManager:
             if log is None:
                 return False
             d = self._dir_of.pop(tp)
+            if self.cleaner is not None:
+                self.cleaner.on_log_deleted(tp, d)
             log.close()
             doomed = os.path.join(d, f"{log_dir_name(topic, partition)}.{uuid.uuid4().hex}{DELETE_DIR_SUFFIX}")
             log.rename_dir(doomed)
@@ -279,10 +304,12 @@ class LogManager:
     # -- periodic work ----------------------------------------------------------------------------
 
     def cleanup_logs(self) -> int:
-        """Retention pass over every log; returns the number of segments deleted."""
+        """Retention pass over every log not compacted; returns the number of segments deleted. Compacted
+        logs (also compact,delete) get theirs on the cleaner threads, or none without a cleaner (Kafka 2.8)."""
         deleted = 0
         for log in self.all_logs():
-            deleted += log.delete_old_segments()
+            if not log.config.compact_enabled:
+                deleted += log.delete_old_segments()
         if deleted:
             self.checkpoint_log_start_offsets()
         return deleted
@@ -297,6 +324,8 @@ class LogManager:
 
     def shutdown(self) -> None:
         """Flush and close every log, write the checkpoints and the clean-shutdown marker."""
+        if self.cleaner is not None:
+            self.cleaner.shutdown()  # first, as Kafka: no swap while the logs close
         with self._lock:
             for log in self._logs.values():
                 log.flush()

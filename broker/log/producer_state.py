@@ -58,6 +58,8 @@ _SEQUENCE_SPAN = 1 << 31
 # baseSequence: the producer fields of a batch header in one unpack from byte 21.
 _PRODUCER_FIELDS = struct.Struct(">h20xqhi")
 _PRODUCER_FIELDS_AT = 21
+_RECORD_COUNT = struct.Struct(">i")
+_RECORD_COUNT_AT = 57
 _READ_CHUNK = 1024 * 1024
 _new_tuple = tuple.__new__  # builds a NamedTuple without its Python-level __new__ (3x faster)
 
@@ -437,6 +439,9 @@ class ProducerStateManager:
             log.warning("%s: producer %d epoch %d at offset %d is older than the last seen epoch %d",
                         self.name, producer_id, epoch, first_offset, entry.epoch)
         if attributes & CONTROL_MASK:
+            if records is not None and position is not None and \
+                    _RECORD_COUNT.unpack_from(records, position + _RECORD_COUNT_AT)[0] == 0:
+                return None  # the cleaner emptied it: its transaction is gone from the log (Kafka skips it)
             return self._end_transaction(entry, records, first_offset, epoch, timestamp, position)
         last_seq = increment_sequence(base_sequence, last_offset - first_offset)
         had_txn = entry.current_txn_first_offset is not None

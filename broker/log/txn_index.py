@@ -36,6 +36,31 @@ class AbortedTxn(NamedTuple):
     last_stable_offset: int
 
 
+def collect_aborted(entries: Iterable[AbortedTxn], fetch_offset: int, upper_bound: int
+                    ) -> tuple[list[AbortedTxn], bool]:
+    """One segment's entries overlapping [fetch_offset, upper_bound), and whether the search may stop there."""
+    found = []
+    for txn in entries:
+        if txn.last_offset >= fetch_offset and txn.first_offset < upper_bound:
+            found.append(txn)
+        if txn.last_stable_offset >= upper_bound:
+            return found, True
+    return found, False
+
+
+def collect_aborted_across(segment_entries: Iterable[Iterable[AbortedTxn]], fetch_offset: int,
+                           upper_bound: int) -> list[AbortedTxn]:
+    """Kafka's Log.collectAbortedTransactions over the indexes of consecutive segments, starting with the
+    segment that holds ``fetch_offset``."""
+    found: list[AbortedTxn] = []
+    for entries in segment_entries:
+        txns, complete = collect_aborted(entries, fetch_offset, upper_bound)
+        found.extend(txns)
+        if complete:
+            break
+    return found
+
+
 class TransactionIndex:
     def __init__(self, path: str, base_offset: int) -> None:
         self.path = path
@@ -113,13 +138,7 @@ class TransactionIndex:
 
     def collect_aborted(self, fetch_offset: int, upper_bound: int) -> tuple[list[AbortedTxn], bool]:
         """Entries overlapping [fetch_offset, upper_bound); True when later segments need not be searched."""
-        found = []
-        for txn in self.entries:
-            if txn.last_offset >= fetch_offset and txn.first_offset < upper_bound:
-                found.append(txn)
-            if txn.last_stable_offset >= upper_bound:
-                return found, True
-        return found, False
+        return collect_aborted(self.entries, fetch_offset, upper_bound)
 
     # -- lifecycle --------------------------------------------------------------------------------
 

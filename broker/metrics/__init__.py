@@ -5,7 +5,8 @@
     await metrics.stop()
 
 Most series are read from the broker's state at scrape time by collectors (one module per area:
-``replica_metrics``, ``controller_metrics``, ``group_metrics``); only what cannot be read afterwards is counted
+``replica_metrics``, ``controller_metrics``, ``group_metrics``, ``cleaner_metrics``); only what cannot be read
+afterwards is counted
 as it happens: per-topic bytes and records (``topic_stats``), request rates, errors and latency
 (``request_metrics``), ISR shrinks and expands (two integers on the ReplicaManager), ZooKeeper session events.
 Client-quota sensors (``quota_metrics``) are read from broker/quota, which keeps them for throttling.
@@ -18,6 +19,7 @@ from typing import Any
 from prometheus_client import CollectorRegistry, GCCollector, PlatformCollector, ProcessCollector
 from prometheus_client.core import GaugeMetricFamily
 
+from .cleaner_metrics import LogCleanerCollector
 from .controller_metrics import ControllerCollector, ZooKeeperStats
 from .group_metrics import ConsumerGroupCollector
 from .http_endpoint import MetricsEndpoint
@@ -46,6 +48,7 @@ class BrokerMetrics:
         self.registry.register(ConsumerGroupCollector(server))
         self.registry.register(ClientQuotaCollector(server))
         self.registry.register(_BrokerStateCollector(server))
+        self.registry.register(LogCleanerCollector(server))
         self.endpoint: MetricsEndpoint | None = None
 
     def _channel(self) -> Any:

@@ -135,10 +135,21 @@ class RecordBatchBuilder:
             records: Bytes = self._records
         else:
             records = compress(self.compression, self._records, self.compression_level)
-        covered = _COVERED.pack(
-            self._attributes(), self._count - 1, self._base_timestamp, self._max_timestamp,
-            self.producer_id, self.producer_epoch, self.base_sequence, self._count)
-        crc = crc32c(records, crc32c(covered))
-        batch_length = HEADER_SIZE - LOG_OVERHEAD + len(records)
-        prefix = _PREFIX.pack(self.base_offset, batch_length, self.partition_leader_epoch, MAGIC, crc)
-        return b"".join((prefix, covered, records))
+        return encode_batch(records, self._count, base_offset=self.base_offset, last_offset_delta=self._count - 1,
+                            attributes=self._attributes(), base_timestamp=self._base_timestamp,
+                            max_timestamp=self._max_timestamp, producer_id=self.producer_id,
+                            producer_epoch=self.producer_epoch, base_sequence=self.base_sequence,
+                            partition_leader_epoch=self.partition_leader_epoch)
+
+
+def encode_batch(records: Bytes, count: int, *, base_offset: int, last_offset_delta: int, attributes: int,
+                 base_timestamp: int, max_timestamp: int, producer_id: int, producer_epoch: int, base_sequence: int,
+                 partition_leader_epoch: int) -> bytes:
+    """A whole v2 batch around an already encoded (and compressed) records blob, CRC computed.
+
+    The log cleaner uses it to rewrite a batch with fewer records and the original offset range."""
+    covered = _COVERED.pack(attributes, last_offset_delta, base_timestamp, max_timestamp, producer_id,
+                            producer_epoch, base_sequence, count)
+    crc = crc32c(records, crc32c(covered))
+    prefix = _PREFIX.pack(base_offset, HEADER_SIZE - LOG_OVERHEAD + len(records), partition_leader_epoch, MAGIC, crc)
+    return b"".join((prefix, covered, records))

@@ -139,19 +139,20 @@ def console_tool(name: str, *args: str, stdin: str | None = None, check: bool = 
 
 class IdempotentProducerLoad:
     """confluent-kafka's acks=all idempotent producer writing numbered records ("record-%08d", record n to
-    partition n % partitions) in a thread until the block ends; acknowledged values in ``acked``, delivery
-    errors in ``failed``, fatal producer errors in ``fatal``; ``config`` adds librdkafka settings.
+    partition n % partitions, with key "key-<n % keys>" when ``keys`` is given) in a thread until the block
+    ends; acknowledged values in ``acked``, delivery errors in ``failed``, fatal producer errors in ``fatal``;
+    ``config`` adds librdkafka settings.
     RDKAFKA_DEBUG (e.g. "eos,msg") turns on librdkafka's debug log."""
 
     def __init__(self, bootstrap: str, topic: str, partitions: int, timeout_s: float = 120,
-                 config: dict | None = None) -> None:
+                 config: dict | None = None, keys: int | None = None) -> None:
         from confluent_kafka import Producer
         debug = {"debug": os.environ["RDKAFKA_DEBUG"]} if os.environ.get("RDKAFKA_DEBUG") else {}
         self.producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "acks": "all",
                                   "linger.ms": 5, "message.timeout.ms": int(timeout_s * 1000),
                                   "error_cb": self._error, **debug,
                                   **(config or {})})  # config: e.g. security.protocol, sasl.*
-        self.topic, self.partitions, self.timeout_s = topic, partitions, timeout_s
+        self.topic, self.partitions, self.timeout_s, self.keys = topic, partitions, timeout_s, keys
         self.acked: set[bytes] = set()
         self.failed: list[str] = []
         self.fatal: list[str] = []
@@ -172,7 +173,8 @@ class IdempotentProducerLoad:
         n = 0
         while not self._stop.is_set():
             try:
-                self.producer.produce(self.topic, value=b"record-%08d" % n, partition=n % self.partitions,
+                key = None if self.keys is None else b"key-%d" % (n % self.keys)
+                self.producer.produce(self.topic, value=b"record-%08d" % n, key=key, partition=n % self.partitions,
                                       on_delivery=self._delivered)
                 n += 1
             except BufferError:  # local queue full: poll below serves deliveries, then try the same record

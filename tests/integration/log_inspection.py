@@ -30,6 +30,17 @@ def stored_records(log_dir: Path, topic: str, partition: int) -> list[tuple[int,
     return out
 
 
+def stored_key_values(log_dir: Path, topic: str, partition: int) -> list[tuple[int, bytes | None, bytes | None]]:
+    """(offset, key, value) of every data record of one replica's log on disk, in offset order."""
+    directory = Path(log_dir) / f"{topic}-{partition}"
+    out = []
+    for name in sorted(n for n in os.listdir(directory) if n.endswith(".log")):
+        for batch in iter_batches((directory / name).read_bytes()):
+            if not batch.is_control:
+                out.extend((r.offset, r.key, r.value) for r in batch.records())
+    return out
+
+
 def duplicates_on_disk(cluster, topic: str, partitions: int) -> tuple[list[str], list[str]]:
     """Values stored twice in one replica's log, as (same producer epoch, different producer epochs)."""
     same_epoch, cross_epoch = [], []

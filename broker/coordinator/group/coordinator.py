@@ -554,6 +554,16 @@ class GroupCoordinator:
         """The periodic offsets.retention.check.interval.ms job: expired offsets and dead empty groups."""
         return await self.manager.cleanup_expired_offsets()
 
+    async def handle_deleted_partitions(self, partitions: list[tuple[str, int]]) -> int:
+        """Kafka's handleDeletedPartitions: the committed offsets of deleted topics' partitions go, with
+        tombstones (and so do groups left empty without offsets); returns how many offsets went."""
+        deleted = set(partitions)
+        removed = await self.manager.cleanup_group_metadata(lambda group: [tp for tp in group.offsets if tp in deleted])
+        if removed:
+            log.info("Removed %d offsets associated with deleted partitions: %s", removed,
+                     ", ".join(f"{t}-{p}" for t, p in sorted(deleted)))
+        return removed
+
     # -- groups -----------------------------------------------------------------------------------
 
     def describe_group(self, group_id: str) -> GroupMetadata | None:

@@ -339,23 +339,30 @@ class GroupMetadataManager:
     # -- expiration -------------------------------------------------------------------------------
 
     async def cleanup_expired_offsets(self, now_ms: int | None = None) -> int:
-        """Kafka's cleanupGroupMetadata: drop expired offsets (tombstones), then empty groups without
-        offsets. Returns how many offsets expired."""
+        """The offsets.retention.minutes job: expired offsets go; returns how many."""
         now_ms = wall_ms() if now_ms is None else now_ms
-        expired_total = 0
+        removed = await self.cleanup_group_metadata(lambda group: self._expired_offsets(group, now_ms), now_ms)
+        if removed:
+            log.info("Removed %d expired offsets", removed)
+        return removed
+
+    async def cleanup_group_metadata(self, doomed_offsets: Callable[[GroupMetadata], list[tuple[str, int]]],
+                                     now_ms: int | None = None) -> int:
+        """Kafka's cleanupGroupMetadata: tombstones for the offsets ``doomed_offsets`` picks in each group,
+        then for every empty group left without offsets (it becomes Dead). Returns the offsets removed."""
+        now_ms = wall_ms() if now_ms is None else now_ms
+        removed_total = 0
         for group in list(self.groups.values()):
-            expired = self._expired_offsets(group, now_ms)
-            if expired and await self.remove_offsets(group, expired) == 0:
-                expired_total += len(expired)
+            doomed = doomed_offsets(group)
+            if doomed and await self.remove_offsets(group, doomed) == 0:
+                removed_total += len(doomed)
             if group.is_in(EMPTY) and not group.has_offsets() and self.groups.get(group.group_id) is group:
                 # An empty group without offsets is gone (Kafka: transitions to Dead, tombstone written).
                 if await self._append(group.group_id, [(fmt.group_key(group.group_id), None)]) == 0 \
                         and self.groups.get(group.group_id) is group:
                     group.transition_to(DEAD, now_ms)
                     del self.groups[group.group_id]
-        if expired_total:
-            log.info("Removed %d expired offsets", expired_total)
-        return expired_total
+        return removed_total
 
     def _expired_offsets(self, group: GroupMetadata, now_ms: int) -> list[tuple[str, int]]:
         """Kafka 2.8's rules: an empty group's offsets expire retention after it became empty; a group

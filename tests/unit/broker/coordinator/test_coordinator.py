@@ -264,6 +264,20 @@ async def test_offsets_expire_after_retention_and_the_empty_group_goes(coordinat
 
 
 @run_in_loop
+async def test_offsets_of_deleted_partitions_go_with_tombstones(coordinator):
+    c = await coordinator()
+    await c.commit_offsets("s", "", None, -1, {("t", 0): fmt.OffsetAndMetadata(5, -1, "", 10 ** 13),
+                                              ("u", 0): fmt.OffsetAndMetadata(6, -1, "", 10 ** 13)})
+    await c.commit_offsets("only-t", "", None, -1, {("t", 1): fmt.OffsetAndMetadata(7, -1, "", 10 ** 13)})
+    appended = c.manager.replica_manager.appended
+    appended.clear()
+    assert await c.handle_deleted_partitions([("t", 0), ("t", 1)]) == 2
+    assert set(c.manager.get_group("s").offsets) == {("u", 0)} and c.manager.get_group("only-t") is None
+    assert sorted((fmt.parse_key(k), v) for k, v in appended) == [
+        (("group", "only-t", None), None), (("offset", "only-t", ("t", 1)), None), (("offset", "s", ("t", 0)), None)]
+
+
+@run_in_loop
 async def test_a_pending_member_that_never_rejoins_expires(coordinator):
     c = await coordinator()
     first = await join(c, v4=True, session=100)

@@ -1,9 +1,12 @@
 import os
+import time
 
 import pytest
 
 from odradek.broker.log import InconsistentBrokerMetadataError, LogDirLockedError, LogManager
 from odradek.broker.log.log_manager import read_properties
+
+from odradek.protocol.records import RecordBatchBuilder
 
 from .helpers import make_batch
 
@@ -107,6 +110,36 @@ def test_delete_log_and_retention_pass(tmp_path):
     assert [n for n in os.listdir(d) if n.startswith("old")] == []
     manager.shutdown()
     assert "old" not in open(os.path.join(d, "recovery-point-offset-checkpoint")).read()
+
+
+def test_compacted_logs_get_retention_only_from_the_cleaner_and_leave_its_checkpoint_when_deleted(tmp_path):
+    from odradek.broker.log.cleaner import CleanerConfig
+    d = str(tmp_path / "d")
+    manager = LogManager([d], {"segment.bytes": "500", "retention.ms": "1"}, broker_id=0, clock=lambda: 10_000_000)
+    log = manager.get_or_create_log("both", 0, {"cleanup.policy": "compact,delete"})
+    for i in range(10):
+        log.append_as_leader(keyed_batch(b"k%d" % i), 0)
+    log.update_high_watermark(log.log_end_offset)
+    assert manager.cleanup_logs() == 0  # Kafka's retention thread leaves compacted logs to the cleaner
+    manager.start_cleaner(CleanerConfig(enable_cleaner=False))
+    assert manager.cleaner is None
+    manager.start_cleaner(CleanerConfig(backoff_ms=10, isolation="thread"))
+    assert manager.cleaner is not None
+    wait = time.monotonic() + 30
+    while log.log_start_offset == 0 and time.monotonic() < wait:  # retention on the cleaner thread
+        time.sleep(0.02)
+    assert log.log_start_offset > 0
+    manager.cleaner.manager.update_checkpoints(d, update=(("both", 0), 5))
+    assert manager.delete_log("both", 0)
+    assert "both" not in open(os.path.join(d, "cleaner-offset-checkpoint")).read()
+    manager.shutdown()
+    assert manager.cleaner.threads == []
+
+
+def keyed_batch(key: bytes) -> bytearray:
+    builder = RecordBatchBuilder()
+    builder.append(5, key, b"x" * 100)
+    return bytearray(builder.build())
 
 
 def test_broker_config_feeds_log_config_through_topic_defaults():
