@@ -12,6 +12,7 @@ import logging
 from types import SimpleNamespace
 
 from odradek.broker.apis import controlled_shutdown as controlled_shutdown_api
+from odradek.broker.apis.authorization import AuthHelper
 from odradek.broker.controlled_shutdown import controlled_shutdown
 from odradek.clients.connection import BrokerConnection
 from odradek.controller import state_change_log as scl
@@ -26,7 +27,7 @@ NOT_CONTROLLER, STALE_BROKER_EPOCH, BROKER_NOT_AVAILABLE = 41, 77, 8
 class ShutdownCluster(Cluster):
     async def start_broker(self, broker_id: int) -> FakeBroker:
         broker = await super().start_broker(broker_id)
-        services = SimpleNamespace(broker_id=broker_id, controller=broker.controller)
+        services = SimpleNamespace(broker_id=broker_id, controller=broker.controller, auth=AuthHelper())
         controlled_shutdown_api.register(broker.apis, services)
         return broker
 
