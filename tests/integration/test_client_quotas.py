@@ -453,7 +453,7 @@ def test_our_producers_and_consumer_wait_out_throttles_and_never_time_out(cluste
 
     async def consume(expected: set[bytes]) -> dict:
         consumer = AIOConsumer(bootstrap_servers=cluster.bootstrap_servers, client_id=ids["consumer"],
-                               request_timeout_ms=1000, fetch_max_wait_ms=100, enable_auto_commit=False)
+                               request_timeout_ms=1500, fetch_max_wait_ms=100, enable_auto_commit=False)
         async with consumer:
             tp = TopicPartition(replicated_topic, 0)
             consumer.assign([tp])

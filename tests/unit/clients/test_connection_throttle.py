@@ -80,12 +80,12 @@ def test_a_throttled_response_holds_later_requests_in_order_and_their_timeouts_w
     async def scenario(conn):
         response, received = await answered_at(conn, "a")
         assert response.throttle_time_ms == 1000
-        assert 0.5 < conn.throttle_delay() <= 1.0
+        assert 0 < conn.throttle_delay() <= 1.0
         # Held: a timeout far shorter than the throttle does not run until the request is written.
         sends = [asyncio.ensure_future(conn.send(metadata("b"), timeout=0.1)),
                  asyncio.ensure_future(conn.send(ProduceRequest(acks=0, timeout_ms=1000, topic_data=[]))),
                  asyncio.ensure_future(conn.send(metadata("c"), timeout=0.1))]
-        await asyncio.sleep(0.2)
+        await asyncio.sleep(0.05)  # time for a request written to reach the broker (on this loop)
         assert broker.names() == ["a"] and conn.in_flight == 0  # nothing sent yet
         b, produced, c = await asyncio.gather(*sends)
         assert (b.topics[0].name, produced, c.topics[0].name) == ("b", None, "c")
@@ -115,7 +115,7 @@ def test_only_unsent_requests_wait_for_the_throttle():
     async def scenario(conn):
         # b is written before a's throttled answer comes, and answered during the throttle
         await asyncio.gather(conn.send(metadata("a")), conn.send(metadata("b")))
-        assert conn.throttle_delay() > 0.5
+        assert conn.throttle_delay() > 0
         late = asyncio.ensure_future(conn.send(metadata("late")))
         await asyncio.sleep(0.05)
         assert not late.done() and broker.names() == ["a", "b"]
@@ -137,7 +137,7 @@ def test_a_throttle_at_a_version_before_kip_219_is_not_waited_out():
 
 
 def test_a_request_cancelled_while_held_is_never_sent():
-    broker = FakeBroker({"a": 300})
+    broker = FakeBroker({"a": 800})
 
     async def scenario(conn):
         await conn.send(metadata("a"))
@@ -161,13 +161,13 @@ def test_a_cancelled_callers_response_still_throttles():
         gone.cancel()
         broker.gate.set()
         await conn.send(metadata("next"))  # pipelined behind "gone": written before its answer came
-        assert conn.throttle_delay() > 0.2  # "gone"'s answer was read, dropped, and its throttle kept
+        assert conn.throttle_delay() > 0  # "gone"'s answer was read, dropped, and its throttle kept
 
     against(broker, scenario)
 
 
 def test_held_requests_fail_when_the_connection_is_lost():
-    broker = FakeBroker({"a": 300})
+    broker = FakeBroker({"a": 5000})
 
     async def scenario(conn):
         await conn.send(metadata("a"))
