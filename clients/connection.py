@@ -14,6 +14,12 @@ would be taken for the next one's. A caller that merely cancels its ``send`` lea
 usable: the late response is read and dropped.
 
 Produce with acks=0 gets no response at all (as from Kafka), so it is never put in flight.
+
+A response with ``throttle_time_ms`` > 0 (KIP-219, see ``throttle.py``) stops the connection sending: until
+the throttle has passed, each ``send`` is held unsent, in order, and its timeout starts only when it is
+written (Java's request timeout counts from the send too). The throttle lives in a ``ThrottleState`` the
+client keeps per broker, so a new connection to the broker waits it out as well; ApiVersions and SASL on a
+new connection go out regardless, as in Java (the connection is not ready yet).
 """
 
 from __future__ import annotations
@@ -34,11 +40,17 @@ from ..protocol.messages import ApiVersionsRequest
 from .errors import CorrelationIdError, KafkaConnectionError
 from .security.client_security import ClientSecurity
 from .security.sasl_client import authenticate
+from .throttle import ThrottleState, ThrottleTimeSensor, client_throttles
 
 log = logging.getLogger(__name__)
 
 _API_VERSIONS = int(ApiKey.API_VERSIONS)
 _PRODUCE = int(ApiKey.PRODUCE)
+# Java's NetworkClient never sees SASL: the channel authenticates before it is ready.
+_AUTHENTICATION_KEYS = frozenset({int(ApiKey.SASL_HANDSHAKE), int(ApiKey.SASL_AUTHENTICATE)})
+# Event-loop timers may fire up to a millisecond early (uvloop counts in ms): a throttle that far from its
+# end counts as over, instead of rearming a timer for the rest.
+_TIMER_SLACK = 0.001
 _UNSUPPORTED_VERSION = UnsupportedVersionError.code
 _INT32 = struct.Struct(">i")
 _INT16 = struct.Struct(">h")
@@ -69,6 +81,20 @@ class _InFlight:
         self.future = future
 
 
+class _Held:
+    """A request waiting for a throttle to pass: encoded (correlation id 0 for now), not sent."""
+
+    __slots__ = ("data", "api_key", "api_version", "expects_response", "sent")
+
+    def __init__(self, data: bytes, api_key: int, api_version: int, expects_response: bool,
+                 sent: asyncio.Future) -> None:
+        self.data = data
+        self.api_key = api_key
+        self.api_version = api_version
+        self.expects_response = expects_response
+        self.sent = sent  # set once written: the response future (None for acks=0 Produce)
+
+
 def _copy_error(exc: BaseException) -> BaseException:
     """A fresh instance per waiter, so that raising it in one task does not grow another's traceback."""
     try:
@@ -85,7 +111,8 @@ class BrokerConnection(asyncio.Protocol):
     The ``asyncio.Protocol`` callbacks (``connection_made``, ``data_received``, ...) are internal.
     """
 
-    def __init__(self, host: str, port: int, client_id: str, loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(self, host: str, port: int, client_id: str, loop: asyncio.AbstractEventLoop, *,
+                 throttle: ThrottleState | None = None, throttle_sensor: ThrottleTimeSensor | None = None) -> None:
         self.host = host
         self.port = port
         self.client_id = client_id
@@ -102,13 +129,23 @@ class BrokerConnection(asyncio.Protocol):
         self._lost: asyncio.Future = loop.create_future()
         self._paused = False
         self._drain_waiters: list[asyncio.Future] = []
+        self._throttle = throttle if throttle is not None else ThrottleState()
+        self._throttle_sensor = throttle_sensor  # records every response's throttle time (None: not kept)
+        self._held: deque[_Held] = deque()
+        self._release: asyncio.TimerHandle | None = None
+        self._setting_up = False  # ApiVersions and SASL of connect(): sent whatever the throttle
 
     # -- construction -------------------------------------------------------------------------------
     @classmethod
     async def connect(cls, host: str, port: int, *, client_id: str = "odradek", timeout: float = 10.0,
-                      negotiate: bool = True, security: ClientSecurity | None = None) -> "BrokerConnection":
+                      negotiate: bool = True, security: ClientSecurity | None = None,
+                      throttle: ThrottleState | None = None,
+                      throttle_sensor: ThrottleTimeSensor | None = None) -> "BrokerConnection":
         """Open the TCP connection (TLS when ``security`` says SSL or SASL_SSL), (unless
         ``negotiate=False``) learn the broker's API versions, then authenticate (SASL).
+
+        ``throttle``: the client's throttle state for this broker (shared with its earlier connections);
+        ``throttle_sensor``: where the client records the throttle time of every response.
 
         Raises ``ConnectionError`` (``KafkaConnectionError``) when the broker cannot be reached (a TLS
         handshake that fails, e.g. an untrusted certificate, is one), ``TimeoutError`` when connecting
@@ -116,7 +153,8 @@ class BrokerConnection(asyncio.Protocol):
         fails (SASL_AUTHENTICATION_FAILED, UNSUPPORTED_SASL_MECHANISM).
         """
         loop = asyncio.get_running_loop()
-        conn = cls(host, port, client_id, loop)
+        conn = cls(host, port, client_id, loop, throttle=throttle, throttle_sensor=throttle_sensor)
+        conn._setting_up = True
         context = security.ssl_context if security is not None and security.uses_ssl else None
         try:
             async with asyncio.timeout(timeout):
@@ -133,6 +171,7 @@ class BrokerConnection(asyncio.Protocol):
                     await conn._negotiate()
                 if security is not None and security.uses_sasl:
                     await authenticate(conn, security)
+            conn._setting_up = False
         except TimeoutError:
             conn._fail(KafkaConnectionError(f"connecting to {host}:{port} timed out"))
             raise TimeoutError(f"connecting to {host}:{port} took longer than {timeout} s") from None
@@ -176,6 +215,10 @@ class BrokerConnection(asyncio.Protocol):
         """Requests sent and not yet answered (for picking the least loaded connection)."""
         return len(self._in_flight)
 
+    def throttle_delay(self) -> float:
+        """Seconds until the broker's throttle has passed and held requests go out (0: not throttled)."""
+        return self._throttle.delay(self._loop.time())
+
     def version_for(self, api_key: int, max_version: int | None = None) -> int:
         """The highest version of ``api_key`` both sides speak, at most ``max_version``.
 
@@ -203,22 +246,22 @@ class BrokerConnection(asyncio.Protocol):
         """Send a request and return the decoded response body (None for acks=0 Produce).
 
         ``version`` defaults to ``version_for(api key)``; ``timeout`` (seconds, None = no deadline)
-        covers writing and waiting. On timeout the connection is closed and ``TimeoutError`` raised.
+        covers writing and waiting, from the moment the request is written: a request held while the
+        broker throttles us waits without a deadline (cancel the call to give up; nothing was sent).
+        On timeout the connection is closed and ``TimeoutError`` raised.
         """
         if self._closed:
             raise _copy_error(self._error or KafkaConnectionError(f"connection to {self.host}:{self.port} is closed"))
         api_key = body.MESSAGE.api_key
         if version is None:
             version = self.version_for(api_key)
-        correlation_id = self._next_correlation_id
-        self._next_correlation_id = 0 if correlation_id == _MAX_CORRELATION_ID else correlation_id + 1
-        data = encode_request(body, version, correlation_id, self.client_id)  # may raise: nothing sent yet
-        waiter = None
-        if not (api_key == _PRODUCE and body.acks == 0):
-            waiter = self._loop.create_future()
-            self._in_flight.append(_InFlight(correlation_id, api_key, version, waiter))
-        assert self._transport is not None
-        self._transport.write(data)
+        expects_response = not (api_key == _PRODUCE and body.acks == 0)
+        if self._held or (self._throttle.until > self._loop.time() and not self._setting_up):
+            waiter = await self._hold(body, api_key, version, expects_response)
+        else:
+            correlation_id = self._take_correlation_id()
+            data = encode_request(body, version, correlation_id, self.client_id)  # may raise: nothing sent yet
+            waiter = self._write(data, correlation_id, api_key, version, expects_response)
         try:
             async with asyncio.timeout(timeout):
                 if self._paused:
@@ -278,6 +321,74 @@ class BrokerConnection(asyncio.Protocol):
         self._wake_drain_waiters(None)
 
     # -- internals ----------------------------------------------------------------------------------
+    def _take_correlation_id(self) -> int:
+        correlation_id = self._next_correlation_id
+        self._next_correlation_id = 0 if correlation_id == _MAX_CORRELATION_ID else correlation_id + 1
+        return correlation_id
+
+    def _write(self, data: bytes | bytearray, correlation_id: int, api_key: int, version: int,
+               expects_response: bool) -> asyncio.Future | None:
+        """Put a request on the wire (in flight unless no response will come); its response future."""
+        waiter = None
+        if expects_response:
+            waiter = self._loop.create_future()
+            self._in_flight.append(_InFlight(correlation_id, api_key, version, waiter))
+        assert self._transport is not None
+        self._transport.write(data)
+        return waiter
+
+    async def _hold(self, body: Any, api_key: int, version: int, expects_response: bool) -> asyncio.Future | None:
+        """Queue a request behind the throttle (and the requests already held); once it is written, its
+        response future. Cancelled while held, it is dropped unsent."""
+        held = _Held(encode_request(body, version, 0, self.client_id), api_key, version, expects_response,
+                     self._loop.create_future())
+        self._held.append(held)
+        self._arm_release()
+        try:
+            return await held.sent
+        except asyncio.CancelledError:
+            sent = held.sent
+            if sent.cancelled():
+                if held in self._held:
+                    self._held.remove(held)
+            elif sent.exception() is None and sent.result() is not None:
+                sent.result().cancel()  # written just before the cancellation: its response will be dropped
+            raise
+
+    def _arm_release(self) -> None:
+        if self._release is None:
+            self._release = self._loop.call_at(self._throttle.until, self._release_held)
+
+    def _release_held(self) -> None:
+        """The throttle has passed: write the held requests, in order (unless another response throttled
+        us meanwhile: then wait for that one too)."""
+        self._release = None
+        if self._closed:
+            return
+        if self._throttle.delay(self._loop.time()) > _TIMER_SLACK:
+            self._arm_release()
+            return
+        while self._held:
+            held = self._held.popleft()
+            if held.sent.done():
+                continue  # its caller gave up while it was held: never sent
+            correlation_id = self._take_correlation_id()
+            data = bytearray(held.data)
+            _INT32.pack_into(data, 8, correlation_id)  # after the size prefix, api key and version
+            held.sent.set_result(self._write(data, correlation_id, held.api_key, held.api_version,
+                                             held.expects_response))
+
+    def _note_throttle(self, api_key: int, version: int, body: Any) -> None:
+        """Record a response's throttle time and, where Kafka's client honours it, throttle the broker."""
+        throttle_ms = getattr(body, "throttle_time_ms", 0)
+        sensor = self._throttle_sensor
+        if sensor is not None and api_key not in _AUTHENTICATION_KEYS:
+            sensor.record(throttle_ms)  # every response, 0 included, as Java's NetworkClient
+        if throttle_ms > 0 and client_throttles(api_key, version):
+            self._throttle.throttle(self._loop.time() + throttle_ms / 1000)
+            log.debug("%s:%d throttles us for %d ms (api key %d v%d)", self.host, self.port, throttle_ms,
+                      api_key, version)
+
     def _on_frame(self, frame: Any) -> bool:
         """Match one response frame to the oldest request in flight; False if the connection failed."""
         if not self._in_flight:
@@ -296,9 +407,9 @@ class BrokerConnection(asyncio.Protocol):
                 entry.future.set_exception(_copy_error(self._error))  # type: ignore[arg-type]
             return False
         future = entry.future
-        if future.done():  # the caller gave up (cancelled); the stream stays in sync
-            return True
         version = entry.api_version
+        if future.done() and not client_throttles(entry.api_key, version):
+            return True  # the caller gave up (cancelled); the stream stays in sync
         # An ApiVersions error is sent as a v0 body whatever version was asked (KIP-511); the error
         # code comes first in every version, so read it before choosing the layout.
         if entry.api_key == _API_VERSIONS and version and len(frame) >= 6 and _INT16.unpack_from(frame, 4)[0]:
@@ -306,8 +417,11 @@ class BrokerConnection(asyncio.Protocol):
         try:
             _, body = decode_response(frame, entry.api_key, version)
         except Exception as exc:  # a bad body spoils only this response; framing is intact
-            future.set_exception(exc)
-        else:
+            if not future.done():
+                future.set_exception(exc)
+            return True
+        self._note_throttle(entry.api_key, version, body)  # even for a cancelled caller: the broker is muted
+        if not future.done():
             future.set_result(body)
         return True
 
@@ -326,6 +440,13 @@ class BrokerConnection(asyncio.Protocol):
             entry = self._in_flight.popleft()
             if not entry.future.done():
                 entry.future.set_exception(_copy_error(error))
+        if self._release is not None:
+            self._release.cancel()
+            self._release = None
+        while self._held:
+            held = self._held.popleft()
+            if not held.sent.done():
+                held.sent.set_exception(_copy_error(error))
         self._wake_drain_waiters(error)
 
     async def _drain(self) -> None:

@@ -184,6 +184,11 @@ class AIOConsumer:
     async def __aexit__(self, *exc_info: Any) -> None:
         await self.close()
 
+    def metrics(self) -> dict[str, dict[str, float]]:
+        """Java's consumer throttle metrics, ms (NaN without a response in the last minute): ``{"consumer-fetch-
+        manager-metrics": {"fetch-throttle-time-avg": ..., "fetch-throttle-time-max": ...}}``."""
+        return {"consumer-fetch-manager-metrics": self._client.throttle_time.metrics("fetch-throttle-time")}
+
     # -- assignment -------------------------------------------------------------------------------
     def assign(self, partitions: Iterable[TopicPartition]) -> None:
         """Take exactly ``partitions`` (kafka-python: manual assignment, no group rebalancing)."""

@@ -227,6 +227,11 @@ class AIOProducer:
     async def __aexit__(self, *exc_info: Any) -> None:
         await self.close()
 
+    def metrics(self) -> dict[str, dict[str, float]]:
+        """Java's producer throttle metrics, ms (NaN without a response in the last minute):
+        ``{"producer-metrics": {"produce-throttle-time-avg": ..., "produce-throttle-time-max": ...}}``."""
+        return {"producer-metrics": self._client.throttle_time.metrics("produce-throttle-time")}
+
     async def flush(self, timeout: float | None = None) -> None:
         """Send everything queued now, without waiting for linger, and wait until every record sent so far is
         done: acknowledged or failed (``delivery_timeout_ms`` bounds that). RequestTimedOutError if that takes

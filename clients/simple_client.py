@@ -40,6 +40,7 @@ from .connection import BrokerConnection
 from .event_loop_thread import EventLoopThread
 from .errors import KafkaConnectionError, NoBrokersAvailableError
 from .security.client_security import AUTHENTICATION_ERRORS, ClientSecurity
+from .throttle import ThrottleState, ThrottleTimeSensor
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -162,6 +163,8 @@ class SimpleClient:
         self.cluster = ClusterMetadata()  # the latest picture, updated by every Metadata answer
         self._connections: dict[Any, BrokerConnection] = {}  # node id, or ("bootstrap", host, port)
         self._connecting: dict[Any, asyncio.Lock] = {}
+        self._throttles: dict[Any, ThrottleState] = {}  # per connection key, outliving connections (KIP-219)
+        self.throttle_time = ThrottleTimeSensor()  # every response's throttle_time_ms (the clients' metrics)
         self._closed = False
 
     async def __aenter__(self) -> "SimpleClient":
@@ -190,7 +193,9 @@ class SimpleClient:
             if conn is not None:
                 await conn.close()  # closed already, or the broker moved to another address
             conn = await BrokerConnection.connect(host, port, client_id=self.client_id,
-                                                  timeout=self.connect_timeout, security=self.security)
+                                                  timeout=self.connect_timeout, security=self.security,
+                                                  throttle=self._throttles.setdefault(key, ThrottleState()),
+                                                  throttle_sensor=self.throttle_time)
             self._connections[key] = conn
             return conn
 
@@ -205,10 +210,11 @@ class SimpleClient:
         return await self._connect(node_id, *address)
 
     async def _any_connection(self) -> BrokerConnection:
-        """The least loaded live connection; else the first known broker or bootstrap server that answers."""
+        """The least loaded live connection, unthrottled first (Java's leastLoadedNode skips throttled ones);
+        else the first known broker or bootstrap server that answers."""
         live = [conn for conn in self._connections.values() if not conn.closed]
         if live:
-            return min(live, key=lambda conn: conn.in_flight)
+            return min(live, key=lambda conn: (conn.throttle_delay() > 0, conn.in_flight))
         brokers = [(node_id, (b.host, b.port)) for node_id, b in self.cluster.brokers.items()]
         random.shuffle(brokers)
         candidates = brokers + [(("bootstrap", host, port), (host, port)) for host, port in self.bootstrap_servers]

@@ -59,6 +59,9 @@ class Consumer:
     def unsubscribe(self) -> None:
         self._thread.call(self._consumer.unsubscribe)
 
+    def metrics(self) -> dict[str, dict[str, float]]:
+        return self._thread.call(self._consumer.metrics)  # the sensors live on the loop's thread
+
     def poll(self, timeout_ms: int = 0, max_records: int | None = None) -> dict[Any, list[ConsumerRecord]]:
         return self._thread.run(self._consumer.getmany(timeout_ms=timeout_ms, max_records=max_records))
 

@@ -329,6 +329,9 @@ class Producer:
     def partitions_for(self, topic: str) -> set[int]:
         return self._thread.run(self._aio.partitions_for(topic))
 
+    def metrics(self) -> dict[str, dict[str, float]]:
+        return self._thread.call(self._aio.metrics)  # the sensors live on the loop's thread
+
     def close(self, timeout: float | None = None) -> None:
         """Send what is queued (up to ``timeout`` s), then disconnect and stop the thread."""
         if self._closed:

@@ -73,9 +73,10 @@ def set_quota(admin: Admin, quota_entity: ClientQuotaEntity, **values: float | N
     admin.alter_client_quotas([ClientQuotaAlteration(quota_entity, [Op(k, v) for k, v in values.items()])])
 
 
-def produce_throttle_ms(cluster: LocalCluster, broker: int, client_id: str, topic: str) -> int:
-    """One produce of BATCH_BYTES to the partition broker ``broker`` leads; the throttle_time_ms it answers."""
-    batch = build_batch([(None, os.urandom(BATCH_BYTES))])
+def produce_throttle_ms(cluster: LocalCluster, broker: int, client_id: str, topic: str,
+                        size: int = BATCH_BYTES) -> int:
+    """One produce of ``size`` bytes to the partition broker ``broker`` leads; the throttle_time_ms it answers."""
+    batch = build_batch([(None, os.urandom(size))])
     request = ProduceRequest(acks=1, timeout_ms=10_000, topic_data=[ProduceRequest.TopicProduceData(
         name=topic, partition_data=[ProduceRequest.TopicProduceData.PartitionProduceData(index=broker, records=batch)])])
     with SyncSimpleClient(cluster.bootstrap_servers, client_id=client_id) as client:
@@ -358,3 +359,129 @@ def test_a_user_quota_applies_to_the_connections_principal(cluster, admin, sprea
         set_quota(admin, entity(user="ANONYMOUS"), producer_byte_rate=None)
     wait_until(lambda: produce_throttle_ms(cluster, 0, unique("anon"), spread_topic) == 0, timeout=30,
                what="the user quota removed")
+
+
+# -- our clients wait out throttles (KIP-219) -----------------------------------------------------------------
+
+class WireLog:
+    """Notes, per connection of our clients in this process, when each request was written and when each
+    response that throttles the client arrived; and every connection failure other than a client's close."""
+
+    def __init__(self, monkeypatch) -> None:
+        from odradek.clients.connection import BrokerConnection
+        from odradek.clients.throttle import client_throttles
+
+        self.writes: list[tuple[BrokerConnection, float, int]] = []  # (connection, loop time, api key)
+        self.throttles: list[tuple[BrokerConnection, float, int, int]] = []  # (.., loop time, ms, api key)
+        self.failures: list[str] = []
+        write, note, fail = BrokerConnection._write, BrokerConnection._note_throttle, BrokerConnection._fail
+
+        def logged_write(conn, data, correlation_id, api_key, *rest):
+            self.writes.append((conn, conn._loop.time(), api_key))
+            return write(conn, data, correlation_id, api_key, *rest)
+
+        def logged_note(conn, api_key, version, body):
+            throttle_ms = getattr(body, "throttle_time_ms", 0)
+            if throttle_ms > 0 and client_throttles(api_key, version):
+                self.throttles.append((conn, conn._loop.time(), throttle_ms, api_key))
+            return note(conn, api_key, version, body)
+
+        def logged_fail(conn, error, **kwargs):
+            if not conn.closed and "closed by the client" not in str(error):
+                self.failures.append(f"{conn.host}:{conn.port}: {error}")
+            return fail(conn, error, **kwargs)
+
+        monkeypatch.setattr(BrokerConnection, "_write", logged_write)
+        monkeypatch.setattr(BrokerConnection, "_note_throttle", logged_note)
+        monkeypatch.setattr(BrokerConnection, "_fail", logged_fail)
+
+    def spacing_checked(self, api_key: int) -> int:
+        """Asserts that nothing was written on a connection before the throttle of a response that came on it
+        had passed; returns how many ``api_key`` throttles were followed by a write on their connection."""
+        followed = 0
+        for conn, received, throttle_ms, key in self.throttles:
+            later = [at for c, at, _ in self.writes if c is conn and at > received]
+            assert all(at >= received + throttle_ms / 1000 - 0.002 for at in later), (
+                f"a request went out {received + throttle_ms / 1000 - min(later):.3f} s before the end of a "
+                f"{throttle_ms} ms throttle")
+            followed += bool(later) and key == api_key
+        return followed
+
+
+@pytest.fixture(scope="module")
+def replicated_topic(cluster):
+    """One partition led by broker 0 with three replicas, so acks=all waits for the followers."""
+    with SyncSimpleClient(cluster.bootstrap_servers) as client:
+        assert client.create_topics({"quota-replicated": {0: [0, 1, 2]}})["quota-replicated"] == 0
+        client.wait_for_leaders("quota-replicated")
+    return "quota-replicated"
+
+
+def test_our_producers_and_consumer_wait_out_throttles_and_never_time_out(cluster, admin, spread_topic,
+                                                                          replicated_topic, monkeypatch):
+    """Throttles (1-3 s here) longer than the clients' request timeouts: before the clients waited them out, the
+    next request sat unread in the muted connection until it timed out, and the reconnect escaped the quota."""
+    import asyncio
+
+    from odradek.clients.consumer import AIOConsumer
+    from odradek.clients.producer import AIOProducer
+    from odradek.clients.types import TopicPartition
+    from odradek.protocol.api_keys import ApiKey
+
+    ids = {"1": unique("ours-acks1"), "all": unique("ours-acksall"), "consumer": unique("ours-consumer")}
+    set_quota(admin, entity(client=ids["1"]), producer_byte_rate=40_000)
+    set_quota(admin, entity(client=ids["all"]), producer_byte_rate=40_000)
+    set_quota(admin, entity(client=ids["consumer"]), consumer_byte_rate=100_000)
+    for client_id in (ids["1"], ids["all"]):
+        # 60 kB is over 40 kB/s at once, and its throttle (0.5 s) is soon over
+        wait_until(lambda: produce_throttle_ms(cluster, 0, client_id, spread_topic, 60_000) > 0, timeout=30,
+                   what="quota applied")
+    wire = WireLog(monkeypatch)
+    value = os.urandom(10_000)
+
+    async def produce(acks: str) -> tuple[list[bytes], dict]:
+        producer = AIOProducer(bootstrap_servers=cluster.bootstrap_servers, client_id=ids[acks],
+                               acks=int(acks) if acks == "1" else acks, request_timeout_ms=1000,
+                               max_in_flight_requests_per_connection=1, batch_size=80_000)
+        async with producer:
+            keys = [f"{acks}-{i}".encode() for i in range(16)]
+            futures = [await producer.send(replicated_topic, value, key=key, partition=0) for key in keys]
+            await producer.flush()
+            for future in futures:
+                assert (await future).offset >= 0
+            return keys, producer.metrics()
+
+    async def consume(expected: set[bytes]) -> dict:
+        consumer = AIOConsumer(bootstrap_servers=cluster.bootstrap_servers, client_id=ids["consumer"],
+                               request_timeout_ms=1500, fetch_max_wait_ms=100, enable_auto_commit=False)
+        async with consumer:
+            tp = TopicPartition(replicated_topic, 0)
+            consumer.assign([tp])
+            # every record written once: no request was retried after a timeout
+            assert await consumer.end_offsets([tp]) == {tp: len(expected)}
+            await consumer.seek_to_beginning(tp)
+            seen: set[bytes] = set()
+            async with asyncio.timeout(120):
+                while not expected <= seen:
+                    for records in (await consumer.getmany(timeout_ms=500)).values():
+                        seen.update(r.key for r in records)
+            return consumer.metrics()
+
+    async def main():
+        started = time.monotonic()
+        (keys_1, metrics_1), (keys_all, metrics_all) = await asyncio.gather(produce("1"), produce("all"))
+        produced_s = time.monotonic() - started
+        consumer_metrics = await consume(set(keys_1) | set(keys_all))
+        return produced_s, time.monotonic() - started - produced_s, metrics_1, metrics_all, consumer_metrics
+
+    produced_s, consumed_s, metrics_1, metrics_all, consumer_metrics = asyncio.run(main())
+    longest = [metrics_1["producer-metrics"]["produce-throttle-time-max"],
+               metrics_all["producer-metrics"]["produce-throttle-time-max"],
+               consumer_metrics["consumer-fetch-manager-metrics"]["fetch-throttle-time-max"]]
+    print(f"\nour clients: 2 x 160 kB produced in {produced_s:.1f} s under 40 kB/s quotas (longest throttles "
+          f"{longest[0]:.0f} and {longest[1]:.0f} ms), read back in {consumed_s:.1f} s under 100 kB/s (longest "
+          f"{longest[2]:.0f} ms)")
+    assert all(ms > 0 for ms in longest), longest
+    assert wire.failures == []  # no request timed out, no connection was replaced
+    assert wire.spacing_checked(ApiKey.PRODUCE) >= 2
+    assert wire.spacing_checked(ApiKey.FETCH) >= 1
