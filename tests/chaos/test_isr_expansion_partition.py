@@ -25,7 +25,7 @@ from tests.chaos.partitions import netlab
 from tests.chaos.partitions.checker import check
 from tests.chaos.partitions.history import History
 from tests.chaos.partitions.lab_cluster import LabCluster, node
-from tests.chaos.partitions.scenario import PinnedProducer, create_topic, observe
+from tests.chaos.partitions.scenario import PinnedProducer, observe
 from tests.integration.helpers import wait_until
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300),

@@ -20,8 +20,8 @@ read from disk with the leader's high watermark. Anomalies, each listed with exa
 - torn: a committed (or undecided) transaction of which some values are visible and others not.
 
 Per fault, the write unavailability is the longest time any partition went without an acknowledgement, from
-the fault until the next one (or the end of the run). All of it is plain data in, a Report out, so tests/chaos/test_partition_checker.py can feed
-it histories with known anomalies.
+the fault until the next one (or the end of the run). All of it is plain data in, a Report out, so
+tests/chaos/test_partition_checker.py can feed it histories with known anomalies.
 """
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ class KindStats:
     reordered: int = 0
     aborted_visible: int = 0
     unavailability: list[float] = field(default_factory=list)
-    never_recovered: int = 0
+    windows_without_ack: int = 0
 
 
 @dataclass
@@ -102,15 +102,17 @@ class Report:
                 f"{self.txn_aborted}/{self.txn_unknown}, concurrent reads {self.reads}; {counts}")
 
     def render(self) -> str:
-        lines = [self.summary(), "by producer: " + "; ".join(
-            f"{p}: " + ", ".join(f"{k} {v}" for k, v in sorted(c.items())) for p, c in sorted(self.by_producer.items()))]
-        lines.append(f"{'fault kind':<18} {'runs':>4} {'acked':>6} {'lost':>4} {'dup':>4} {'reord':>5} "
-                     f"{'abrt-vis':>8} {'unavail median/max s':>21}")
+        producers = "; ".join(f"{p}: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))
+                              for p, counts in sorted(self.by_producer.items()))
+        lines = [self.summary(), "by producer: " + producers]
+        if self.by_kind:
+            lines.append(f"{'fault kind':<18} {'runs':>4} {'acked':>6} {'lost':>4} {'dup':>4} {'reord':>5} "
+                         f"{'abrt-vis':>8} {'unavail median/max s':>21}")
         for kind, s in sorted(self.by_kind.items()):
             unavail = (f"{statistics.median(s.unavailability):.1f}/{max(s.unavailability):.1f}"
                        if s.unavailability else "-")
-            if s.never_recovered:
-                unavail += f" ({s.never_recovered} never)"
+            if s.windows_without_ack:
+                unavail += f" ({s.windows_without_ack} with no ack)"
             lines.append(f"{kind:<18} {s.runs:>4} {s.acknowledged:>6} {s.lost:>4} {s.duplicated:>4} "
                          f"{s.reordered:>5} {s.aborted_visible:>8} {unavail:>21}")
         for name, items in self.anomalies().items():
@@ -192,8 +194,8 @@ def check(obs: Observations) -> Report:
                     for e in [leader_entries.get(p, {}).get(o)] if e is not None}
             same_epoch = len(tags) == 1
             report.duplicated_same_epoch += same_epoch
-            report.flag("duplicated", value, f"{value.decode()} at {places} "
-                                             f"({'same producer epoch' if same_epoch else 'different producer epochs'})")
+            epochs = "same producer epoch" if same_epoch else "different producer epochs"
+            report.flag("duplicated", value, f"{value.decode()} at {places} ({epochs})")
     for p, records in obs.final.items():
         last_seq: dict[str, tuple[int, int]] = {}
         seen: set[bytes] = set()
@@ -327,7 +329,7 @@ def _fault_stats(report: Report, faults: list[FaultEvent], history: History, ack
         unavailable = _unavailability(fault.start, end, sends.values(), partitions)
         report.faults.append((fault, unavailable))
         if unavailable is None:
-            stats.never_recovered += 1
+            stats.windows_without_ack += 1
         else:
             stats.unavailability.append(unavailable)
     for kind, values in by_window.items():

@@ -129,10 +129,9 @@ class LabCluster:
         parts = []
         for b in self.cluster.brokers:
             lines = lines_between(b.log_path, start, end)
-            shown = lines[:limit // 2] + (["..."] if len(lines) > limit else []) + (
-                lines[-limit // 2:] if len(lines) > limit else lines[limit // 2:])
-            parts.append(f"----- broker {b.broker_id} ({b.log_path}), {time.strftime('%H:%M:%S', time.localtime(start))}"
-                         f" to {time.strftime('%H:%M:%S', time.localtime(end))} -----\n" + "\n".join(shown))
+            shown = lines if len(lines) <= limit else lines[:limit // 2] + ["..."] + lines[-limit // 2:]
+            since, until = (time.strftime("%H:%M:%S", time.localtime(t)) for t in (start, end))
+            parts.append(f"----- broker {b.broker_id} ({b.log_path}), {since} to {until} -----\n" + "\n".join(shown))
         return "\n".join(parts)
 
     def log_tails(self) -> str:

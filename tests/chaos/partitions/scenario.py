@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import random
-import threading
 import time
 from dataclasses import dataclass, field
 
@@ -54,9 +53,11 @@ class Outcome:
     def schedule_text(self) -> str:
         lines = []
         for fault, unavailable in self.report.faults or [(f, None) for f in self.history.faults]:
+            recovered = ("not awaited" if self.settings.overlap and fault.recovered is None
+                         else "+" + _since(fault.start, fault.recovered))
             lines.append(f"  {_clock(fault.start)} {fault.kind:<17} {fault.detail}; healed "
-                         f"+{_since(fault.start, fault.healed)} recovered +{_since(fault.start, fault.recovered)}"
-                         f", writes unavailable {'-' if unavailable is None else f'{unavailable:.1f} s'}")
+                         f"+{_since(fault.start, fault.healed)}, whole again {recovered}, longest time without an "
+                         f"acknowledgement {'(none at all)' if unavailable is None else f'{unavailable:.1f} s'}")
         return "\n".join(lines)
 
     def failure_text(self, lc: LabCluster) -> str:
@@ -200,7 +201,6 @@ class PinnedProducer(Worker):
         self.n = 0
         self.loop = asyncio.new_event_loop()
         self.conn: BrokerConnection | None = None
-        self.lock = threading.Lock()
 
     def step(self) -> None:
         value = f"{self.name}-{self.n}".encode()
@@ -218,8 +218,9 @@ class PinnedProducer(Worker):
             self.conn = await BrokerConnection.connect(self.host, self.port, client_id=f"jepsen-{self.name}",
                                                        timeout=3)
         data = ProduceRequest.TopicProduceData
-        request = ProduceRequest(transactional_id=None, acks=self.acks, timeout_ms=3000, topic_data=[data(
-            name=self.topic, partition_data=[data.PartitionProduceData(index=0, records=build_batch([(None, value)]))])])
+        partition = data.PartitionProduceData(index=0, records=build_batch([(None, value)]))
+        request = ProduceRequest(transactional_id=None, acks=self.acks, timeout_ms=3000,
+                                 topic_data=[data(name=self.topic, partition_data=[partition])])
         response = await self.conn.send(request, timeout=4)
         answer = response.responses[0].partition_responses[0]
         return (answer.base_offset, None) if answer.error_code == 0 else (None, f"error {answer.error_code}")

@@ -28,7 +28,9 @@ from odradek.clients import Producer as OurProducer
 from .history import ABORTED, COMMITTED, UNKNOWN, History, Read, Txn
 
 log = logging.getLogger(__name__)
-# librdkafka's own log (every refused connection while a broker is down) goes to a logger, not stderr
+# librdkafka's own log (every refused connection while a broker is down) goes to a logger, not stderr: kept
+# by pytest with the test's logs, silent in the soak
+logging.getLogger("jepsen.librdkafka").addHandler(logging.NullHandler())
 CK_COMMON = {"socket.timeout.ms": 5000, "retry.backoff.ms": 100,
                "topic.metadata.refresh.interval.ms": 3000, "socket.connection.setup.timeout.ms": 5000,
                "reconnect.backoff.max.ms": 1000, "logger": logging.getLogger("jepsen.librdkafka")}
