@@ -85,6 +85,16 @@ class Worker:
         pass
 
 
+def close_ck_producer(producer: CkProducer, timeout: float, history: History, who: str) -> None:
+    """Flush and close (its threads would go on reconnecting after the lab is gone); a producer in a fatal state
+    raises its error from both."""
+    try:
+        producer.flush(timeout)
+        producer.close()
+    except KafkaException as e:
+        history.note(f"{who}: closing: {e.args[0]}")
+
+
 class ProducerWorker(Worker):
     """Value n goes to partition n % partitions, so each partition gets this producer's values in order."""
 
@@ -133,16 +143,14 @@ class CkIdempotentProducer(ProducerWorker):
         self.producer.poll(0)
         if self.fatal is not None:  # e.g. a gap it cannot resolve: the producer is dead, start another
             self.history.note(f"ck: fatal error {self.fatal}; new producer")
-            self.producer.flush(5)
-            self.producer.close()
+            close_ck_producer(self.producer, 5, self.history, "ck")
             self.history.pending_to_info(f"ck producer died: {self.fatal}")
             self.fatal = None
             self.producer = self._make()
 
     def finish(self) -> None:
         if hasattr(self, "producer"):
-            self.producer.flush(75)
-            self.producer.close()  # its threads would go on reconnecting after the lab is gone
+            close_ck_producer(self.producer, 75, self.history, "ck")
             self.history.pending_to_info("ck: not answered by the end")
 
 
@@ -250,15 +258,13 @@ class TransactionalProducer(Worker):
             except KafkaException as e:
                 err = e.args[0]
         self.history.note(f"tx: {err}; new transactional producer")
-        self.producer.flush(1)
-        self.producer.close()
+        close_ck_producer(self.producer, 1, self.history, "tx")
         self.producer = self._make()
         return ABORTED if intent == ABORTED else UNKNOWN
 
     def finish(self) -> None:
         if hasattr(self, "producer"):
-            self.producer.flush(10)
-            self.producer.close()
+            close_ck_producer(self.producer, 10, self.history, "tx")
             self.history.pending_to_info("tx: not answered by the end")
 
 
