@@ -88,11 +88,11 @@ class Worker:
 def close_ck_producer(producer: CkProducer, timeout: float, history: History, who: str) -> None:
     """Flush and close (its threads would go on reconnecting after the lab is gone); a producer in a fatal state
     raises its error from both."""
-    try:
-        producer.flush(timeout)
-        producer.close()
-    except KafkaException as e:
-        history.note(f"{who}: closing: {e.args[0]}")
+    for step in (lambda: producer.flush(timeout), producer.close):
+        try:
+            step()
+        except KafkaException as e:
+            history.note(f"{who}: closing: {e.args[0]}")
 
 
 class ProducerWorker(Worker):
