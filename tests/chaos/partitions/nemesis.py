@@ -7,7 +7,8 @@ said otherwise):
 - leader-zk-only      the leader cut from ZooKeeper only (Jepsen 2013: it still serves clients and followers);
 - isolate-follower    a follower cut from everything;
 - majority-minority   the brokers split one against two, ZooKeeper on either side;
-- one-way             the leader's packets to everyone else vanish, or everyone's packets to the leader do.
+- one-way             the leader's packets to everyone else vanish, or everyone's packets to the leader do, or
+                      only ZooKeeper's to the leader (its writes land, their answers do not).
 
 Process faults: kill (SIGKILL, restarted after the hold), pause (SIGSTOP past the ZooKeeper session, then
 SIGCONT), shutdown (SIGTERM: controlled shutdown, then restarted). Their target is the leader or the controller.
@@ -105,12 +106,16 @@ class Nemesis:
 
     def _one_way(self, leader: int):
         others = self._others(leader, with_client=True)
-        if self.rng.random() < 0.5:
+        variant = self.rng.randrange(3)
+        if variant == 0:
             self.lab.cut([node(leader)], others, one_way=True)
             detail = f"packets from broker {leader} to everyone vanish"
-        else:
+        elif variant == 1:
             self.lab.cut(others, [node(leader)], one_way=True)
             detail = f"packets to broker {leader} from everyone vanish"
+        else:  # its ZooKeeper writes land, their answers do not: outcomes unknown
+            self.lab.drop("zk", node(leader))
+            detail = f"ZooKeeper's packets to broker {leader} vanish"
         return detail, self.lab.heal, self.hold_s
 
     # -- processes ----------------------------------------------------------------------------------------------
