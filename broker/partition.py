@@ -6,7 +6,9 @@ through ``make_leader`` / ``make_follower`` (LeaderAndIsr); the replica manager 
 through it; follower fetches move the high watermark (the smallest log end offset in the ISR) and
 may expand the ISR, the periodic lag check shrinks it. ISR changes are only *proposed* here: the
 ISR manager writes them to ZooKeeper and calls ``apply_isr`` once the write succeeded, as Kafka's
-ZooKeeper-mode leader changes its ISR only after the conditional write.
+ZooKeeper-mode leader changes its ISR only after the conditional write. While a change is pending, the
+high watermark counts the "maximal" ISR (Kafka 2.8, KIP-497): a replica being added already counts, since
+ZooKeeper may list it and the controller elect it before the leader hears back.
 """
 
 from __future__ import annotations
@@ -69,7 +71,7 @@ class Partition:
         self.replicas: list[int] = []
         self.isr: list[int] = []
         self.replica_states: dict[int, ReplicaState] = {}
-        self.isr_update_in_flight = False  # one ZooKeeper write at a time per partition
+        self.pending_isr: list[int] | None = None  # the ISR being written to ZooKeeper (one write at a time)
 
     @property
     def key(self) -> tuple[str, int]:
@@ -91,6 +93,18 @@ class Partition:
     def last_stable_offset(self) -> int:
         """Where read_committed consumers stop: the first open transaction's offset, at most the HW."""
         return self.log.last_stable_offset
+
+    @property
+    def isr_update_in_flight(self) -> bool:
+        return self.pending_isr is not None
+
+    @property
+    def maximal_isr(self) -> list[int]:
+        """The ISR plus any replica a pending change adds (Kafka's maximalIsr): what the high watermark and
+        the min.insync.replicas check after an append count. A pending shrink counts only once written."""
+        if self.pending_isr is None:
+            return self.isr
+        return self.isr + [r for r in self.pending_isr if r not in self.isr]
 
     @property
     def min_insync_replicas(self) -> int:
@@ -130,7 +144,7 @@ class Partition:
         self.partition_epoch = state.partition_epoch if hasattr(state, "partition_epoch") else state.zk_version
         self.replicas = list(state.replicas)
         self.isr = list(state.isr)
-        self.isr_update_in_flight = False  # a write still running answers to an older epoch
+        self.pending_isr = None  # a write still running answers to an older epoch
 
     # -- leader side ------------------------------------------------------------------------------
 
@@ -163,9 +177,9 @@ class Partition:
         return info, self.maybe_increment_high_watermark()
 
     def maybe_increment_high_watermark(self) -> bool:
-        """HW = the smallest log end offset among ISR members whose position is known."""
+        """HW = the smallest log end offset among the (maximal) ISR's members; unknown positions hold it."""
         new_hw = self.log.log_end_offset
-        for replica in self.isr:
+        for replica in self.maximal_isr:
             if replica != self.local_broker_id:
                 state = self.replica_states.get(replica)
                 new_hw = min(new_hw, state.log_end_offset if state else -1)
@@ -241,12 +255,12 @@ class Partition:
         """The ZooKeeper write of ``new_isr`` succeeded; True if the high watermark moved."""
         self.isr = list(new_isr)
         self.partition_epoch = partition_epoch
-        self.isr_update_in_flight = False
+        self.pending_isr = None
         return self.is_leader and self.maybe_increment_high_watermark()
 
     def enough_replicas_after_append(self) -> bool:
-        """Kafka's checkEnoughReplicasReachOffset: the ISR still meets min.insync.replicas."""
-        return len(self.isr) >= self.min_insync_replicas
+        """Kafka's checkEnoughReplicasReachOffset: the (maximal) ISR still meets min.insync.replicas."""
+        return len(self.maximal_isr) >= self.min_insync_replicas
 
     # -- reads ------------------------------------------------------------------------------------
 

@@ -183,6 +183,8 @@ class BrokerSlot:
     process: ManagedProcess | None = None
     log_offset: int = 0  # size of log_path when the current process was spawned
     metrics_port: int | None = None  # its Prometheus /metrics port (odradek.metrics.port); None: off
+    host: str = "127.0.0.1"  # the address it listens on and advertises
+    command_prefix: tuple[str, ...] = ()  # run as prefix + command, e.g. ("ip", "netns", "exec", "ns")
 
     @property
     def marker(self) -> str:
@@ -206,6 +208,9 @@ class LocalCluster:
     their replication per test). ``security``: "ssl", "sasl_plaintext" or "sasl_ssl" secures every broker's
     listener (clients/cli/cluster_security.py); this cluster's own clients then use the admin's credentials.
     A ``{port}`` in a broker override is broker i's port (a test's own listener layout).
+    ``broker_hosts`` / ``broker_command_prefixes`` (one entry per broker) put brokers on addresses of their
+    own and start them through a prefix such as ``ip netns exec <ns>`` (the network-partition tests); such
+    ports are not checked here, the broker reports a busy one.
     """
 
     def __init__(self, data_dir: str | os.PathLike, brokers: int = 1, *,
@@ -213,7 +218,8 @@ class LocalCluster:
                  host: str = "127.0.0.1", chroot: str = DEFAULT_CHROOT,
                  broker_overrides: Mapping[str, Any] | None = None, detach: bool = False,
                  python: str | None = None, metrics_base_port: int | None = None,
-                 replication_defaults: bool = False, security: str | None = None):
+                 replication_defaults: bool = False, security: str | None = None,
+                 broker_hosts: list[str] | None = None, broker_command_prefixes: list[list[str]] | None = None):
         if brokers < 1:
             raise ValueError("a cluster needs at least one broker")
         if chroot and (not chroot.startswith("/") or chroot.endswith("/")):
@@ -237,6 +243,9 @@ class LocalCluster:
         else:
             self._zk_connect = zookeeper
         self.brokers = [self._slot(i, 0 if self._auto_ports else base_port + i) for i in range(brokers)]
+        for b in self.brokers:
+            b.host = broker_hosts[b.broker_id] if broker_hosts else host
+            b.command_prefix = tuple(broker_command_prefixes[b.broker_id]) if broker_command_prefixes else ()
         if metrics_base_port is not None:
             for b in self.brokers:
                 b.metrics_port = metrics_base_port + b.broker_id if metrics_base_port else 0
@@ -267,12 +276,12 @@ class LocalCluster:
 
     @property
     def bootstrap_servers(self) -> str:
-        return ",".join(f"{self.host}:{b.port}" for b in self.brokers)
+        return ",".join(f"{b.host}:{b.port}" for b in self.brokers)
 
     @property
     def metrics_urls(self) -> list[str]:
         """``http://host:port/metrics`` of each broker with a metrics endpoint."""
-        return [f"http://{self.host}:{b.metrics_port}/metrics" for b in self.brokers if b.metrics_port]
+        return [f"http://{b.host}:{b.metrics_port}/metrics" for b in self.brokers if b.metrics_port]
 
     @property
     def state_path(self) -> Path:
@@ -335,8 +344,9 @@ class LocalCluster:
         previous._remove_run_files()  # stale files of a cluster that died
 
     def _check_ports(self) -> None:
-        wanted = [] if self._auto_ports else [(b.port, f"broker {b.broker_id}") for b in self.brokers]
-        wanted += [(b.metrics_port, f"metrics of broker {b.broker_id}") for b in self.brokers if b.metrics_port]
+        local = [b for b in self.brokers if not b.command_prefix]
+        wanted = [] if self._auto_ports else [(b.port, f"broker {b.broker_id}") for b in local]
+        wanted += [(b.metrics_port, f"metrics of broker {b.broker_id}") for b in local if b.metrics_port]
         if self._zk is not None and not self._zk_connect and self._zk.port:
             wanted.append((self._zk.port, "ZooKeeper"))
         busy = [f"{port} ({what})" for port, what in wanted if port_in_use(self.host, port)]
@@ -377,7 +387,7 @@ class LocalCluster:
         """``python -m odradek.broker.server server.properties --override ...`` for one broker."""
         overrides = {
             "broker.id": str(broker.broker_id),
-            "listeners": f"PLAINTEXT://{self.host}:{broker.port}",
+            "listeners": f"PLAINTEXT://{broker.host}:{broker.port}",
             "log.dirs": str(broker.log_dirs),
             "zookeeper.connect": self.zookeeper_connect,
             # on the cluster's own address, the one odradek-cluster prints (the broker's default is every interface)
@@ -386,16 +396,16 @@ class LocalCluster:
             **(self.security.broker_overrides(broker.port) if self.security is not None else {}),
             **{k: v.replace("{port}", str(broker.port)) for k, v in self.broker_overrides.items()},
         }
-        command = [self.python, "-m", "odradek.broker.server", str(self.properties_path)]
+        command = [*broker.command_prefix, self.python, "-m", "odradek.broker.server", str(self.properties_path)]
         for key, value in overrides.items():
             command += ["--override", f"{key}={value}"]
         return command
 
     def _spawn(self, broker: BrokerSlot) -> None:
         if self._auto_ports and broker.port == 0:
-            broker.port = free_port(self.host)
+            broker.port = free_port(broker.host)
         if broker.metrics_port == 0:
-            broker.metrics_port = free_port(self.host)
+            broker.metrics_port = free_port(broker.host)
         broker.log_dirs.mkdir(parents=True, exist_ok=True)
         env = dict(os.environ, PYTHONUNBUFFERED="1")
         with open(broker.log_path, "ab") as log:
@@ -422,7 +432,7 @@ class LocalCluster:
                 key = (broker.broker_id, broker.port)
                 if key not in clients:
                     clients[key] = stack.enter_context(SyncSimpleClient(
-                        f"{self.host}:{broker.port}", client_id="odradek-cluster", request_timeout=2.0,
+                        f"{broker.host}:{broker.port}", client_id="odradek-cluster", request_timeout=2.0,
                         connect_timeout=2.0, retries=0, **self._client_security()))
                 return clients[key]
 
@@ -476,7 +486,7 @@ class LocalCluster:
             return client.wait_for_brokers(count or len(self.brokers), timeout)
 
     def _live_bootstrap(self) -> str:
-        live = [f"{self.host}:{b.port}" for b in self.brokers if b.alive()]
+        live = [f"{b.host}:{b.port}" for b in self.brokers if b.alive()]
         return ",".join(live) or self.bootstrap_servers
 
     @staticmethod
@@ -590,7 +600,8 @@ class LocalCluster:
             "zookeeper": {"connect": self.zookeeper_hosts, "pid": zk.pid if zk else None,
                           "marker": zk.marker if zk else None},
             "brokers": [{"id": b.broker_id, "port": b.port, "pid": b.process.pid if b.process else None,
-                         **({"metrics_port": b.metrics_port} if b.metrics_port is not None else {})}
+                         **({"metrics_port": b.metrics_port} if b.metrics_port is not None else {}),
+                         **({"host": b.host} if b.host != self.host else {})}
                         for b in self.brokers],
         }
         tmp = self.state_path.with_suffix(".tmp")
@@ -615,6 +626,7 @@ class LocalCluster:
         cluster._auto_ports = False  # the ports are those recorded
         for slot, entry in zip(cluster.brokers, brokers):
             slot.port = entry["port"]
+            slot.host = entry.get("host", cluster.host)
             slot.metrics_port = entry.get("metrics_port")
             if entry.get("pid"):
                 slot.process = ManagedProcess(f"broker {slot.broker_id}", entry["pid"], slot.marker)
@@ -645,7 +657,7 @@ class LocalCluster:
             rows.append(("ZooKeeper", pid, bool(self.zookeeper_alive()), self.zookeeper_hosts))
         for b in self.brokers:
             rows.append((f"broker {b.broker_id}", b.process.pid if b.process else None, b.alive(),
-                         f"{self.host}:{b.port}"))
+                         f"{b.host}:{b.port}"))
         return rows
 
     def log_tails(self, broker_ids: list[int] | None = None, lines: int = 40) -> str:

@@ -69,10 +69,14 @@ def four_letter_word(host: str, port: int, word: str, timeout: float = 2.0) -> s
 
 
 class LocalZooKeeper:
-    """One standalone ZooKeeper process: ``start()``, ``stop()``, ``pause()``/``resume()``."""
+    """One standalone ZooKeeper process: ``start()``, ``stop()``, ``pause()``/``resume()``.
+
+    ``command_prefix`` runs the server through another command, e.g. ``ip netns exec <ns>`` (then give a
+    ``port``: a free port is looked for on this side of the prefix)."""
 
     def __init__(self, data_dir: str | os.PathLike, port: int = 0, host: str = "127.0.0.1",
-                 tick_time: int = 500, max_session_timeout: int = 60000, heap_mb: int = 256):
+                 tick_time: int = 500, max_session_timeout: int = 60000, heap_mb: int = 256,
+                 command_prefix: list[str] | None = None):
         self.data_dir = Path(data_dir)
         self.host = host
         self.port = port
@@ -80,6 +84,7 @@ class LocalZooKeeper:
         self.tick_time = tick_time
         self.max_session_timeout = max_session_timeout
         self.heap_mb = heap_mb
+        self.command_prefix = list(command_prefix or [])
         self.process: subprocess.Popen | None = None
         self.log_path = self.data_dir / "zookeeper.log"
         self.config_path = self.data_dir / "zoo.cfg"
@@ -114,7 +119,7 @@ class LocalZooKeeper:
         java = shutil.which("java")
         if java is None:
             raise ZooKeeperNotFoundError("`java` is not on PATH; ZooKeeper needs a Java runtime. " + INSTALL_HINT)
-        return [java, f"-Xmx{self.heap_mb}m", "-XX:+UseSerialGC",
+        return [*self.command_prefix, java, f"-Xmx{self.heap_mb}m", "-XX:+UseSerialGC",
                 "-Dzookeeper.root.logger=INFO,CONSOLE", f"-Dzookeeper.log.dir={self.data_dir}",
                 "-Dzookeeper.jmx.log4j.disable=true", "-Dzookeeper.admin.enableServer=false",
                 "-cp", zookeeper_classpath(), MAIN_CLASS, str(self.config_path)]

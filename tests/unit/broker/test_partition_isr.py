@@ -7,6 +7,7 @@ ZooKeeper side (IsrManager) is tested against a fake ZooKeeper client below.
 from __future__ import annotations
 
 import asyncio
+import threading
 from types import SimpleNamespace
 
 import pytest
@@ -17,6 +18,7 @@ from odradek.broker.log import LogManager
 from odradek.broker.metadata_cache import MetadataCache
 from odradek.broker.replica_fetcher import complete_batches, truncation_offset
 from odradek.broker.replica_manager import FetchParams, ReplicaManager
+from odradek.controller.zk_client import ZkConnectionError
 from odradek.controller.zk_data import LeaderIsrAndControllerEpoch
 from odradek.protocol import errors
 
@@ -288,4 +290,86 @@ def test_a_version_conflict_gives_the_isr_change_up(make_rm, clock):
             await asyncio.sleep(0.01)
         assert p.isr == [LEADER, F1] and p.partition_epoch == 0
         assert await manager.propagate_due_changes() == [] and zk.notifications == []
+    run(main())
+
+
+class ResponseLostZk(FakeZk):
+    """ZooKeeper that applies the first ``lost`` writes but whose answers never arrive (the leader's session
+    lost its connection): the caller gets a connection error and must find out what happened."""
+
+    def __init__(self, lost: int, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.lost = lost
+        self.answer = threading.Event()  # set: writes answer (applied or not) at once
+
+    def update_partition_state(self, topic, partition, new_state, expected_version):
+        version = super().update_partition_state(topic, partition, new_state, expected_version)
+        if self.lost > 0:
+            self.lost -= 1
+            self.answer.wait(5)
+            raise ZkConnectionError("update_partition_state: ConnectionLoss")
+        return version
+
+
+def _proposing_f2(make_rm, clock, zk: FakeZk):
+    """A leader with ISR [LEADER, F1] that F2's fetch makes propose [LEADER, F1, F2]."""
+    rm, manager = _leader_with_isr_manager(make_rm, clock, zk)
+    manager.retry_backoff_s = 0.01
+    p = rm.online_partition(*KEY)
+    follower_fetch(rm, F1, 0)
+    follower_fetch(rm, F2, 0)
+    return rm, manager, p
+
+
+def test_a_replica_joining_the_isr_counts_for_the_high_watermark_while_zookeeper_has_not_answered(make_rm, clock):
+    """Kafka 2.8's maximal ISR (Partition.maybeIncrementLeaderHW, KIP-497): once the leader has proposed F2 for
+    the ISR, ZooKeeper may hold the new ISR and the controller may elect F2, so nothing may count as committed
+    that F2 lacks, even before the leader hears back. Otherwise a record acknowledged meanwhile is lost when F2
+    leads (the "acknowledged records missing" of test_idempotent_leader_moves: a reassignment elects an added
+    replica the moment ZooKeeper lists it in the ISR)."""
+    async def main():
+        zk = ResponseLostZk(lost=1)
+        rm, manager, p = _proposing_f2(make_rm, clock, zk)  # F2 reached the HW
+        await asyncio.sleep(0.05)
+        assert zk.znode.isr == [LEADER, F1, F2] and p.isr == [LEADER, F1] and p.isr_update_in_flight
+        pending = rm.append_records(-1, 5000, {KEY: batch(b"a")})
+        follower_fetch(rm, F1, 1)
+        assert p.high_watermark == 0 and not pending.done()  # F2 may lead next and does not have it
+        follower_fetch(rm, F2, 1)
+        assert p.high_watermark == 1 and (await pending)[KEY].error_code == 0
+        zk.answer.set()
+        while p.isr_update_in_flight:
+            await asyncio.sleep(0.01)
+    run(main())
+
+
+def test_an_isr_write_whose_answer_was_lost_is_retried_until_its_outcome_is_known(make_rm, clock):
+    """Kafka's ZooKeeper writes retry until connected (KafkaZkClient.retryRequestsUntilConnected), and a version
+    conflict on the retry is a success when the znode holds what was written. Giving the change up at the
+    connection error would leave the leader counting the HW without F2 while ZooKeeper lists F2 in the ISR."""
+    async def main():
+        zk = ResponseLostZk(lost=2)
+        zk.answer.set()
+        rm, manager, p = _proposing_f2(make_rm, clock, zk)
+        while p.isr_update_in_flight:
+            await asyncio.sleep(0.01)
+        # the first write was applied, its answer lost; the retry met a version conflict and found its own ISR
+        assert [version for _, version in zk.writes] == [0, 0, 0] and zk.version == 1
+        assert p.isr == [LEADER, F1, F2] and p.partition_epoch == 1
+    run(main())
+
+
+def test_an_isr_write_is_no_longer_retried_once_a_leader_and_isr_replaced_the_state(make_rm, clock):
+    async def main():
+        zk = ResponseLostZk(lost=1000)
+        zk.answer.set()
+        rm, manager, p = _proposing_f2(make_rm, clock, zk)
+        await asyncio.sleep(0.05)
+        assert p.isr_update_in_flight
+        rm.become_leader_or_follower(1, [("t", state(epoch=1, isr=(LEADER, F1, F2), version=7))], {})
+        await asyncio.sleep(0.05)
+        writes = len(zk.writes)
+        await asyncio.sleep(0.05)
+        assert len(zk.writes) == writes and not manager._tasks  # stopped: the controller's state won
+        assert p.isr == [LEADER, F1, F2] and p.partition_epoch == 7
     run(main())
