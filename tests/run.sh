@@ -22,6 +22,11 @@ if ! command -v kcat >/dev/null 2>&1; then
     apt_install kcat
 fi
 
+# The network-partition chaos tests put brokers in network namespaces (iproute2's ip; they skip without root).
+if ! command -v ip >/dev/null 2>&1 && [ "$(id -u)" -eq 0 ]; then
+    apt_install iproute2
+fi
+
 choose_python
 "$PYTHON" -m pip install --quiet --disable-pip-version-check --root-user-action=ignore -e '.[test]'
 # The tests run the odradek-* commands as a user does: the ones just installed, first on PATH.
