@@ -160,12 +160,26 @@ class DescribeConfigsApi:
                     resource_name=r.resource_name, configs=[]) for r in request.body.resources])
 
 
+# Kafka 2.8's Type.PASSWORD broker keys (and any listener-prefixed copy of them): never described in clear.
+_SENSITIVE_SUFFIXES = (".password", "sasl.jaas.config", "ssl.keystore.key", "ssl.keystore.certificate.chain",
+                       "ssl.truststore.certificates", "password.encoder.secret", "password.encoder.old.secret",
+                       "delegation.token.master.key", "delegation.token.secret.key")
+
+
+def is_sensitive(name: str) -> bool:
+    return name.endswith(_SENSITIVE_SUFFIXES)
+
+
 def _entry(version: int, name: str, value: str | None, key: Key, read_only: bool, synonyms: list[Any],
            include_synonyms: bool, include_docs: bool) -> Any:
     """Fields a version lacks keep their defaults (the encoder refuses anything else, as Kafka's does):
     is_default only in v0, config_source and synonyms from v1, config_type and documentation from v3."""
     source = synonyms[0].source if synonyms else DEFAULT_CONFIG
-    entry = _Entry(name=name, value=value, read_only=read_only, is_sensitive=False)
+    sensitive = is_sensitive(name)
+    if sensitive:  # Kafka answers a PASSWORD-type key with a null value, in its synonyms too
+        value = None
+        synonyms = [_Synonym(name=s.name, value=None, source=s.source) for s in synonyms]
+    entry = _Entry(name=name, value=value, read_only=read_only, is_sensitive=sensitive)
     if version == 0:
         entry.is_default = source == DEFAULT_CONFIG
     else:
