@@ -70,7 +70,9 @@ def test_a_topic_being_reassigned_is_deleted_only_after_its_move_completes_or_is
                 TopicPartition("cancelled", 0): None}
             wait_until(lambda: "cancelled" not in admin.list_topics(), WAIT_S, what="cancelled deleted")
             assert "moving" in admin.list_topics()
-            assert zk.get_topics_marked_for_deletion() == ["moving"]
+            # the marker goes last, after the topic has left the metadata (Kafka's order)
+            wait_until(lambda: zk.get_topics_marked_for_deletion() == ["moving"], WAIT_S,
+                       what="cancelled's deletion marker removed")
             assert set(admin.list_partition_reassignments()) == {TopicPartition("moving", 0)}
     finally:
         cluster.brokers[stopped].process.send(signal.SIGCONT)
