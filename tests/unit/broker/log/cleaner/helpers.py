@@ -114,6 +114,6 @@ def latest_values(log: Log) -> dict:
 
 def age_segments(log: Log, older_by_ms: int) -> None:
     """Set every segment's modification time ``older_by_ms`` in the past (Kafka's lastModified)."""
-    when = (time.time() * 1000 - older_by_ms) / 1000
+    when = (NOW - older_by_ms) / 1000  # on the logs' clock (NOW), not the wall clock: a test may run long after import
     for segment in log.segments:
         os.utime(segment.log_path, (when, when))
