@@ -25,10 +25,11 @@ from ..protocol.errors import (  # type: ignore[attr-defined]
     NotLeaderOrFollowerError,
     OutOfOrderSequenceNumberError,
     StaleControllerEpochError,
+    UnknownServerError,
     UnknownTopicOrPartitionError,
 )
 from .delayed_ops import DelayedFetch, DelayedProduce, FetchSpec, ProduceStatus
-from .log import LogManager
+from .log import InvalidReadSizeError, LogManager
 from .metrics.topic_stats import BrokerTopicStats
 from .metadata_cache import MetadataCache
 from .partition import Partition, monotonic_ms
@@ -333,7 +334,10 @@ class ReplicaManager:
 
     def read_from_local_log(self, specs: list[FetchSpec], params: FetchParams
                             ) -> dict[tuple[str, int], FetchPartitionResult]:
-        """Kafka's readFromLocalLog: the first batch may exceed the limits (KIP-74) unless Fetch v0-2."""
+        """Kafka's readFromLocalLog: the first batch may exceed the limits (KIP-74) unless Fetch v0-2.
+
+        Each partition is read under its own guard: whatever goes wrong with one (a negative partition
+        max bytes, a storage failure, a bug) is that partition's error, never the request's."""
         results: dict[tuple[str, int], FetchPartitionResult] = {}
         limit = params.max_bytes
         min_one = not params.hard_max_bytes_limit
@@ -352,7 +356,7 @@ class ReplicaManager:
                         results[key] = diverged
                         continue
                 leader_end = partition.log_end_offset
-                data = partition.read(spec.fetch_offset, max(0, min(spec.max_bytes, limit)),
+                data = partition.read(spec.fetch_offset, min(spec.max_bytes, limit),
                                       committed_only=committed_only, min_one_batch=min_one,
                                       read_committed=read_committed,
                                       leader_only=params.replica_id != DEBUGGING_CONSUMER_ID)
@@ -374,6 +378,13 @@ class ReplicaManager:
                     limit = max(0, limit - len(data.records))
             except KafkaError as exc:
                 results[key] = FetchPartitionResult(exc.code)
+            except Exception as exc:
+                # Kafka's "case e: Throwable": UNKNOWN_SERVER_ERROR for this partition, logged.
+                results[key] = FetchPartitionResult(UnknownServerError.code)
+                log.error("Error processing fetch with max size %d from replica %d on partition %s-%d "
+                          "(offset %d): %s", min(spec.max_bytes, limit), params.replica_id, spec.topic,
+                          spec.partition, spec.fetch_offset, exc,
+                          exc_info=None if isinstance(exc, InvalidReadSizeError) else exc)
         return results
 
     # -- the leader's view of its followers -------------------------------------------------------

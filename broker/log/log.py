@@ -46,7 +46,8 @@ from .checkpoints import LEADER_EPOCH_CHECKPOINT, LeaderEpochCheckpointFile, fsy
 from .leader_epoch_cache import LeaderEpochFileCache
 from .log_config import LogConfig
 from .log_types import (
-    FetchDataInfo, LogAppendInfo, UnexpectedAppendOffsetError, log_dir_name, parse_topic_partition,
+    FetchDataInfo, InvalidReadSizeError, LogAppendInfo, UnexpectedAppendOffsetError, log_dir_name,
+    parse_topic_partition,
 )
 from .offset_index import CorruptIndexError
 from .producer_state import (
@@ -403,6 +404,8 @@ class Log:
             empty = FetchDataInfo(offset, b"", self.active_segment.base_offset, self.active_segment.size)
             if offset == leo or (max_offset is not None and offset >= max_offset):
                 return empty
+            if max_bytes < 0:  # checked where Kafka checks it: only a read that reaches a segment fails
+                raise InvalidReadSizeError(f"Invalid max size {max_bytes} for log read from {self.name}")
             i = max(bisect_right(self._bases, offset) - 1, 0)
             for base in self._bases[i:]:
                 result = self._segments[base].read(offset, max_bytes, min_one_batch=min_one_batch,
