@@ -57,7 +57,8 @@ def _by_name(ctx: Context) -> dict[str, Any]:
         "committed_leader_epoch": -1, "name": ctx.topic, "value": "86400000",
         "include_authorized_operations": False, "include_cluster_authorized_operations": False,
         "include_topic_authorized_operations": False, "include_documentation": False,
-        "include_synonyms": False, "records": lambda: build_batch([(b"k", b"fuzz")]),
+        "include_synonyms": False, "entity_type": "client-id", "entity_name": "fuzz-client", "match_type": 0,
+        "remove": False, "strict": False, "records": lambda: build_batch([(b"k", b"fuzz")]),
         "metadata": lambda: encode_subscription([ctx.topic]),
         "assignment": lambda: encode_assignment({ctx.topic: [0]}),
     }
@@ -71,6 +72,9 @@ _IN_STRUCT: dict[tuple[str, str], Any] = {
     ("JoinGroupRequestProtocol", "name"): "range",
     ("MemberIdentity", "member_id"): "fuzz-member",
     ("UpdateMetadataBroker", "rack"): None,
+    ("OpData", "key"): "producer_byte_rate",
+    ("OpData", "value"): 1048576.0,
+    ("ComponentData", "match"): "fuzz-client",
 }
 
 _BY_TYPE: dict[str, Any] = {"bool": False, "int8": 0, "int16": 0, "uint16": 0, "int32": 0, "uint32": 0,

@@ -225,6 +225,8 @@ class Fuzzer:
             return body.broker_id not in self.live_broker_ids
         if key in (ApiKey.ALTER_CONFIGS, ApiKey.INCREMENTAL_ALTER_CONFIGS):
             return all(r.resource_type == 2 for r in body.resources)
+        if key == ApiKey.ALTER_CLIENT_QUOTAS:
+            return body.validate_only  # a quota on everyone (the default entity) would throttle the bystander
         if key == ApiKey.DELETE_TOPICS:
             return self.fuzz_topic not in _names(body)  # the other frames need it
         creates = (key in _CREATES and not body.validate_only) or \

@@ -45,4 +45,7 @@ REGRESSIONS: list[Regression] = [
                "e80100", True),
     Regression("create-partitions-validate-only-int32-max-count", 15, 316, 37, 0,
                "0000002b002500000000013cffff00000001000666757a7a2d307fffffff000000010000000100000000000003e801", True),
+    # A client id of ".." reached ZooKeeper as a path element.
+    Regression("alter-client-quotas-dot-dot-client-id", 13, 4709, 49, 0,
+               "000000260031000000001265000000000001000000010009636c69656e742d696400022e2e0000000000"),
 ]
