@@ -18,6 +18,7 @@ LONG_MAX = (1 << 63) - 1
 class LogConfig:
     segment_bytes: int = 1024 * 1024 * 1024
     segment_ms: int = 7 * 24 * _HOUR_MS
+    segment_jitter_ms: int = 0
     retention_bytes: int = -1
     retention_ms: int = 7 * 24 * _HOUR_MS
     index_interval_bytes: int = 4096
@@ -72,6 +73,7 @@ def _convert(kind: Any, value: Any) -> Any:
 _TOPIC_KEYS = {
     "segment.bytes": "segment_bytes",
     "segment.ms": "segment_ms",
+    "segment.jitter.ms": "segment_jitter_ms",
     "retention.bytes": "retention_bytes",
     "retention.ms": "retention_ms",
     "index.interval.bytes": "index_interval_bytes",

@@ -6,7 +6,8 @@ Per log dir: ``meta.properties`` (version=0, broker.id, cluster.id — refused o
 ``replication-offset-checkpoint``) and ``.kafka_cleanshutdown``, written by ``shutdown()`` and removed
 once the logs are loaded, so its absence on start means an unclean stop: every log is then
 recovered from its checkpointed recovery point. Deleted partitions are renamed
-``<topic>-<partition>.<uuid>-delete`` and removed; leftovers are removed on start.
+``<topic>-<partition>.<uuid>-delete`` and removed ``file.delete.delay.ms`` later by the scheduler
+(Kafka's asynchronous delete); leftovers are removed on start.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from .cleaner import CleanerConfig, LogCleaner
 from .log import Log, log_dir_name, parse_topic_partition
 from .log_config import LogConfig
 from .producer_state import DEFAULT_PRODUCER_ID_EXPIRATION_MS
+from .scheduler import INLINE
 from .segment import now_ms
 
 META_PROPERTIES = "meta.properties"
@@ -73,7 +75,8 @@ class LogManager:
                  broker_id: int | None = None, cluster_id: str | None = None,
                  topic_configs: Mapping[str, Mapping[str, Any]] | None = None,
                  clock: Callable[[], int] = now_ms,
-                 max_producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS) -> None:
+                 max_producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS,
+                 scheduler: Any = INLINE) -> None:
         if not log_dirs:
             raise ValueError("at least one log dir is needed")
         self.log_dirs = [os.path.abspath(d) for d in log_dirs]
@@ -84,6 +87,9 @@ class LogManager:
         self.broker_id = broker_id
         self.cluster_id = cluster_id
         self._clock = clock
+        # background.threads: the logs' flushes after a roll and delayed deletes (and, in the broker, the
+        # periodic jobs); shut down with the logs
+        self.scheduler = scheduler
         # transactional.id.expiration.ms: producer ids idle this long are forgotten by every log
         self.max_producer_id_expiration_ms = max_producer_id_expiration_ms
         self._lock = threading.RLock()
@@ -189,7 +195,7 @@ class LogManager:
             log = Log(path, self._config_for(tp[0]), recovery_point=recovery_points.get(tp, 0),
                       log_start_offset=start_offsets.get(tp, 0), high_watermark=high_watermarks.get(tp, 0),
                       had_clean_shutdown=clean, clock=self._clock,
-                      max_producer_id_expiration_ms=self.max_producer_id_expiration_ms)
+                      max_producer_id_expiration_ms=self.max_producer_id_expiration_ms, scheduler=self.scheduler)
             log.on_truncated = self._on_truncated
             self._logs[tp] = log
             self._dir_of[tp] = d
@@ -248,7 +254,7 @@ class LogManager:
             d = self._next_log_dir()
             log = Log(os.path.join(d, log_dir_name(topic, partition)), self._config_for(topic),
                       had_clean_shutdown=True, clock=self._clock,
-                      max_producer_id_expiration_ms=self.max_producer_id_expiration_ms)
+                      max_producer_id_expiration_ms=self.max_producer_id_expiration_ms, scheduler=self.scheduler)
             log.on_truncated = self._on_truncated
             self._logs[tp] = log
             self._dir_of[tp] = d
@@ -281,7 +287,7 @@ class LogManager:
             log.close()
             doomed = os.path.join(d, f"{log_dir_name(topic, partition)}.{uuid.uuid4().hex}{DELETE_DIR_SUFFIX}")
             log.rename_dir(doomed)
-            log.delete()
+            self.scheduler.schedule("delete-log", log.delete, log.config.file_delete_delay_ms)
             return True
 
     # -- checkpoints ------------------------------------------------------------------------------
@@ -326,6 +332,8 @@ class LogManager:
         """Flush and close every log, write the checkpoints and the clean-shutdown marker."""
         if self.cleaner is not None:
             self.cleaner.shutdown()  # first, as Kafka: no swap while the logs close
+        if self.scheduler is not INLINE:
+            self.scheduler.shutdown()  # flushes already asked for complete first; delayed deletes wait for restart
         with self._lock:
             for log in self._logs.values():
                 log.flush()
