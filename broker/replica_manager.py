@@ -49,6 +49,7 @@ class ProducePartitionResult:
     log_append_time: int = -1
     log_start_offset: int = -1
     error_message: str | None = None
+    record_errors: list[tuple[int, str]] | None = None  # (index in the batch, message): Produce v8+
 
 
 # Kafka's Request.DebuggingConsumerId: the replica verification tool. Kafka 2.8 lets any consumer with
@@ -292,7 +293,13 @@ class ReplicaManager:
                 if exc.code == OutOfOrderSequenceNumberError.code:  # Kafka 2.8 logs it at ERROR too
                     log.error("Error processing append operation on partition %s-%d (leader epoch %d, log end "
                               "offset %d): %s", *key, partition.leader_epoch, partition.log_end_offset, exc)
-                results[key] = ProducePartitionResult(exc.code, error_message=exc.detail or None)
+                results[key] = ProducePartitionResult(exc.code, error_message=exc.detail or None,
+                                                      record_errors=getattr(exc, "record_errors", None))
+                self.topic_stats.record_failed_produce(key[0])
+                continue
+            except Exception as exc:  # Kafka's appendToLocalLog: "case t: Throwable", this partition only
+                log.error("Error processing append operation on partition %s-%d", *key, exc_info=exc)
+                results[key] = ProducePartitionResult(UnknownServerError.code)
                 self.topic_stats.record_failed_produce(key[0])
                 continue
             self.topic_stats.record_append(key[0], info.last_offset - info.first_offset + 1, len(records))

@@ -66,6 +66,7 @@ from .segment import (
 from .segment_swap import remove_temp_files_and_collect_swaps
 from .time_index import NO_TIMESTAMP
 from .txn_index import AbortedTxn, collect_aborted_across
+from .validator import validate_for_leader
 
 EARLIEST_TIMESTAMP = -2
 LATEST_TIMESTAMP = -1
@@ -251,6 +252,7 @@ class Log:
         ``duplicate=True``.
         """
         with self._lock:
+            records = validate_for_leader(records, self.config, self._clock())  # may rebuild the batch
             headers = self._check_batches(records)
             pending, duplicate = self.producer_state.check_leader_append(records, headers)
             if duplicate is not None:

@@ -27,6 +27,8 @@ class LogConfig:
     flush_interval_ms: int = LONG_MAX
     file_delete_delay_ms: int = 60_000
     message_timestamp_type: str = "CreateTime"
+    message_timestamp_difference_max_ms: int = LONG_MAX
+    compression_type: str = "producer"
     max_message_bytes: int = 1024 * 1024 + 12
     cleanup_policy: str = "delete"
     min_insync_replicas: int = 1
@@ -82,6 +84,8 @@ _TOPIC_KEYS = {
     "flush.ms": "flush_interval_ms",
     "file.delete.delay.ms": "file_delete_delay_ms",
     "message.timestamp.type": "message_timestamp_type",
+    "message.timestamp.difference.max.ms": "message_timestamp_difference_max_ms",
+    "compression.type": "compression_type",
     "max.message.bytes": "max_message_bytes",
     "cleanup.policy": "cleanup_policy",
     "min.insync.replicas": "min_insync_replicas",
