@@ -92,7 +92,8 @@ class FetchPartitionResult:
 
 class ReplicaManager:
     def __init__(self, broker_id: int, log_manager: LogManager, metadata_cache: MetadataCache,
-                 clock: Callable[[], int] = monotonic_ms) -> None:
+                 clock: Callable[[], int] = monotonic_ms, *, fetch_purge_interval: int = 1000,
+                 produce_purge_interval: int = 1000, delete_records_purge_interval: int = 1) -> None:
         self.broker_id = broker_id
         self.log_manager = log_manager
         self.metadata_cache = metadata_cache
@@ -110,10 +111,13 @@ class ReplicaManager:
         self.replication_quotas = ReplicationQuotas(broker_id)
         self.isr_shrinks = 0  # ISR changes started as leader (IsrShrinksPerSec / IsrExpandsPerSec)
         self.isr_expands = 0
-        self.fetch_purgatory = DelayedOperationPurgatory("Fetch", Timer())
-        self.produce_purgatory = DelayedOperationPurgatory("Produce", Timer())
+        # *.purgatory.purge.interval.requests: completed operations are dropped from the watch lists once
+        # this many more were watched than wait in the timer
+        self.fetch_purgatory = DelayedOperationPurgatory("Fetch", Timer(), fetch_purge_interval)
+        self.produce_purgatory = DelayedOperationPurgatory("Produce", Timer(), produce_purge_interval)
         # DeleteRecords waiting for the replicas' log start offsets (apis/delete_records.py)
-        self.delete_records_purgatory = DelayedOperationPurgatory("DeleteRecords", Timer(), purge_interval=1)
+        self.delete_records_purgatory = DelayedOperationPurgatory("DeleteRecords", Timer(),
+                                                                  delete_records_purge_interval)
         self._purgatories = (self.fetch_purgatory, self.produce_purgatory, self.delete_records_purgatory)
         self._drivers = [AsyncTimerDriver(p.timer) for p in self._purgatories]
 

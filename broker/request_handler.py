@@ -47,6 +47,8 @@ class KafkaRequestHandlerPool:
                 except Exception:  # dispatch() has its own error path; this is a bug guard
                     log.exception("KafkaApis.dispatch failed on %r", request)
                     response = Response.close(request, "internal error")
+                finally:
+                    request.release_memory()  # handled: its bytes are in the log now (Kafka releases here too)
                 local_done = monotonic()
                 if isinstance(response, Response):
                     send(response)

@@ -141,7 +141,11 @@ class KafkaServer:
             raise FatalStartupError(str(exc)) from None
         cache = MetadataCache(self.broker_id)
         cache.cluster_id = cluster_id
-        self.replica_manager = ReplicaManager(self.broker_id, self.log_manager, cache)
+        self.replica_manager = ReplicaManager(
+            self.broker_id, self.log_manager, cache,
+            fetch_purge_interval=cfg.get("fetch.purgatory.purge.interval.requests"),
+            produce_purge_interval=cfg.get("producer.purgatory.purge.interval.requests"),
+            delete_records_purge_interval=cfg.get("delete.records.purgatory.purge.interval.requests"))
         self.replica_manager.topic_stats = self.metrics.topic_stats
         self._start_replication_quotas(dynamic, topic_configs)
         self.replica_manager.start()

@@ -7,8 +7,11 @@ be strings (properties).
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, fields
 from typing import Any, Mapping
+
+log = logging.getLogger(__name__)
 
 _HOUR_MS = 3_600_000
 LONG_MAX = (1 << 63) - 1
@@ -95,3 +98,23 @@ _TOPIC_KEYS = {
     "min.cleanable.dirty.ratio": "min_cleanable_ratio",
 }
 _FIELD_NAMES = {f.name for f in fields(LogConfig)}
+
+
+# Topic keys that are accepted but have no effect here: the first topic that sets one gets a warning (once
+# per key and process). key -> (does this value ask for something we do not do?, what we do instead)
+_COMPACTION = "log compaction is not implemented yet: the topic keeps every record"
+_NOT_IMPLEMENTED = {
+    "preallocate": (lambda v: str(v).lower() == "true", "segment files are never preallocated"),
+    "cleanup.policy": (lambda v: "compact" in str(v), _COMPACTION),
+    **{key: (lambda v: True, _COMPACTION)
+       for key in ("delete.retention.ms", "min.cleanable.dirty.ratio", "min.compaction.lag.ms", "max.compaction.lag.ms")},
+}
+_warned: set[str] = set()
+
+
+def warn_not_implemented(topic: str, overrides: Mapping[str, Any]) -> None:
+    for key, value in overrides.items():
+        check = _NOT_IMPLEMENTED.get(key)
+        if check is not None and key not in _warned and value is not None and check[0](value):
+            _warned.add(key)
+            log.warning("Topic configuration '%s' (set on %s) is accepted but not implemented: %s", key, topic, check[1])

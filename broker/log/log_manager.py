@@ -25,7 +25,7 @@ from .checkpoints import (
 )
 from .cleaner import CleanerConfig, LogCleaner
 from .log import Log, log_dir_name, parse_topic_partition
-from .log_config import LogConfig
+from .log_config import LogConfig, warn_not_implemented
 from .producer_state import DEFAULT_PRODUCER_ID_EXPIRATION_MS
 from .scheduler import INLINE
 from .segment import now_ms
@@ -205,6 +205,8 @@ class LogManager:
     def _config_for(self, topic: str, overrides: Mapping[str, Any] | None = None) -> LogConfig:
         topic_overrides = dict(self.topic_configs.get(topic, {}))
         topic_overrides.update(overrides or {})
+        if not topic.startswith("__"):  # internal topics ask for compaction themselves
+            warn_not_implemented(topic, topic_overrides)
         return LogConfig.from_props(self.topic_defaults, topic_overrides)
 
     # -- logs -------------------------------------------------------------------------------------
