@@ -42,6 +42,13 @@ PRODUCER_ID_EXPIRATION_CHECK_INTERVAL_MS = 600_000
 TopicPartition = tuple[str, int]
 
 
+def delete_dir_name(topic: str, partition: int) -> str:
+    """``<topic>-<partition>.<uuid>-delete``, the topic cut so that the name fits in 255 characters (Kafka's
+    logDeleteDirName: a 249-character topic name would not fit otherwise)."""
+    suffix = f"-{partition}.{uuid.uuid4().hex}{DELETE_DIR_SUFFIX}"
+    return topic[:255 - len(suffix)] + suffix
+
+
 class InconsistentBrokerMetadataError(Exception):
     """meta.properties disagrees with the configuration or with another log dir."""
 
@@ -287,7 +294,7 @@ class LogManager:
             if self.cleaner is not None:
                 self.cleaner.on_log_deleted(tp, d)
             log.close()
-            doomed = os.path.join(d, f"{log_dir_name(topic, partition)}.{uuid.uuid4().hex}{DELETE_DIR_SUFFIX}")
+            doomed = os.path.join(d, delete_dir_name(topic, partition))
             log.rename_dir(doomed)
             self.scheduler.schedule("delete-log", log.delete, log.config.file_delete_delay_ms)
             return True

@@ -159,3 +159,15 @@ def _no_leftover_threads():
     deadline = time.monotonic() + 5
     while threading.active_count() > before and time.monotonic() < deadline:
         time.sleep(0.01)
+
+
+def test_a_partition_of_a_249_character_topic_can_be_deleted(tmp_path):
+    from odradek.broker.log import LogManager
+    topic = "t" * 249  # the longest legal name: "<topic>-0.<uuid>-delete" would not fit in 255 characters
+    manager = LogManager([str(tmp_path)], broker_id=1, cluster_id="c")
+    try:
+        manager.get_or_create_log(topic, 0).append_as_leader(make_batch(1), 0)
+        assert manager.delete_log(topic, 0)
+        assert [name for name in os.listdir(tmp_path) if name.startswith("t")] == []
+    finally:
+        manager.shutdown()
