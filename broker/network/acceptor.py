@@ -91,9 +91,10 @@ class Acceptor:
             try:
                 sock, address = await loop.sock_accept(listening)
             except OSError as exc:
-                if exc.errno not in _TRANSIENT:
-                    raise
-                log.warning("Listener %s could not accept a connection: %s", listener, exc)
+                if exc.errno in _TRANSIENT:
+                    log.warning("Listener %s could not accept a connection: %s", listener, exc)
+                else:  # never stop accepting: a listener without its loop is a broker nobody can reach
+                    log.exception("Listener %s could not accept a connection", listener)
                 await asyncio.sleep(0.1)
                 continue
             ip = address[0]

@@ -77,6 +77,9 @@ _IN_STRUCT: dict[tuple[str, str], Any] = {
     ("ComponentData", "match"): "fuzz-client",
 }
 
+_PYTHON_TYPES: dict[str, type | tuple[type, ...]] = {
+    "bool": bool, "int8": int, "int16": int, "uint16": int, "int32": int, "uint32": int, "int64": int,
+    "float64": float, "string": str, "bytes": (bytes, bytearray), "records": (bytes, bytearray)}
 _BY_TYPE: dict[str, Any] = {"bool": False, "int8": 0, "int16": 0, "uint16": 0, "int32": 0, "uint32": 0,
                             "int64": 0, "float64": 0.0, "string": "fuzz", "bytes": b"", "records": None}
 
@@ -119,6 +122,8 @@ def _value(f: Field, struct_name: str, version: int, hints: dict[str, Any]) -> A
         value = _BY_TYPE.get(f.element, 0)
     if callable(value):
         value = value()
+    if value is not None and not isinstance(value, _PYTHON_TYPES.get(f.element, object)):
+        value = _BY_TYPE.get(f.element, 0)  # a hint meant for another api's field of that name
     if value is None:
         return None if f.nullable_in(version) else (f.default_value() if not f.is_array else [])
     if f.element == "uuid":

@@ -18,6 +18,7 @@ from odradek.protocol.schema import Field, Struct
 SIZE = struct.Struct(">i")
 MAX_STRUCTURED_FRAME = 1 << 20
 MAX_ELEMENTS = 100_000
+MAX_COPIES = 10_000
 
 INTS = {
     "int8": (-128, -1, 0, 1, 127),
@@ -93,8 +94,14 @@ def other_version(rng: random.Random, header_and_body: bytes, versions: tuple[in
 # -- structural ----------------------------------------------------------------------------------------
 
 
-def _slots(obj: Any, fields: tuple[Field, ...], version: int) -> Iterator[tuple[Any, Field]]:
-    """(struct, field) for every field present at ``version``, nested ones included."""
+def _slots(obj: Any, fields: tuple[Field, ...], version: int, seen: set[int] | None = None
+           ) -> Iterator[tuple[Any, Field]]:
+    """(struct, field) for every field present at ``version``, nested ones included; an entry copied many
+    times (the same object) is visited once."""
+    seen = set() if seen is None else seen
+    if id(obj) in seen:
+        return
+    seen.add(id(obj))
     for f in fields:
         if not f.present_in(version):
             continue
@@ -103,7 +110,7 @@ def _slots(obj: Any, fields: tuple[Field, ...], version: int) -> Iterator[tuple[
         if f.struct_name is not None and value is not None:
             for item in (value if f.is_array else [value]):
                 if isinstance(item, Struct):
-                    yield from _slots(item, f.fields, version)  # type: ignore[arg-type]
+                    yield from _slots(item, f.fields, version, seen)  # type: ignore[arg-type]
 
 
 def extreme_value(rng: random.Random, f: Field, current: Any, version: int) -> Any:
@@ -112,7 +119,10 @@ def extreme_value(rng: random.Random, f: Field, current: Any, version: int) -> A
             return [] if current is None or not f.nullable_in(version) or rng.random() < 0.5 else None
         if not current:
             return current
-        return current * rng.choice((2, 3, 50, 1000))  # many copies of the same entry
+        # Many copies of the same entry, at most MAX_COPIES in all: copies of copies of copies would take
+        # this process's memory and, building them, its event loop (the bystander's too) for seconds.
+        times = rng.choice((2, 3, 50, 1000))
+        return current * max(1, min(times, MAX_COPIES // len(current)))
     if f.struct_name is not None:
         return None if f.nullable_in(version) else current
     if f.type in INTS:

@@ -19,7 +19,7 @@ from odradek.clients.simple_client import SimpleClient
 from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.messages import FindCoordinatorRequest
 
-from .corpus import Context
+from .corpus import Context, examples
 from .harness import TRACEBACK, Bystander, BrokerUnderTest, Fuzzer, _check_response, _expected_response
 from .regressions import REGRESSIONS
 
@@ -74,6 +74,14 @@ async def _advertised(port: int) -> dict[int, tuple[int, int]]:
         return {k.api_key: (k.min_version, k.max_version) for k in body.api_keys}
     finally:
         client.close()
+
+
+def test_the_seed_requests_encode_and_decode_at_every_advertised_version():
+    from odradek.protocol.api_keys import KAFKA_2_8_VERSIONS
+    from odradek.protocol.header import decode_request, encode_request
+    for api_key, version, request in examples(Context(FUZZ_TOPIC), dict(KAFKA_2_8_VERSIONS)):
+        header, body = decode_request(memoryview(encode_request(request, version, 1, "odradek-fuzz"))[4:])
+        assert (header.api_key, header.api_version) == (api_key, version)
 
 
 @pytest.mark.slow
