@@ -19,6 +19,11 @@ small topic's rolls cost everyone else on the broker's event loop. Latency is fr
 `--compare PYTHON` runs the same phases first against a broker started with another interpreter (that of
 another checkout's virtualenv, e.g. the commit before a change), then against this checkout's, each with
 a cluster of its own, so that before and after are measured in one run.
+
+First, the log alone in this process (`--log-appends`, 0 to skip): appends of the same batches paced as
+above on a 512 KiB-segment log with retention every second, its roll flushes run inline on the appending
+thread (what a roll cost the event loop before) and then on the log scheduler's thread: the time each
+append took on the appending thread, and that of the appends that rolled.
 """
 
 from __future__ import annotations
@@ -29,11 +34,14 @@ import shutil
 import statistics
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
 import uvloop
 
+from odradek.broker.log import Log, LogConfig
+from odradek.broker.log.scheduler import INLINE, Scheduler
 from odradek.clients.cli.local_cluster import LocalCluster
 from odradek.clients.connection import BrokerConnection
 from odradek.clients.simple_client import SyncSimpleClient, build_batch
@@ -108,6 +116,48 @@ async def run_phases(port: int, args: argparse.Namespace) -> dict[tuple[str, str
     return out
 
 
+def log_appends(root: Path, scheduler, args: argparse.Namespace) -> tuple[list[float], list[float]]:
+    """(ms per append that did not roll, ms per append that rolled) on this thread."""
+    log = Log(str(root / f"log-{id(scheduler)}" / "t-0"), LogConfig(segment_bytes=args.small_segment_bytes,
+                                                                      retention_bytes=4 * args.small_segment_bytes),
+              scheduler=scheduler)
+    stop = threading.Event()
+
+    def retention() -> None:  # the broker's log-retention job, every second
+        while not stop.wait(1.0):
+            log.high_watermark = log.log_end_offset
+            log.delete_old_segments()
+    retainer = threading.Thread(target=retention)
+    retainer.start()
+    batch = build_batch([(None, RECORD)] * args.records)
+    plain, rolled = [], []
+    try:
+        for _ in range(args.log_appends):
+            started = time.perf_counter()
+            info = log.append_as_leader(bytearray(batch), 0)
+            (rolled if info.rolled else plain).append((time.perf_counter() - started) * 1000)
+            time.sleep(1 / args.rate)
+    finally:
+        stop.set()
+        retainer.join()
+        log.close()
+    return plain, rolled
+
+
+def log_only(root: Path, args: argparse.Namespace) -> None:
+    print(f"the log alone, {args.log_appends} appends at {args.rate:g}/s: ms on the appending thread")
+    scheduler = Scheduler(2)
+    try:
+        for label, runs_on in (("roll flush inline", INLINE), ("roll flush on the scheduler", scheduler)):
+            plain, rolled = log_appends(root, runs_on, args)
+            p = figures(plain)
+            print(f"  {label:<28} appends p50 {p['p50']:5.2f}  p99 {p['p99']:6.2f}  p99.9 {p['p99.9']:6.2f}  "
+                  f"max {p['max']:6.1f} | {len(rolled)} rolls: median {statistics.median(rolled):6.2f}  "
+                  f"max {max(rolled):6.1f}")
+    finally:
+        scheduler.shutdown()
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seconds", type=float, default=20.0, help="length of each phase")
@@ -117,6 +167,9 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3, help="the phases are run this many times (medians shown)")
     parser.add_argument("--data-dir", help="where the brokers' logs go (default: a temporary folder)")
     parser.add_argument("--compare", metavar="PYTHON", help="also run a broker with this interpreter ('before')")
+    parser.add_argument("--log-appends", type=int, default=3000, help="appends of the log-alone part (0: skip it)")
+    parser.add_argument("--brokers-too", action=argparse.BooleanOptionalAction, default=True,
+                        help="run the broker phases (--no-brokers-too: the log alone)")
     args = parser.parse_args()
     root = Path(args.data_dir or tempfile.mkdtemp(prefix="odradek-bench-roll-"))
     request_bytes = args.records * (len(RECORD) + 10) + 61
@@ -124,6 +177,11 @@ def main() -> int:
     print(f"{args.rate:g} Produce requests/s of {args.records} x 1 KiB records (acks=1), {args.seconds:g} s a "
           f"phase, {CONNECTIONS} connections; {SMALL}: segment.bytes {args.small_segment_bytes}, about "
           f"{rolls_per_s:.1f} rolls/s, retention.bytes {4 * args.small_segment_bytes}; logs in {root}")
+    if args.log_appends:
+        log_only(root, args)
+    if not args.brokers_too:
+        shutil.rmtree(root, ignore_errors=True)
+        return 0
     builds = ([("before", args.compare)] if args.compare else []) + [("this checkout", None)]
     clusters: dict[str, LocalCluster] = {}
     rounds: dict[str, list[dict]] = {label: [] for label, _ in builds}
