@@ -473,7 +473,6 @@ def is_fail_closed(key: str, value: str) -> bool:
 # Real Kafka keys that parse and validate but have no effect here: warned about once, by name, at start-up,
 # when set to something other than what the broker does anyway. key -> (the value it behaves as, or None:
 # whatever is set; what the broker does instead).
-_COMPACTION = "log compaction is not implemented yet: compacted topics keep every record"
 NOT_IMPLEMENTED: dict[str, tuple[Any, str]] = {
     "log.preallocate": (False, "segment files are never preallocated (it matters on Windows' NTFS only)"),
     "num.recovery.threads.per.data.dir": (1, "the logs of a dir are recovered one after another"),
@@ -483,12 +482,6 @@ NOT_IMPLEMENTED: dict[str, tuple[Any, str]] = {
     "offsets.topic.compression.codec": (0, "offset commits are written uncompressed"),
     "metrics.num.samples": (None, "metrics keep their own windows (request timings: 1028-sample reservoirs)"),
     "metrics.sample.window.ms": (None, "metrics keep their own windows (request timings: 1028-sample reservoirs)"),
-    "log.cleaner.enable": (False, _COMPACTION),
-    **{key: (None, _COMPACTION) for key in (
-        "log.cleaner.threads", "log.cleaner.dedupe.buffer.size", "log.cleaner.io.buffer.size",
-        "log.cleaner.io.buffer.load.factor", "log.cleaner.io.max.bytes.per.second", "log.cleaner.backoff.ms",
-        "log.cleaner.min.cleanable.ratio", "log.cleaner.delete.retention.ms", "log.cleaner.min.compaction.lag.ms",
-        "log.cleaner.max.compaction.lag.ms")},
 }
 
 
@@ -496,8 +489,6 @@ def not_implemented(key: str, value: Any) -> str | None:
     """What the broker does instead of ``key=value``, or None when the setting works (or changes nothing)."""
     if key == "inter.broker.protocol.version":
         return None if str(value).startswith("2.8") else "brokers always speak Kafka 2.8's inter-broker protocol"
-    if key == "log.cleanup.policy":
-        return _COMPACTION if "compact" in value else None
     entry = NOT_IMPLEMENTED.get(key)
     if entry is None or (entry[0] is not None and value == entry[0]):
         return None

@@ -102,12 +102,8 @@ _FIELD_NAMES = {f.name for f in fields(LogConfig)}
 
 # Topic keys that are accepted but have no effect here: the first topic that sets one gets a warning (once
 # per key and process). key -> (does this value ask for something we do not do?, what we do instead)
-_COMPACTION = "log compaction is not implemented yet: the topic keeps every record"
 _NOT_IMPLEMENTED = {
     "preallocate": (lambda v: str(v).lower() == "true", "segment files are never preallocated"),
-    "cleanup.policy": (lambda v: "compact" in str(v), _COMPACTION),
-    **{key: (lambda v: True, _COMPACTION)
-       for key in ("delete.retention.ms", "min.cleanable.dirty.ratio", "min.compaction.lag.ms", "max.compaction.lag.ms")},
 }
 _warned: set[str] = set()
 

@@ -212,8 +212,7 @@ class LogManager:
     def _config_for(self, topic: str, overrides: Mapping[str, Any] | None = None) -> LogConfig:
         topic_overrides = dict(self.topic_configs.get(topic, {}))
         topic_overrides.update(overrides or {})
-        if not topic.startswith("__"):  # internal topics ask for compaction themselves
-            warn_not_implemented(topic, topic_overrides)
+        warn_not_implemented(topic, topic_overrides)
         return LogConfig.from_props(self.topic_defaults, topic_overrides)
 
     # -- logs -------------------------------------------------------------------------------------
