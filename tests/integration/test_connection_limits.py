@@ -1,4 +1,4 @@
-"""Connection limits and queued.max.request.bytes on a real broker, with kafka-python alongside (issue 13)."""
+"""Connection limits on a real broker, with kafka-python and confluent-kafka alongside (issue 13)."""
 
 from __future__ import annotations
 
