@@ -26,8 +26,8 @@ def _load() -> tuple[ModuleType, str | None]:
         return pure_codec, None  # asked for: no warning
     try:
         from . import _codec  # type: ignore[attr-defined]
-    except ImportError as exc:
-        return pure_codec, f"the compiled record codec is not built ({exc})"
+    except ImportError:
+        return pure_codec, "the compiled record codec (protocol/records/codec_c) is not built"
     if getattr(_codec, "ABI", None) != _ABI:
         return pure_codec, f"the compiled record codec is stale (ABI {getattr(_codec, 'ABI', None)}, expected {_ABI})"
     _codec._init(CorruptRecordBatchError)
@@ -36,7 +36,7 @@ def _load() -> tuple[ModuleType, str | None]:
 
 impl, _why_pure = _load()
 if _why_pure is not None:
-    warnings.warn(f"{_why_pure}: using the pure-Python codec, which is several times slower "
+    warnings.warn(f"odradek: {_why_pure}; using the pure-Python codec, several times slower "
                   f"(install gcc and python3-dev, then pip install -e .)", RuntimeWarning, stacklevel=2)
 
 

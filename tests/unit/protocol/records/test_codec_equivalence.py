@@ -6,6 +6,10 @@ Both must give exactly the same results; the pure one is the reference.
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -210,3 +214,18 @@ def test_deserializers_and_bad_inputs():
             impl.encode_records(bytearray(), 0, 0, -1, NOW, [2**63], [None], [b"v"], None, 0, 1, 1 << 40)
         with pytest.raises(ValueError):
             impl.encode_records(bytearray(), 0, 0, -1, NOW, [-(2**62), 2**62], None, [b"a", b"b"], None, 0, 2, 1 << 40)
+
+
+@pytest.mark.parametrize("setup, env, compiled, warned", [
+    ("", {}, True, False),
+    ("import sys; sys.modules['odradek.protocol.records._codec'] = None", {}, False, True),  # not built
+    ("", {"ODRADEK_PURE_PYTHON": "1"}, False, False),  # forced: no warning
+])
+def test_codec_choice(setup, env, compiled, warned):
+    script = (f"{setup}\nimport warnings\nwarnings.simplefilter('always')\n"
+              "from odradek.protocol.records import codec\nprint(codec.COMPILED)")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "ODRADEK_PURE_PYTHON": "", **env})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == str(compiled)
+    assert done.stderr.count("RuntimeWarning: odradek: the compiled record codec") == (1 if warned else 0), done.stderr
