@@ -55,7 +55,7 @@ class RecordBatchBuilder:
                  is_transactional: bool = False, is_control: bool = False, base_offset: int = 0,
                  partition_leader_epoch: int = NO_PARTITION_LEADER_EPOCH,
                  timestamp_type: int = CREATE_TIME, compression_level: int | None = None) -> None:
-        self.compression = check_codec(compression)
+        self.compression = compression if type(compression) is Compression else check_codec(compression)
         self.compression_level = compression_level
         self.producer_id = producer_id
         self.producer_epoch = producer_epoch
@@ -89,20 +89,22 @@ class RecordBatchBuilder:
         offset_delta = self._count
         _, self._base_timestamp, self._max_timestamp = codec.encode_records(
             self._records, self._base_timestamp, offset_delta, self._max_timestamp, timestamp, timestamp,
-            [key], [value], [headers] if headers else None, 0, 1, _NO_LIMIT)
+            [key], [value], [headers] if headers else None, 0, 1, _NO_LIMIT, None)
         self._count = offset_delta + 1
         return offset_delta
 
-    def append_many(self, values: Column, keys: Column = None, headers: list | None = None,
+    def append_many(self, values: Column, keys: Column = None, headers: Column = None,
                     timestamps: Timestamps = None, start: int = 0, stop: int | None = None,
-                    max_size: int | None = None) -> int:
+                    max_size: int | None = None, meta: bytearray | None = None) -> int:
         """Add records ``start..stop-1`` of the columns in one call; returns how many were added.
 
-        ``values``/``keys``: None (all null), a list of bytes-likes or None, or an Arrow binary column as
-        ``arrow.binary_column`` describes it. ``timestamps``: None (now), an int for all, a list (None =
-        now) or ``arrow.int64_column``. ``headers``: None or one list of (key, value) pairs (or None) per
-        record. Stops before the record that would make ``size_in_bytes`` exceed ``max_size``, except that
-        an empty batch always takes one.
+        ``values``/``keys``: None (all null), a list of bytes-likes or None, ``(rows, index)`` (item
+        ``index`` of each tuple in ``rows``), or an Arrow binary column as ``arrow.binary_column`` describes
+        it. ``timestamps``: None (now), an int for all, a list or ``(rows, index)`` (None = now) or
+        ``arrow.int64_column``. ``headers``: None, or per record None or (key, value) pairs, as a list or
+        ``(rows, index)``. Stops before the record that would make ``size_in_bytes`` exceed ``max_size``,
+        except that an empty batch always takes one. ``meta`` gets each record's timestamp and sizes
+        (``pure_codec.RECORD_META``).
         """
         if stop is None:
             if not isinstance(values, list):
@@ -112,7 +114,7 @@ class RecordBatchBuilder:
         limit = _NO_LIMIT if max_size is None else max_size - HEADER_SIZE
         added, self._base_timestamp, self._max_timestamp = codec.encode_records(
             self._records, self._base_timestamp, self._count, self._max_timestamp, now,
-            now if timestamps is None else timestamps, keys, values, headers, start, stop, limit)
+            now if timestamps is None else timestamps, keys, values, headers, start, stop, limit, meta)
         self._count += added
         return added
 

@@ -16,7 +16,7 @@ from . import pure_codec
 from .errors import CorruptRecordBatchError
 
 # The compiled module's ABI this Python side expects; a stale build of an older source is not used.
-_ABI = 1
+_ABI = 2
 PURE_ENV = "ODRADEK_PURE_PYTHON"
 
 

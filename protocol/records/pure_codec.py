@@ -15,6 +15,7 @@ CorruptRecordBatchError.
 
 from __future__ import annotations
 
+import struct
 from array import array
 from typing import Any, Callable, Sequence
 
@@ -282,69 +283,86 @@ def _decode_headers(buf: bytes, pos: int, rec_end: int) -> tuple[list[tuple[str,
 
 # -- encoding ---------------------------------------------------------------------------------------
 
+# What encode_records appends to ``meta`` per record: timestamp, key size, value size (-1 when null) and
+# header size (the headers' key and value bytes), native order and no padding.
+RECORD_META = struct.Struct("=qiii")
+
+
 def encode_records(out: bytearray, base_timestamp: int, offset_delta: int, max_timestamp: int, now: int,
-                   timestamps: Any, keys: Any, values: Any, headers: list | None, start: int, stop: int,
-                   max_bytes: int) -> tuple[int, int, int]:
+                   timestamps: Any, keys: Any, values: Any, headers: Any, start: int, stop: int,
+                   max_bytes: int, meta: bytearray | None) -> tuple[int, int, int]:
     """Append records ``start..stop-1`` to ``out``, a batch's records so far (``offset_delta`` of them, the
     first one's timestamp ``base_timestamp``), stopping before the first record that would take ``out`` past
-    ``max_bytes`` unless the batch is still empty. Returns ``(appended, base_timestamp, max_timestamp)``.
+    ``max_bytes`` unless the batch is still empty. Returns ``(appended, base_timestamp, max_timestamp)``;
+    ``meta`` (a bytearray or None) gets a ``RECORD_META`` per record. On an error nothing is appended.
 
-    ``timestamps``: an int (every record), a list (ints; None = ``now``) or an Arrow int64 column
+    Python objects come as a list (item i) or as ``(rows, index)`` (item ``index`` of the tuple ``rows[i]``).
+    ``timestamps``: an int (every record), objects (ints; None = ``now``) or an Arrow int64 column
     ``(validity or None, values buffer, array offset)`` (null = ``now``). ``keys``/``values``: None (all
-    null), a list (bytes-likes or None) or an Arrow binary column ``(validity or None, offsets buffer,
-    data buffer, array offset, large)``. ``headers``: None or a list of per-record None or (key, value) pairs.
+    null), objects (bytes-likes or None) or an Arrow binary column ``(validity or None, offsets buffer,
+    data buffer, array offset, large)``. ``headers``: None or objects (None or (key, value) pairs).
     """
-    if not isinstance(out, bytearray):
-        raise TypeError("out must be a bytearray")
+    if not isinstance(out, bytearray) or not (meta is None or isinstance(meta, bytearray)):
+        raise TypeError("out (and meta unless None) must be bytearrays")
     if start < 0 or stop < start:
         raise ValueError("invalid start/stop")
-    if headers is not None and (not isinstance(headers, list) or len(headers) < stop):
-        raise TypeError("headers must be None or a list with one item per record")
     timestamp_at = _timestamps(timestamps, stop, now)
     key_at = _source(keys, stop, "keys")
     value_at = _source(values, stop, "values")
+    header_at = (lambda i: None) if headers is None else _objects(headers, stop, "headers")
+    out_before, meta_before = len(out), 0 if meta is None else len(meta)
     appended = 0
-    for i in range(start, stop):
-        timestamp = timestamp_at(i)
-        if offset_delta == 0:
-            base_timestamp = timestamp
-        delta = timestamp - base_timestamp
-        if not _INT64_MIN <= delta <= _INT64_MAX:
-            raise ValueError(f"timestamp {timestamp} is too far from the batch's first, {base_timestamp}")
-        key = key_at(i)
-        value = value_at(i)
-        parts = [b"\x00", encode_varint(delta), encode_varint(offset_delta)]
-        if key is None:
-            parts.append(_NULL)
-        else:
-            parts += (encode_varint(len(key)), key)
-        if value is None:
-            parts.append(_NULL)
-        else:
-            parts += (encode_varint(len(value)), value)
-        record_headers = headers[i] if headers is not None else None
-        if record_headers is None:
-            parts.append(b"\x00")
-        else:
-            _encode_headers(record_headers, parts)
-        body = b"".join(parts)
-        encoded = encode_varint(len(body))
-        if offset_delta > 0 and len(out) + len(encoded) + len(body) > max_bytes:
-            break
-        if offset_delta >= _INT32_MAX:
-            raise ValueError("a record batch holds at most 2**31 - 1 records")
-        out += encoded
-        out += body
-        if timestamp > max_timestamp:
-            max_timestamp = timestamp
-        offset_delta += 1
-        appended += 1
+    try:
+        for i in range(start, stop):
+            timestamp = timestamp_at(i)
+            if offset_delta == 0:
+                base_timestamp = timestamp
+            delta = timestamp - base_timestamp
+            if not _INT64_MIN <= delta <= _INT64_MAX:
+                raise ValueError(f"timestamp {timestamp} is too far from the batch's first, {base_timestamp}")
+            key = key_at(i)
+            value = value_at(i)
+            parts = [b"\x00", encode_varint(delta), encode_varint(offset_delta)]
+            if key is None:
+                parts.append(_NULL)
+            else:
+                parts += (encode_varint(len(key)), key)
+            if value is None:
+                parts.append(_NULL)
+            else:
+                parts += (encode_varint(len(value)), value)
+            header_size = _encode_headers(header_at(i), parts)
+            body = b"".join(parts)
+            encoded = encode_varint(len(body))
+            if offset_delta > 0 and len(out) + len(encoded) + len(body) > max_bytes:
+                break
+            if offset_delta >= _INT32_MAX:
+                raise ValueError("a record batch holds at most 2**31 - 1 records")
+            out += encoded
+            out += body
+            if meta is not None:
+                meta += RECORD_META.pack(timestamp, -1 if key is None else len(key),
+                                         -1 if value is None else len(value), header_size)
+            if timestamp > max_timestamp:
+                max_timestamp = timestamp
+            offset_delta += 1
+            appended += 1
+    except BaseException:
+        del out[out_before:]  # nothing of this call stays: the caller's counts stay right
+        if meta is not None:
+            del meta[meta_before:]
+        raise
     return appended, base_timestamp, max_timestamp
 
 
-def _encode_headers(headers: Any, parts: list) -> None:
+def _encode_headers(headers: Any, parts: list) -> int:
+    """Append a record's headers (None: none); returns their key and value bytes."""
+    if headers is None or (isinstance(headers, list) and not headers):
+        parts.append(b"\x00")
+        return 0
     pairs = list(headers)
     parts.append(encode_varint(len(pairs)))
+    size = 0
     for pair in pairs:
         pair = tuple(pair)
         if len(pair) != 2:
@@ -352,11 +370,14 @@ def _encode_headers(headers: Any, parts: list) -> None:
         header_key, header_value = pair
         raw_key = header_key.encode("utf-8") if isinstance(header_key, str) else _as_bytes(header_key, "header keys")
         parts += (encode_varint(len(raw_key)), raw_key)
+        size += len(raw_key)
         if header_value is None:
             parts.append(_NULL)
         else:
             raw_value = _as_bytes(header_value, "header values")
             parts += (encode_varint(len(raw_value)), raw_value)
+            size += len(raw_value)
+    return size
 
 
 def _as_bytes(item: Any, what: str) -> bytes:
@@ -382,16 +403,36 @@ def _valid(bitmap: memoryview | None, index: int) -> bool:
     return bitmap is None or bool(bitmap[index >> 3] & (1 << (index & 7)))
 
 
+def _objects(column: Any, stop: int, what: str) -> Callable[[int], Any]:
+    """Item i of a list, or item ``index`` of the tuple ``rows[i]`` for ``(rows, index)``."""
+    index = None
+    if isinstance(column, tuple) and len(column) == 2:
+        column, index = column
+        if index < 0:
+            raise ValueError(f"{what}: negative row index")
+    if not isinstance(column, list):
+        raise TypeError(f"{what} must be None, a list, (rows, index) or an Arrow column description")
+    if len(column) < stop:
+        raise ValueError(f"{what} has fewer items than the records")
+    if index is None:
+        return column.__getitem__
+
+    def item(i: int) -> Any:
+        row = column[i]
+        if not isinstance(row, tuple) or len(row) <= index:
+            raise TypeError(f"{what}: rows must be tuples of more than {index} items")
+        return row[index]
+
+    return item
+
+
 def _timestamps(timestamps: Any, stop: int, now: int) -> Callable[[int], int]:
     if isinstance(timestamps, int):
         constant = _check_int64(timestamps)
         return lambda i: constant
-    if isinstance(timestamps, list):
-        if len(timestamps) < stop:
-            raise ValueError("timestamps has fewer items than the records")
-        return lambda i: now if timestamps[i] is None else _check_int64(timestamps[i])
     if not isinstance(timestamps, tuple) or len(timestamps) != 3:
-        raise TypeError("timestamps must be an int, a list or an Arrow int64 column description")
+        objects = _objects(timestamps, stop, "timestamps")
+        return lambda i: now if (item := objects(i)) is None else _check_int64(item)
     validity, data, offset = timestamps
     bitmap = None if validity is None else memoryview(validity).cast("B")
     raw = memoryview(data).cast("B")
@@ -404,12 +445,9 @@ def _timestamps(timestamps: Any, stop: int, now: int) -> Callable[[int], int]:
 def _source(column: Any, stop: int, what: str) -> Callable[[int], bytes | None]:
     if column is None:
         return lambda i: None
-    if isinstance(column, list):
-        if len(column) < stop:
-            raise ValueError(f"{what} has fewer items than the records")
-        return lambda i: None if column[i] is None else _as_bytes(column[i], what)
     if not isinstance(column, tuple) or len(column) != 5:
-        raise TypeError(f"{what} must be None, a list or an Arrow column description")
+        objects = _objects(column, stop, what)
+        return lambda i: None if (item := objects(i)) is None else _as_bytes(item, what)
     validity, offsets, data, offset, large = column
     if offset < 0:
         raise ValueError(f"{what}: negative array offset")

@@ -22,7 +22,7 @@
 #include <string.h>
 
 /* codec.py refuses a built module of another ABI (a stale build after the source changed). */
-#define CODEC_ABI 1
+#define CODEC_ABI 2
 #define MIN_RECORD_SIZE 7 /* seven one-byte fields */
 
 extern PyObject *codec_corrupt_error; /* CorruptRecordBatchError, given by codec.py through _init */

@@ -1,11 +1,55 @@
-/* Python lists or Arrow columns to records (encode_records): a run of records appended in one call. */
+/* Python lists, rows or Arrow columns to records (encode_records): a run of records appended in one call. */
 #include "codec.h"
 
-/* A column of keys or values: None (all null), a list (bytes-likes or None), or an Arrow binary column
- * given as (validity buffer or None, offsets buffer, data buffer, array offset, large offsets). */
+/* Where a column's Python objects are: item i of a list, or item `index` of the tuple rows[i]. */
 typedef struct {
-    int kind; /* 0 all null, 1 list, 2 arrow */
     PyObject *list;
+    Py_ssize_t index; /* -1: the list holds the items themselves */
+} Objects;
+
+/* obj is a list, or (rows: list of tuples, index) */
+static int objects_open(PyObject *obj, Objects *o, Py_ssize_t stop, const char *what) {
+    o->index = -1;
+    if (PyTuple_Check(obj) && PyTuple_GET_SIZE(obj) == 2) {
+        o->index = PyLong_AsSsize_t(PyTuple_GET_ITEM(obj, 1));
+        if (o->index == -1 && PyErr_Occurred())
+            return -1;
+        obj = PyTuple_GET_ITEM(obj, 0);
+        if (o->index < 0) {
+            PyErr_Format(PyExc_ValueError, "%s: negative row index", what);
+            return -1;
+        }
+    }
+    if (!PyList_Check(obj)) {
+        PyErr_Format(PyExc_TypeError, "%s must be None, a list, (rows, index) or an Arrow column description", what);
+        return -1;
+    }
+    if (PyList_GET_SIZE(obj) < stop) {
+        PyErr_Format(PyExc_ValueError, "%s has fewer items than the records", what);
+        return -1;
+    }
+    o->list = obj;
+    return 0;
+}
+
+static inline PyObject *objects_get(const Objects *o, Py_ssize_t i, const char *what) {
+    PyObject *item = PyList_GET_ITEM(o->list, i);
+    if (o->index < 0)
+        return item;
+    if (!PyTuple_Check(item) || PyTuple_GET_SIZE(item) <= o->index) {
+        PyErr_Format(PyExc_TypeError, "%s: rows must be tuples of more than %zd items", what, o->index);
+        return NULL;
+    }
+    return PyTuple_GET_ITEM(item, o->index);
+}
+
+/* -- keys and values ----------------------------------------------------------------------------------- */
+
+/* None (all null), Python objects (bytes-likes or None), or an Arrow binary column given as (validity
+ * buffer or None, offsets buffer, data buffer, array offset, large offsets). */
+typedef struct {
+    int kind; /* 0 all null, 1 objects, 2 arrow */
+    Objects objects;
     Py_buffer validity, offsets, data;
     int has_validity, large;
     Py_ssize_t offset;
@@ -25,18 +69,9 @@ static int source_open(PyObject *obj, Source *s, Py_ssize_t stop, const char *wh
     memset(s, 0, sizeof *s);
     if (obj == Py_None)
         return 0;
-    if (PyList_Check(obj)) {
-        if (PyList_GET_SIZE(obj) < stop) {
-            PyErr_Format(PyExc_ValueError, "%s has fewer items than the records", what);
-            return -1;
-        }
-        s->kind = 1;
-        s->list = obj;
-        return 0;
-    }
     if (!PyTuple_Check(obj) || PyTuple_GET_SIZE(obj) != 5) {
-        PyErr_Format(PyExc_TypeError, "%s must be None, a list or an Arrow column description", what);
-        return -1;
+        s->kind = 1;
+        return objects_open(obj, &s->objects, stop, what);
     }
     PyObject *validity = PyTuple_GET_ITEM(obj, 0);
     s->offset = PyLong_AsSsize_t(PyTuple_GET_ITEM(obj, 3));
@@ -72,7 +107,11 @@ static int source_open(PyObject *obj, Source *s, Py_ssize_t stop, const char *wh
     return 0;
 }
 
-/* The i-th item: *len -1 for null. *held is set when a buffer view must be released after use. */
+static inline int valid_bit(const Py_buffer *bitmap, Py_ssize_t j) {
+    return (((const uint8_t *)bitmap->buf)[j >> 3] >> (j & 7)) & 1;
+}
+
+/* The i-th item: *len -1 for null. *holding is set when `held` must be released after use. */
 static int source_get(Source *s, Py_ssize_t i, const char **ptr, Py_ssize_t *len, Py_buffer *held, int *holding,
                       const char *what) {
     *holding = 0;
@@ -81,7 +120,9 @@ static int source_get(Source *s, Py_ssize_t i, const char **ptr, Py_ssize_t *len
         return 0;
     }
     if (s->kind == 1) {
-        PyObject *item = PyList_GET_ITEM(s->list, i);
+        PyObject *item = objects_get(&s->objects, i, what);
+        if (item == NULL)
+            return -1;
         if (item == Py_None) {
             *len = -1;
             return 0;
@@ -92,11 +133,8 @@ static int source_get(Source *s, Py_ssize_t i, const char **ptr, Py_ssize_t *len
             return 0;
         }
         if (PyUnicode_Check(item) || PyObject_GetBuffer(item, held, PyBUF_SIMPLE) < 0) {
-            if (!PyErr_Occurred() || PyErr_ExceptionMatches(PyExc_TypeError)) {
-                PyErr_Clear();
-                PyErr_Format(PyExc_TypeError, "%s must be bytes-like or None, not %.100s", what,
-                             Py_TYPE(item)->tp_name);
-            }
+            PyErr_Clear();
+            PyErr_Format(PyExc_TypeError, "%s must be bytes-like or None, not %.100s", what, Py_TYPE(item)->tp_name);
             return -1;
         }
         *holding = 1;
@@ -105,7 +143,7 @@ static int source_get(Source *s, Py_ssize_t i, const char **ptr, Py_ssize_t *len
         return 0;
     }
     Py_ssize_t j = s->offset + i;
-    if (s->has_validity && !(((const uint8_t *)s->validity.buf)[j >> 3] & (1 << (j & 7)))) {
+    if (s->has_validity && !valid_bit(&s->validity, j)) {
         *len = -1;
         return 0;
     }
@@ -129,26 +167,28 @@ static int source_get(Source *s, Py_ssize_t i, const char **ptr, Py_ssize_t *len
     return 0;
 }
 
-/* Timestamps: an int (every record), a list (ints; None = now), or an Arrow int64 column
- * (validity or None, values buffer, array offset); null = now. */
+/* -- timestamps ---------------------------------------------------------------------------------------- */
+
+/* An int (every record), Python objects (ints; None = now), or an Arrow int64 column (validity or None,
+ * values buffer, array offset; null = now). */
 typedef struct {
-    int kind; /* 0 constant, 1 list, 2 arrow */
+    int kind; /* 0 constant, 1 objects, 2 arrow */
     int64_t constant;
-    PyObject *list;
+    Objects objects;
     Py_buffer validity, values;
     int has_validity;
     Py_ssize_t offset;
 } Timestamps;
 
 static int timestamp_value(PyObject *obj, int64_t *out) {
+    if (!PyLong_Check(obj)) {
+        PyErr_Format(PyExc_TypeError, "timestamps must be ints or None, not %.100s", Py_TYPE(obj)->tp_name);
+        return -1;
+    }
     int overflow = 0;
     long long v = PyLong_AsLongLongAndOverflow(obj, &overflow);
     if (overflow) {
-        PyObject *repr = PyObject_Str(obj);
-        if (repr) {
-            PyErr_Format(PyExc_ValueError, "timestamp %U is not an int64", repr);
-            Py_DECREF(repr);
-        }
+        PyErr_Format(PyExc_ValueError, "timestamp %S is not an int64", obj);
         return -1;
     }
     if (v == -1 && PyErr_Occurred())
@@ -170,18 +210,9 @@ static int timestamps_open(PyObject *obj, Timestamps *t, Py_ssize_t stop) {
     memset(t, 0, sizeof *t);
     if (PyLong_Check(obj))
         return timestamp_value(obj, &t->constant);
-    if (PyList_Check(obj)) {
-        if (PyList_GET_SIZE(obj) < stop) {
-            PyErr_SetString(PyExc_ValueError, "timestamps has fewer items than the records");
-            return -1;
-        }
-        t->kind = 1;
-        t->list = obj;
-        return 0;
-    }
     if (!PyTuple_Check(obj) || PyTuple_GET_SIZE(obj) != 3) {
-        PyErr_SetString(PyExc_TypeError, "timestamps must be an int, a list or an Arrow int64 column description");
-        return -1;
+        t->kind = 1;
+        return objects_open(obj, &t->objects, stop, "timestamps");
     }
     t->offset = PyLong_AsSsize_t(PyTuple_GET_ITEM(obj, 2));
     if (t->offset == -1 && PyErr_Occurred())
@@ -211,19 +242,17 @@ static int timestamps_get(Timestamps *t, Py_ssize_t i, int64_t now, int64_t *out
         return 0;
     }
     if (t->kind == 1) {
-        PyObject *item = PyList_GET_ITEM(t->list, i);
+        PyObject *item = objects_get(&t->objects, i, "timestamps");
+        if (item == NULL)
+            return -1;
         if (item == Py_None) {
             *out = now;
             return 0;
         }
-        if (!PyLong_Check(item)) {
-            PyErr_Format(PyExc_TypeError, "timestamps must be ints or None, not %.100s", Py_TYPE(item)->tp_name);
-            return -1;
-        }
         return timestamp_value(item, out);
     }
     Py_ssize_t j = t->offset + i;
-    if (t->has_validity && !(((const uint8_t *)t->validity.buf)[j >> 3] & (1 << (j & 7)))) {
+    if (t->has_validity && !valid_bit(&t->validity, j)) {
         *out = now;
         return 0;
     }
@@ -231,8 +260,11 @@ static int timestamps_get(Timestamps *t, Py_ssize_t i, int64_t now, int64_t *out
     return 0;
 }
 
-/* One header pair: its encoded size added to *total, and when out != NULL its bytes. */
-static int encode_header(PyObject *key, PyObject *value, char **out, Py_ssize_t *total) {
+/* -- headers ------------------------------------------------------------------------------------------- */
+
+/* One header pair: its encoded size added to *total and its key and value bytes to *payload; when
+ * out != NULL, its bytes written there. */
+static int encode_header(PyObject *key, PyObject *value, char **out, Py_ssize_t *total, Py_ssize_t *payload) {
     const char *kptr;
     Py_ssize_t klen;
     Py_buffer kview, vview;
@@ -249,6 +281,7 @@ static int encode_header(PyObject *key, PyObject *value, char **out, Py_ssize_t 
         klen = kview.len;
     }
     *total += varint_size(klen) + klen;
+    *payload += klen;
     if (out) {
         *out = write_varint(*out, klen);
         memcpy(*out, kptr, (size_t)klen);
@@ -268,6 +301,7 @@ static int encode_header(PyObject *key, PyObject *value, char **out, Py_ssize_t 
         return -1;
     }
     *total += varint_size(vview.len) + vview.len;
+    *payload += vview.len;
     if (out) {
         *out = write_varint(*out, vview.len);
         memcpy(*out, vview.buf, (size_t)vview.len);
@@ -277,9 +311,11 @@ static int encode_header(PyObject *key, PyObject *value, char **out, Py_ssize_t 
     return 0;
 }
 
-/* One record's headers (None or a sequence of (str or bytes, bytes-like or None)): their encoded size,
- * and when out != NULL the bytes. The sequence is walked twice (size, then bytes) without keeping views. */
-static int encode_headers(PyObject *headers, char **out, Py_ssize_t *size) {
+/* One record's headers (None or a sequence of (str or bytes, bytes-like or None) pairs): their encoded size
+ * and key and value bytes (Kafka's serialized header size), and when out != NULL the bytes. The sequence
+ * is walked twice (size, then bytes) without keeping views between the walks. */
+static int encode_headers(PyObject *headers, char **out, Py_ssize_t *size, Py_ssize_t *payload) {
+    *payload = 0;
     if (headers == Py_None) {
         *size = 1;
         if (out)
@@ -306,7 +342,7 @@ static int encode_headers(PyObject *headers, char **out, Py_ssize_t *size) {
         Py_INCREF(key);
         Py_INCREF(value);
         Py_DECREF(pair);
-        int pair_rc = encode_header(key, value, out, &total);
+        int pair_rc = encode_header(key, value, out, &total, payload);
         Py_DECREF(key);
         Py_DECREF(value);
         if (pair_rc < 0)
@@ -319,134 +355,182 @@ done:
     return rc;
 }
 
+/* -- encode_records ------------------------------------------------------------------------------------ */
+
+/* What encode_records appends to `meta` for each record: its timestamp and Kafka's serialized sizes
+ * (key and value -1 when null; headers: their keys' and values' bytes). */
+typedef struct {
+    int64_t timestamp;
+    int32_t key_size, value_size, header_size;
+} __attribute__((packed)) RecordMeta;
+
+/* One record's fields, while it is encoded (the views are released after each record). */
+typedef struct {
+    const char *key, *value;
+    Py_ssize_t key_len, value_len;
+    Py_buffer key_view, value_view;
+    int key_held, value_held;
+} Fields;
+
+static void fields_release(Fields *f) {
+    if (f->key_held)
+        PyBuffer_Release(&f->key_view);
+    if (f->value_held)
+        PyBuffer_Release(&f->value_view);
+    f->key_held = f->value_held = 0;
+}
+
+typedef struct {
+    Timestamps timestamps;
+    Source keys, values;
+    Objects headers;
+    int has_headers;
+} Inputs;
+
+static void inputs_release(Inputs *in) {
+    timestamps_release(&in->timestamps);
+    source_release(&in->keys);
+    source_release(&in->values);
+}
+
+static int inputs_open(Inputs *in, PyObject *const *args, Py_ssize_t stop) {
+    memset(in, 0, sizeof *in);
+    in->has_headers = args[3] != Py_None;
+    if (timestamps_open(args[0], &in->timestamps, stop) < 0)
+        return -1;
+    if (source_open(args[1], &in->keys, stop, "keys") < 0 || source_open(args[2], &in->values, stop, "values") < 0 ||
+        (in->has_headers && objects_open(args[3], &in->headers, stop, "headers") < 0)) {
+        inputs_release(in);
+        return -1;
+    }
+    return 0;
+}
+
+/* Appends one record to `out` unless it would take out past max_bytes in a batch that holds some already:
+ * 1 appended, 0 stopped, -1 error. */
+static int encode_one(PyObject *out, Inputs *in, PyObject *meta, Py_ssize_t i, int64_t now, int64_t *base_timestamp,
+                      int64_t offset_delta, Py_ssize_t max_bytes, int64_t *timestamp) {
+    int64_t delta;
+    if (timestamps_get(&in->timestamps, i, now, timestamp) < 0)
+        return -1;
+    if (offset_delta == 0)
+        *base_timestamp = *timestamp;
+    if (__builtin_sub_overflow(*timestamp, *base_timestamp, &delta)) {
+        PyErr_Format(PyExc_ValueError, "timestamp %lld is too far from the batch's first, %lld", (long long)*timestamp,
+                     (long long)*base_timestamp);
+        return -1;
+    }
+    Fields f;
+    memset(&f, 0, sizeof f);
+    int rc = -1;
+    if (source_get(&in->keys, i, &f.key, &f.key_len, &f.key_view, &f.key_held, "keys") < 0 ||
+        source_get(&in->values, i, &f.value, &f.value_len, &f.value_view, &f.value_held, "values") < 0)
+        goto done;
+    PyObject *headers = Py_None;
+    if (in->has_headers && (headers = objects_get(&in->headers, i, "headers")) == NULL)
+        goto done;
+    if (PyList_Check(headers) && PyList_GET_SIZE(headers) == 0)
+        headers = Py_None;
+    Py_ssize_t header_bytes, header_payload;
+    if (encode_headers(headers, NULL, &header_bytes, &header_payload) < 0)
+        goto done;
+    Py_ssize_t body = 1 + varint_size(delta) + varint_size(offset_delta) +
+                      (f.key_len < 0 ? 1 : varint_size(f.key_len) + f.key_len) +
+                      (f.value_len < 0 ? 1 : varint_size(f.value_len) + f.value_len) + header_bytes;
+    Py_ssize_t total = varint_size(body) + body, used = PyByteArray_GET_SIZE(out);
+    if (offset_delta > 0 && used + total > max_bytes) {
+        rc = 0;
+        goto done;
+    }
+    if (offset_delta >= INT32_MAX) {
+        PyErr_SetString(PyExc_ValueError, "a record batch holds at most 2**31 - 1 records");
+        goto done;
+    }
+    if (PyByteArray_Resize(out, used + total) < 0)
+        goto done;
+    char *w = PyByteArray_AS_STRING(out) + used;
+    w = write_varint(w, body);
+    *w++ = 0;
+    w = write_varint(w, delta);
+    w = write_varint(w, offset_delta);
+    w = write_varint(w, f.key_len);
+    if (f.key_len > 0) {
+        memcpy(w, f.key, (size_t)f.key_len);
+        w += f.key_len;
+    }
+    w = write_varint(w, f.value_len);
+    if (f.value_len > 0) {
+        memcpy(w, f.value, (size_t)f.value_len);
+        w += f.value_len;
+    }
+    if (encode_headers(headers, &w, &header_bytes, &header_payload) < 0) {
+        PyByteArray_Resize(out, used);
+        goto done;
+    }
+    if (meta != Py_None) {
+        RecordMeta m = {*timestamp, (int32_t)f.key_len, (int32_t)f.value_len, (int32_t)header_payload};
+        Py_ssize_t size = PyByteArray_GET_SIZE(meta);
+        if (PyByteArray_Resize(meta, size + (Py_ssize_t)sizeof m) < 0) {
+            PyByteArray_Resize(out, used);
+            goto done;
+        }
+        memcpy(PyByteArray_AS_STRING(meta) + size, &m, sizeof m);
+    }
+    rc = 1;
+done:
+    fields_release(&f);
+    return rc;
+}
+
 /* encode_records(out, base_timestamp, offset_delta, max_timestamp, now, timestamps, keys, values, headers,
- *                start, stop, max_bytes) -> (appended, base_timestamp, max_timestamp)
+ *                start, stop, max_bytes, meta) -> (appended, base_timestamp, max_timestamp)
  * Appends records start..stop-1 to the bytearray `out` (a batch's records so far: `offset_delta` of them,
- * the first one's timestamp `base_timestamp`), stopping before the first record that would take `out`
- * past max_bytes, unless the batch is still empty. headers: None or a list of per-record None or pairs. */
+ * the first one's timestamp `base_timestamp`), stopping before the first record that would take `out` past
+ * max_bytes, unless the batch is still empty; `meta` (a bytearray or None) gets a RecordMeta per record.
+ * Columns: see pure_codec.encode_records. */
 PyObject *codec_encode_records(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 12) {
-        PyErr_SetString(PyExc_TypeError, "encode_records takes 12 arguments");
+    if (nargs != 13) {
+        PyErr_SetString(PyExc_TypeError, "encode_records takes 13 arguments");
         return NULL;
     }
-    PyObject *out = args[0];
-    if (!PyByteArray_Check(out)) {
-        PyErr_SetString(PyExc_TypeError, "out must be a bytearray");
+    PyObject *out = args[0], *meta = args[12];
+    if (!PyByteArray_Check(out) || (meta != Py_None && !PyByteArray_Check(meta))) {
+        PyErr_SetString(PyExc_TypeError, "out (and meta unless None) must be bytearrays");
         return NULL;
     }
     int64_t base_timestamp, offset_delta, max_timestamp, now;
-    Py_ssize_t start, stop, max_bytes;
     if (as_int64(args[1], &base_timestamp) < 0 || as_int64(args[2], &offset_delta) < 0 ||
         as_int64(args[3], &max_timestamp) < 0 || as_int64(args[4], &now) < 0)
         return NULL;
-    start = PyLong_AsSsize_t(args[9]);
-    stop = PyLong_AsSsize_t(args[10]);
-    max_bytes = PyLong_AsSsize_t(args[11]);
+    Py_ssize_t start = PyLong_AsSsize_t(args[9]), stop = PyLong_AsSsize_t(args[10]);
+    Py_ssize_t max_bytes = PyLong_AsSsize_t(args[11]);
     if (PyErr_Occurred())
         return NULL;
-    PyObject *headers = args[8];
-    if (headers != Py_None && (!PyList_Check(headers) || PyList_GET_SIZE(headers) < stop)) {
-        PyErr_SetString(PyExc_TypeError, "headers must be None or a list with one item per record");
-        return NULL;
-    }
     if (start < 0 || stop < start) {
         PyErr_SetString(PyExc_ValueError, "invalid start/stop");
         return NULL;
     }
-    Timestamps ts;
-    Source keys, values;
-    if (timestamps_open(args[5], &ts, stop) < 0)
+    Inputs in;
+    if (inputs_open(&in, args + 5, stop) < 0)
         return NULL;
-    if (source_open(args[6], &keys, stop, "keys") < 0) {
-        timestamps_release(&ts);
-        return NULL;
-    }
-    if (source_open(args[7], &values, stop, "values") < 0) {
-        timestamps_release(&ts);
-        source_release(&keys);
-        return NULL;
-    }
-    PyObject *result = NULL;
+    Py_ssize_t out_before = PyByteArray_GET_SIZE(out), meta_before = meta == Py_None ? 0 : PyByteArray_GET_SIZE(meta);
     Py_ssize_t i = start;
     for (; i < stop; i++) {
-        int64_t timestamp, delta;
-        if (timestamps_get(&ts, i, now, &timestamp) < 0)
-            goto done;
-        if (offset_delta == 0)
-            base_timestamp = timestamp;
-        if (__builtin_sub_overflow(timestamp, base_timestamp, &delta)) {
-            PyErr_Format(PyExc_ValueError, "timestamp %lld is too far from the batch's first, %lld",
-                         (long long)timestamp, (long long)base_timestamp);
-            goto done;
+        int64_t timestamp;
+        int rc = encode_one(out, &in, meta, i, now, &base_timestamp, offset_delta, max_bytes, &timestamp);
+        if (rc < 0) { /* nothing of this call stays: the caller's counts stay right */
+            inputs_release(&in);
+            PyByteArray_Resize(out, out_before);
+            if (meta != Py_None)
+                PyByteArray_Resize(meta, meta_before);
+            return NULL;
         }
-        const char *kptr = NULL, *vptr = NULL;
-        Py_ssize_t klen, vlen, hsize;
-        Py_buffer kheld, vheld;
-        int kholding, vholding;
-        if (source_get(&keys, i, &kptr, &klen, &kheld, &kholding, "keys") < 0)
-            goto done;
-        if (source_get(&values, i, &vptr, &vlen, &vheld, &vholding, "values") < 0) {
-            if (kholding)
-                PyBuffer_Release(&kheld);
-            goto done;
-        }
-        PyObject *record_headers = headers == Py_None ? Py_None : PyList_GET_ITEM(headers, i);
-        int failed = 0;
-        if (record_headers != Py_None && PyList_Check(record_headers) && PyList_GET_SIZE(record_headers) == 0)
-            record_headers = Py_None;
-        if (encode_headers(record_headers, NULL, &hsize) < 0) {
-            failed = 1;
-        } else {
-            Py_ssize_t body = 1 + varint_size(delta) + varint_size(offset_delta) +
-                              (klen < 0 ? 1 : varint_size(klen) + klen) + (vlen < 0 ? 1 : varint_size(vlen) + vlen) +
-                              hsize;
-            Py_ssize_t total = varint_size(body) + body, used = PyByteArray_GET_SIZE(out);
-            if (offset_delta > 0 && used + total > max_bytes) {
-                if (kholding)
-                    PyBuffer_Release(&kheld);
-                if (vholding)
-                    PyBuffer_Release(&vheld);
-                break;
-            }
-            if (offset_delta >= INT32_MAX) {
-                PyErr_SetString(PyExc_ValueError, "a record batch holds at most 2**31 - 1 records");
-                failed = 1;
-            } else if (PyByteArray_Resize(out, used + total) < 0) {
-                failed = 1;
-            } else {
-                char *w = PyByteArray_AS_STRING(out) + used;
-                w = write_varint(w, body);
-                *w++ = 0;
-                w = write_varint(w, delta);
-                w = write_varint(w, offset_delta);
-                w = write_varint(w, klen);
-                if (klen > 0) {
-                    memcpy(w, kptr, (size_t)klen);
-                    w += klen;
-                }
-                w = write_varint(w, vlen);
-                if (vlen > 0) {
-                    memcpy(w, vptr, (size_t)vlen);
-                    w += vlen;
-                }
-                if (encode_headers(record_headers, &w, &hsize) < 0)
-                    failed = 1;
-            }
-        }
-        if (kholding)
-            PyBuffer_Release(&kheld);
-        if (vholding)
-            PyBuffer_Release(&vheld);
-        if (failed)
-            goto done;
+        if (rc == 0)
+            break;
         if (timestamp > max_timestamp)
             max_timestamp = timestamp;
         offset_delta++;
     }
-    result = Py_BuildValue("(nLL)", i - start, (long long)base_timestamp, (long long)max_timestamp);
-done:
-    timestamps_release(&ts);
-    source_release(&keys);
-    source_release(&values);
-    return result;
+    inputs_release(&in);
+    return Py_BuildValue("(nLL)", i - start, (long long)base_timestamp, (long long)max_timestamp);
 }

@@ -17,7 +17,7 @@ static PyMethodDef methods[] = {
     {"decode_arrow", codec_decode_arrow, METH_O, "decode_arrow(batches) -> column buffers (see pure_codec.decode_arrow)"},
     {"encode_records", (PyCFunction)(void (*)(void))codec_encode_records, METH_FASTCALL,
      "encode_records(out, base_timestamp, offset_delta, max_timestamp, now, timestamps, keys, values, headers, "
-     "start, stop, max_bytes) -> (appended, base_timestamp, max_timestamp)"},
+     "start, stop, max_bytes, meta) -> (appended, base_timestamp, max_timestamp)"},
     {NULL, NULL, 0, NULL},
 };
 

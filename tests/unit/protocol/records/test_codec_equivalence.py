@@ -39,25 +39,36 @@ def test_compiled_codec_is_built():
     assert COMPILED is not None, "pip install -e . did not build protocol/records/codec_c/ (gcc, python3-dev?)"
 
 
-def _encode(impl, recs, max_bytes=1 << 40, start=0, out=None, delta=0, base=0):
+def _encode(impl, recs, max_bytes=1 << 40, start=0, out=None, delta=0, base=0, meta=None):
     out = bytearray() if out is None else out
     result = impl.encode_records(out, base, delta, -1, NOW, [r[0] for r in recs], [r[1] for r in recs],
-                                 [r[2] for r in recs], [r[3] for r in recs], start, len(recs), max_bytes)
-    return bytes(out), result
+                                 [r[2] for r in recs], [r[3] for r in recs], start, len(recs), max_bytes, meta)
+    return bytes(out), result, None if meta is None else bytes(meta)
 
 
 @PROPERTY
 @given(recs=records, max_bytes=st.integers(0, 6000), start=st.integers(0, 5))
 def test_encode_identical(recs, max_bytes, start):
     start = min(start, len(recs))
-    assert _encode(pure_codec, recs, max_bytes, start) == _encode(COMPILED, recs, max_bytes, start)
+    pure = _encode(pure_codec, recs, max_bytes, start, meta=bytearray())
+    assert pure == _encode(COMPILED, recs, max_bytes, start, meta=bytearray())
+    rows = [(None, r[0], r[2], r[1], r[3]) for r in recs]  # the same columns as (rows, index)
+    for impl in IMPLS:
+        out, meta = bytearray(), bytearray()
+        result = impl.encode_records(out, 0, 0, -1, NOW, (rows, 1), (rows, 3), (rows, 2), (rows, 4), start, len(recs),
+                                     max_bytes, meta)
+        assert (bytes(out), result, bytes(meta)) == pure
+    assert len(meta) == 20 * result[0]
+    assert [pure_codec.RECORD_META.unpack_from(meta, 20 * i) for i in range(result[0])] == [
+        (NOW if ts is None else ts, -1 if k is None else len(k), -1 if v is None else len(v),
+         sum(len(hk.encode()) + len(hv or b"") for hk, hv in h or ())) for ts, k, v, h in recs[start:start + result[0]]]
 
 
 @PROPERTY
 @given(recs=records, base_offset=st.integers(0, 2**62), fixed=st.one_of(st.none(), st.integers(0, 2**50)),
        skip=st.integers(0, 70), timestamp_type=st.integers(0, 1))
 def test_decode_identical(recs, base_offset, fixed, skip, timestamp_type):
-    blob, (count, base_timestamp, _) = _encode(pure_codec, recs)
+    blob, (count, base_timestamp, _), _ = _encode(pure_codec, recs)
     assert count == len(recs)
     args = (blob, count, base_offset, base_timestamp, fixed)
     decoded = [impl.decode_records(*args, Record) for impl in IMPLS]
@@ -105,9 +116,9 @@ def test_arrow_columns_encode_like_lists(recs, slice_at, large, as_string):
     ts_column = int64_column(pa.array([0] * slice_at + ts, pa.int64()).slice(slice_at))
     for impl in IMPLS:
         listed, arrowed = bytearray(), bytearray()
-        impl.encode_records(listed, 0, 0, -1, NOW, ts, key_list, value_list, None, 0, len(recs), 1 << 40)
+        impl.encode_records(listed, 0, 0, -1, NOW, ts, key_list, value_list, None, 0, len(recs), 1 << 40, None)
         impl.encode_records(arrowed, 0, 0, -1, NOW, ts_column, binary_column(column([r[1] for r in recs])),
-                            binary_column(column([r[2] for r in recs])), None, 0, len(recs), 1 << 40)
+                            binary_column(column([r[2] for r in recs])), None, 0, len(recs), 1 << 40, None)
         assert arrowed == listed
 
 
@@ -154,7 +165,7 @@ def _outcome(call):
         return CorruptRecordBatchError
 
 
-FUZZ_BLOB, (FUZZ_COUNT, FUZZ_BASE, _) = _encode(pure_codec, [
+FUZZ_BLOB, (FUZZ_COUNT, FUZZ_BASE, _), _ = _encode(pure_codec, [
     (NOW + i, b"k%d" % i if i % 2 else None, b"value-%d" % i * 3, [("h", b"x"), ("é", None)] if i % 3 == 0 else None)
     for i in range(12)])
 
@@ -200,7 +211,7 @@ def test_varints_wider_than_their_type_raise_in_both(blob, message):
 
 
 def test_deserializers_and_bad_inputs():
-    blob, (count, base, _) = _encode(pure_codec, [(NOW, b"k", b"v", None), (NOW, None, b"w", None)])
+    blob, (count, base, _), _ = _encode(pure_codec, [(NOW, b"k", b"v", None), (NOW, None, b"w", None)])
     for impl in IMPLS:
         got = impl.decode_consumer_records(blob, count, 0, base, None, 0, "t", 0, 0, ConsumerRecord, bytes.upper,
                                            lambda v: v + b"!")
@@ -209,11 +220,13 @@ def test_deserializers_and_bad_inputs():
             impl.decode_consumer_records(blob, count, 0, base, None, 0, "t", 0, 0, ConsumerRecord, None,
                                          lambda v: 1 / 0)
         with pytest.raises(TypeError):
-            impl.encode_records(bytearray(), 0, 0, -1, NOW, NOW, ["a string"], [b"v"], None, 0, 1, 1 << 40)
+            impl.encode_records(bytearray(), 0, 0, -1, NOW, NOW, ["a string"], [b"v"], None, 0, 1, 1 << 40, None)
         with pytest.raises(ValueError):
-            impl.encode_records(bytearray(), 0, 0, -1, NOW, [2**63], [None], [b"v"], None, 0, 1, 1 << 40)
-        with pytest.raises(ValueError):
-            impl.encode_records(bytearray(), 0, 0, -1, NOW, [-(2**62), 2**62], None, [b"a", b"b"], None, 0, 2, 1 << 40)
+            impl.encode_records(bytearray(), 0, 0, -1, NOW, [2**63], [None], [b"v"], None, 0, 1, 1 << 40, None)
+        out, meta = bytearray(b"kept"), bytearray(b"m")
+        with pytest.raises(ValueError):  # the second record fails: the first is taken back too
+            impl.encode_records(out, 0, 0, -1, NOW, [-(2**62), 2**62], None, [b"a", b"b"], None, 0, 2, 1 << 40, meta)
+        assert (out, meta) == (b"kept", b"m")
 
 
 @pytest.mark.parametrize("setup, env, compiled, warned", [
