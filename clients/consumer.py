@@ -479,6 +479,7 @@ class AIOConsumer:
             if records is None:
                 continue  # moved (seek, reset, revocation) meanwhile
             if records and state.position is not None and records[-1].offset >= state.position:
+                records.clear()  # the iteration stops handing them out
                 state.move(state.position)
             else:
                 state.position = state.fetch_position

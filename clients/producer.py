@@ -46,6 +46,7 @@ from typing import Any, Callable, Iterable
 
 from ..protocol.errors import KafkaError, RequestTimedOutError, for_code
 from ..protocol.records import Compression
+from ..protocol.records.codec import pure_python_forced
 from .errors import KafkaConnectionError
 from .partitioner import DefaultPartitioner
 from .batch_input import BatchInput, SendBatchCall, batch_input
@@ -154,38 +155,27 @@ def _serialize(serializer: Callable[[Any], Any] | None, value: Any) -> bytes | N
     return bytes(value) if isinstance(value, (bytearray, memoryview)) else value
 
 
+def run_end_py(rows: list[tuple], start: int, end: int) -> int:
+    """Where the run of rows that go into batches together ends: keyless rows without a partition, of one
+    topic, are appended in one codec call; any other row alone."""
+    topic, _, key, partition = rows[start][:4]
+    if key is not None or partition is not None:
+        return start + 1
+    index = start + 1
+    while index < end:
+        row = rows[index]
+        if row[2] is not None or row[3] is not None or row[0] != topic:
+            break
+        index += 1
+    return index
+
+
 try:  # the same in C (clients/producer_c/producer.c): this pass runs over every row a blocking Producer sends
+    if pure_python_forced():
+        raise ImportError("ODRADEK_PURE_PYTHON")
     from ._producer import run_end as _run_end
 except ImportError:
-    def _run_end(rows: list[tuple], start: int, end: int) -> int:
-        """Where the run of rows that go into batches together ends: keyless rows without a partition, of one
-        topic, are appended in one codec call; any other row alone."""
-        topic, _, key, partition = rows[start][:4]
-        if key is not None or partition is not None:
-            return start + 1
-        index = start + 1
-        while index < end:
-            row = rows[index]
-            if row[2] is not None or row[3] is not None or row[0] != topic:
-                break
-            index += 1
-        return index
-
-
-def _by_key(given: BatchInput, partitions: list[int]) -> list[tuple[int | None, Columns, int]]:
-    """``send_batch``'s records grouped by their key's partition (Kafka's murmur2; keyless ones stay with the
-    sticky partitioner), each group in the call's order: ``(partition, columns, count)``. With keys,
-    ``batch_input`` gives every column as Python objects."""
-    assert given.keys is not None
-    groups: dict[int | None, list[int]] = {}
-    for index, key in enumerate(given.keys):
-        groups.setdefault(None if key is None else partition_for_key(key, len(partitions)), []).append(index)
-    pieces = []
-    for partition, indexes in groups.items():
-        def take(column: Any) -> Any:
-            return [column[i] for i in indexes] if isinstance(column, list) else column
-        pieces.append((partition, Columns(*(take(column) for column in given.columns)), len(indexes)))
-    return pieces
+    _run_end = run_end_py
 
 
 def _check_target(topic: Any, partition: Any) -> None:
@@ -428,6 +418,13 @@ class AIOProducer:
         """Queue a record; returns a future of its RecordMetadata (aiokafka's shape)."""
         future = asyncio.get_running_loop().create_future()
         rows = [self.row(topic, value, key, partition, timestamp_ms, headers, future)]
+        if self._started and not self._closing and not self._accumulator.is_full:
+            partitions = self._client.cluster.partitions_for(topic)
+            if partitions:  # nothing to wait for: no await on the way (each costs a task step)
+                if self._txn is not None:
+                    self._txn.check_send()
+                self._append_rows(rows, 0, 1, partitions, lazy=False)
+                return future
         await self.append_waiting(rows, 0, lazy=False)
         return future
 
@@ -448,6 +445,28 @@ class AIOProducer:
         if self._accumulator.is_full:
             await self._accumulator.wait_for_space(deadline, self.config["max_block_ms"])
         self._append_rows(rows, index, index + 1, self._client.cluster.partitions_for(rows[index][0]), lazy)
+
+    def _by_key(self, topic: str, given: BatchInput, partitions: list[int]) -> list[tuple[int, Columns, int]]:
+        """``send_batch``'s records grouped by partition, each group in the call's order, so every partition
+        gets its records in that order: a key's partition by Kafka's murmur2, the keyless ones all the sticky
+        partition's. ``batch_input`` gives every column as Python objects when there are keys."""
+        assert given.keys is not None
+        sticky: int | None = None
+        groups: dict[int, list[int]] = {}
+        for index, key in enumerate(given.keys):
+            if key is not None:
+                partition = partition_for_key(key, len(partitions))
+            else:
+                if sticky is None:
+                    sticky = self._partitioner.partition(topic, None, partitions, self._available(topic, partitions))
+                partition = sticky
+            groups.setdefault(partition, []).append(index)
+        pieces = []
+        for partition, indexes in groups.items():
+            def take(column: Any) -> Any:
+                return [column[i] for i in indexes] if isinstance(column, list) else column
+            pieces.append((partition, Columns(*(take(column) for column in given.columns)), len(indexes)))
+        return pieces
 
     async def _ready_to_send(self) -> None:
         if self._closing:
@@ -484,7 +503,7 @@ class AIOProducer:
         if partition is not None and partition not in partitions:
             raise ValueError(f"{topic!r} has no partition {partition} (it has {len(partitions)})")
         if partition is None and given.keys is not None:
-            pieces = _by_key(given, partitions)
+            pieces = self._by_key(topic, given, partitions)
         else:
             pieces = [(partition, given.columns, given.count)]
         accumulator = self._accumulator

@@ -17,6 +17,7 @@ import time
 from typing import Any, Callable
 
 from ..protocol.errors import RequestTimedOutError
+from ..protocol.records.codec import pure_python_forced
 
 log = logging.getLogger(__name__)
 
@@ -183,22 +184,32 @@ class _SyncFuture:
         return f"<{name} {'succeeded' if state == SUCCEEDED else 'failed'}: {value!r}>"
 
 
+class _SlottedStorage:
+    """FutureRecordMetadata's attributes as a plain slotted class (tracked by the garbage collector)."""
+
+    __slots__ = ("_batch", "_index", "_callbacks")
+
+    def __init__(self) -> None:
+        self._batch = self._index = self._callbacks = None
+
+
+def bind_rows_py(rows: list, start: int, count: int, batch: Any, first_index: int, position: int) -> list:
+    """The futures at ``position`` of ``rows[start:start+count]`` become the batch's records ``first_index`` on;
+    returns them."""
+    bound = [row[position] for row in rows[start:start + count]]
+    for index, future in enumerate(bound, first_index):
+        future._batch = batch
+        future._index = index
+    return bound
+
+
 try:  # storage the garbage collector does not track, and binding in C (clients/producer_c/producer.c)
+    if pure_python_forced():
+        raise ImportError("ODRADEK_PURE_PYTHON")
     from ._producer import FutureBase as _FutureStorage
     from ._producer import bind as _bind_rows
-except ImportError:  # not built: a plain slotted class, tracked (each collection then walks the futures kept)
-    class _FutureStorage:  # type: ignore[no-redef]
-        __slots__ = ("_batch", "_index", "_callbacks")
-
-        def __init__(self) -> None:
-            self._batch = self._index = self._callbacks = None
-
-    def _bind_rows(rows: list, start: int, count: int, batch: Any, first_index: int, position: int) -> list:
-        bound = [row[position] for row in rows[start:start + count]]
-        for index, future in enumerate(bound, first_index):
-            future._batch = batch
-            future._index = index
-        return bound
+except ImportError:  # not built: tracked futures (each full collection then walks the futures kept)
+    _FutureStorage, _bind_rows = _SlottedStorage, bind_rows_py  # type: ignore[misc]
 
 
 class FutureRecordMetadata(_SyncFuture, _FutureStorage):

@@ -3,7 +3,8 @@
 Both have the same functions, results and errors (``pure_codec.py`` is the reference, and the tests
 check they give identical bytes and values). ``pip install -e .`` builds the compiled codec where a C
 compiler and the Python headers are present; without them the pure codec is used and one warning says
-so. ``ODRADEK_PURE_PYTHON=1`` forces the pure codec (the CI runs the codec and client tests that way).
+so. ``ODRADEK_PURE_PYTHON=1`` forces the pure codec, and the Python paths of the clients' own C helpers
+(``clients/producer_c``); the CI runs the codec and client tests that way.
 """
 
 from __future__ import annotations
@@ -20,9 +21,14 @@ _ABI = 2
 PURE_ENV = "ODRADEK_PURE_PYTHON"
 
 
+def pure_python_forced() -> bool:
+    """ODRADEK_PURE_PYTHON is set: the pure-Python codec (and the clients' Python paths) are used."""
+    return os.environ.get(PURE_ENV, "").strip().lower() not in ("", "0", "false", "no")
+
+
 def _load() -> tuple[ModuleType, str | None]:
     """(the codec module, why the compiled one is not used or None)."""
-    if os.environ.get(PURE_ENV, "").strip().lower() not in ("", "0", "false", "no"):
+    if pure_python_forced():
         return pure_codec, None  # asked for: no warning
     try:
         from . import _codec  # type: ignore[attr-defined]
@@ -70,5 +76,5 @@ COMPILED = False
 decode_records = decode_consumer_records = decode_arrow = encode_records = None  # set by use()
 use(impl)
 
-__all__ = ["COMPILED", "PURE_ENV", "compiled_module", "decode_arrow", "decode_consumer_records", "decode_records",
+__all__ = ["COMPILED", "PURE_ENV", "compiled_module", "pure_python_forced", "decode_arrow", "decode_consumer_records", "decode_records",
            "encode_records", "impl", "pure_codec", "use"]
