@@ -110,17 +110,23 @@ def tree_cpu_seconds(root: int | None = None) -> float:
     return total
 
 
-def produce_odradek_sync(spec: dict, window: Window) -> dict:
+def _odradek_producer(spec: dict):
+    """Our blocking Producer, connected, with one record written to each partition (not timed)."""
     from odradek.clients.sync_producer import Producer
 
+    producer = Producer(bootstrap_servers=spec["bootstrap"], acks=spec["acks"], linger_ms=LINGER_MS,
+                        enable_idempotence=False)
+    for partition in range(spec["partitions"]):
+        producer.send(spec["topic"], b"v" * RECORD_SIZE, partition=partition)
+    producer.flush()
+    return producer
+
+
+def produce_odradek_sync(spec: dict, window: Window) -> dict:
     value = b"v" * RECORD_SIZE
-    with Producer(bootstrap_servers=spec["bootstrap"], acks=spec["acks"], linger_ms=LINGER_MS,
-                  enable_idempotence=False) as producer:
-        for partition in range(spec["partitions"]):
-            producer.send(spec["topic"], value, partition=partition)
-        producer.flush()
+    with _odradek_producer(spec) as producer:
         window.start()
-        send, failed = producer.send, []
+        send = producer.send
         futures = [send(spec["topic"], value) for _ in range(spec["count"])]
         producer.flush()
         failed = [f for f in futures if f.exception() is not None]
@@ -131,15 +137,8 @@ def produce_odradek_sync(spec: dict, window: Window) -> dict:
 
 
 def produce_odradek_batch(spec: dict, window: Window) -> dict:
-    from odradek.clients.sync_producer import Producer
-
-    value = b"v" * RECORD_SIZE
-    with Producer(bootstrap_servers=spec["bootstrap"], acks=spec["acks"], linger_ms=LINGER_MS,
-                  enable_idempotence=False) as producer:
-        for partition in range(spec["partitions"]):
-            producer.send(spec["topic"], value, partition=partition)
-        producer.flush()
-        values = [value] * spec["count"]
+    with _odradek_producer(spec) as producer:
+        values = [b"v" * RECORD_SIZE] * spec["count"]
         window.start()
         result = producer.send_batch(spec["topic"], values).get(600)
         return window.stop(result.records)
