@@ -185,8 +185,7 @@ def _check_target(topic: Any, partition: Any) -> None:
         raise ValueError(f"partition must be a non-negative int, not {partition!r}")
 
 
-def _fail_row(row: tuple, error: BaseException) -> None:
-    future = row[6]
+def _fail(future: Any, error: BaseException) -> None:
     if not future.done():
         future.set_exception(error)
 
@@ -395,11 +394,12 @@ class AIOProducer:
             raise
 
     # -- sending ----------------------------------------------------------------------------------
-    # A record on its way to a batch is a row (topic, value, key, partition, timestamp_ms, headers, future):
-    # the blocking Producer's hand-off holds such rows, and runs of them are encoded in one codec call.
+    # A record on its way to a batch is a row (topic, value, key, partition, timestamp_ms, headers) with a
+    # future (its ``futures[i]``, or the row's for the blocking Producer): runs of rows are encoded in one
+    # codec call.
 
     def row(self, topic: str, value: Any = None, key: Any = None, partition: int | None = None,
-            timestamp_ms: int | None = None, headers: Iterable | None = None, future: Any = None) -> tuple:
+            timestamp_ms: int | None = None, headers: Iterable | None = None) -> tuple:
         """A checked and serialized row (raises at once on bad input; the blocking Producer sends these)."""
         _check_target(topic, partition)
         key_bytes = _serialize(self.config["key_serializer"], key)
@@ -411,28 +411,28 @@ class AIOProducer:
                 if not isinstance(header_key, str):
                     raise TypeError(f"header keys must be str, not {type(header_key).__name__}")
                 header_list.append((header_key, _serialize(None, header_value)))
-        return (topic, value_bytes, key_bytes, partition, timestamp_ms, header_list, future)
+        return (topic, value_bytes, key_bytes, partition, timestamp_ms, header_list)
 
     async def send(self, topic: str, value: Any = None, key: Any = None, partition: int | None = None,
                    timestamp_ms: int | None = None, headers: Iterable | None = None) -> asyncio.Future:
         """Queue a record; returns a future of its RecordMetadata (aiokafka's shape)."""
         future = asyncio.get_running_loop().create_future()
-        rows = [self.row(topic, value, key, partition, timestamp_ms, headers, future)]
+        rows, futures = [self.row(topic, value, key, partition, timestamp_ms, headers)], [future]
         if self._started and not self._closing and not self._accumulator.is_full:
             partitions = self._client.cluster.partitions_for(topic)
             if partitions:  # nothing to wait for: no await on the way (each costs a task step)
                 if self._txn is not None:
                     self._txn.check_send()
-                self._append_rows(rows, 0, 1, partitions, lazy=False)
+                self._append_rows(rows, futures, 0, 1, partitions, lazy=False)
                 return future
-        await self.append_waiting(rows, 0, lazy=False)
+        await self.append_waiting(rows, futures, 0, lazy=False)
         return future
 
     async def send_and_wait(self, topic: str, value: Any = None, key: Any = None, partition: int | None = None,
                             timestamp_ms: int | None = None, headers: Iterable | None = None) -> RecordMetadata:
         return await (await self.send(topic, value, key, partition, timestamp_ms, headers))
 
-    async def append_waiting(self, rows: list[tuple], index: int, deadline: float | None = None,
+    async def append_waiting(self, rows: list[tuple], futures: list, index: int, deadline: float | None = None,
                              lazy: bool = True) -> None:
         """Append row ``index`` after waiting, if needed, for the producer to start, for its topic's metadata
         and for buffer_memory; those waits end at ``deadline`` (loop time; default ``max_block_ms`` from now,
@@ -444,7 +444,7 @@ class AIOProducer:
         await self._wait_for_partitions(rows[index][0], deadline)
         if self._accumulator.is_full:
             await self._accumulator.wait_for_space(deadline, self.config["max_block_ms"])
-        self._append_rows(rows, index, index + 1, self._client.cluster.partitions_for(rows[index][0]), lazy)
+        self._append_rows(rows, futures, index, index + 1, self._client.cluster.partitions_for(rows[index][0]), lazy)
 
     def _by_key(self, topic: str, given: BatchInput, partitions: list[int]) -> list[tuple[int, Columns, int]]:
         """``send_batch``'s records grouped by partition, each group in the call's order, so every partition
@@ -521,7 +521,7 @@ class AIOProducer:
             call.failed(exc)
         return call.future
 
-    def append_now(self, rows: list[tuple], start: int = 0, lazy: bool = True) -> int:
+    def append_now(self, rows: list[tuple], futures: list, start: int = 0, lazy: bool = True) -> int:
         """Queue ``rows[start:]`` in order without awaiting (the blocking Producer's hand-off), in runs of
         many records per codec call; returns the index of the first row that would have to wait (producer
         not started, topic not known yet, buffer_memory full), ``len(rows)`` if none: send that one with
@@ -546,13 +546,14 @@ class AIOProducer:
                 if self._txn is not None:
                     self._txn.check_send()
             except Exception as exc:  # noqa: BLE001 - the row's own error, as append_waiting raises it
-                _fail_row(rows[index], exc)
+                _fail(futures[index], exc)
                 index += 1
                 continue
-            index = self._append_rows(rows, index, _run_end(rows, index, end), partitions, lazy)
+            index = self._append_rows(rows, futures, index, _run_end(rows, index, end), partitions, lazy)
         return end
 
-    def _append_rows(self, rows: list[tuple], start: int, stop: int, partitions: list[int], lazy: bool) -> int:
+    def _append_rows(self, rows: list[tuple], futures: list, start: int, stop: int, partitions: list[int],
+                     lazy: bool) -> int:
         """Append ``rows[start:stop]`` (one topic; one run of keyless rows without partition, or a single row);
         a row's error goes to its future. Returns the index after the last row handled: ``stop``, or less
         when buffer_memory filled up."""
@@ -562,9 +563,9 @@ class AIOProducer:
 
         def settle(batch: _Batch, first: int, begin: int, count: int) -> None:
             if lazy:
-                bind(rows, begin, count, batch, first, 6)
+                bind(futures, begin, count, batch, first)
             else:
-                batch.add_futures([(first + i, rows[begin + i][6]) for i in range(count)])
+                batch.add_futures([(first + i, futures[begin + i]) for i in range(count)])
 
         index = start
         while index < stop:
@@ -574,12 +575,12 @@ class AIOProducer:
                 index = self._append_columns(topic, partitions, partition, key, columns, index, stop, settle)
             except Exception as exc:  # noqa: BLE001 - row ``index`` could not be appended (bad value, too large...)
                 if stop - index == 1:
-                    _fail_row(rows[index], exc)
+                    _fail(futures[index], exc)
                     return stop
                 for single in range(index, stop):  # which row: one at a time from here
                     if self._accumulator.is_full:
                         return single
-                    self._append_rows(rows, single, single + 1, partitions, lazy)
+                    self._append_rows(rows, futures, single, single + 1, partitions, lazy)
                 return stop
             if self._accumulator.is_full:
                 return index

@@ -187,35 +187,44 @@ class _SyncFuture:
 class _SlottedStorage:
     """FutureRecordMetadata's attributes as a plain slotted class (tracked by the garbage collector)."""
 
-    __slots__ = ("_batch", "_index", "_callbacks")
+    __slots__ = ("_batch", "_index", "_callbacks", "_row")
 
-    def __init__(self) -> None:
+    def __init__(self, row: tuple | None = None) -> None:
         self._batch = self._index = self._callbacks = None
+        self._row = row
 
 
 def bind_rows_py(rows: list, start: int, count: int, batch: Any, first_index: int, position: int) -> list:
-    """The futures at ``position`` of ``rows[start:start+count]`` become the batch's records ``first_index`` on;
-    returns them."""
-    bound = [row[position] for row in rows[start:start + count]]
+    """The futures at ``position`` of ``rows[start:start+count]`` (the items themselves for -1) become the
+    batch's records ``first_index`` on, and let their row go; returns them."""
+    chosen = rows[start:start + count]
+    bound = chosen if position < 0 else [row[position] for row in chosen]
     for index, future in enumerate(bound, first_index):
         future._batch = batch
         future._index = index
+        future._row = None
     return bound
 
 
-try:  # storage the garbage collector does not track, and binding in C (clients/producer_c/producer.c)
+def rows_of_py(futures: list) -> list:
+    return [future._row for future in futures]
+
+
+try:  # storage the garbage collector does not track, and the loop's passes in C (clients/producer_c)
     if pure_python_forced():
         raise ImportError("ODRADEK_PURE_PYTHON")
     from ._producer import FutureBase as _FutureStorage
     from ._producer import bind as _bind_rows
+    from ._producer import rows_of
 except ImportError:  # not built: tracked futures (each full collection then walks the futures kept)
-    _FutureStorage, _bind_rows = _SlottedStorage, bind_rows_py  # type: ignore[misc]
+    _FutureStorage, _bind_rows, rows_of = _SlottedStorage, bind_rows_py, rows_of_py  # type: ignore[misc]
 
 
 class FutureRecordMetadata(_SyncFuture, _FutureStorage):
     """What ``Producer.send`` returns; its result is the record's RecordMetadata.
 
-    ``_batch`` is None until the producer's loop binds it (``bind``: a batch and ``_index``), or
+    Made with its record's row (topic, value, key, partition, timestamp, headers), which it carries to the
+    producer's loop. ``_batch`` is None until the loop binds it (``bind``: a batch and ``_index``), or
     ``set_result``/``set_exception`` settle it (a ``Settled``).
     """
 
@@ -288,10 +297,9 @@ class FutureBatchMetadata(_SyncFuture):
         self._run_callbacks()
 
 
-def bind(rows: list, start: int, count: int, batch: Any, first_index: int, position: int) -> None:
-    """The record futures at ``position`` in ``rows[start:start+count]`` are the batch's records ``first_index``
-    on."""
-    _hand_over_unbound(_bind_rows(rows, start, count, batch, first_index, position))
+def bind(futures: list, start: int, count: int, batch: Any, first_index: int) -> None:
+    """Record futures ``futures[start:start+count]`` are the batch's records ``first_index`` on."""
+    _hand_over_unbound(_bind_rows(futures, start, count, batch, first_index, -1))
 
 
 def _hand_over_unbound(bound: list) -> None:
@@ -324,4 +332,4 @@ def batch_settled(batch: Any) -> None:
 
 
 __all__ = ["FAILED", "PENDING", "SUCCEEDED", "FutureBatchMetadata", "FutureRecordMetadata", "Settled", "batch_settled",
-           "bind"]
+           "bind", "rows_of"]

@@ -42,7 +42,7 @@ from .batch_input import batch_input
 from .errors import KafkaConnectionError
 from .event_loop_thread import EventLoopThread
 from .producer import AIOProducer
-from .record_futures import FutureBatchMetadata, FutureRecordMetadata
+from .record_futures import FutureBatchMetadata, FutureRecordMetadata, rows_of
 from .transaction_manager import TransactionState
 
 log = logging.getLogger(__name__)
@@ -76,13 +76,13 @@ class Producer:
             raise RuntimeError("send after the producer was closed")
         if self._aio._txn is not None:
             self._aio._txn.check_send()  # outside a transaction: raise here, as kafka-python does
-        result = FutureRecordMetadata()
         if (self._plain and headers is None and (partition is None or partition.__class__ is int)
                 and (value is None or value.__class__ is bytes)
                 and (key is None or key.__class__ is bytes) and topic.__class__ is str and topic):
-            self._handoff.append((topic, value, key, partition, timestamp_ms, None, result))
+            result = FutureRecordMetadata((topic, value, key, partition, timestamp_ms, None))
         else:
-            self._handoff.append(self._aio.row(topic, value, key, partition, timestamp_ms, headers, result))
+            result = FutureRecordMetadata(self._aio.row(topic, value, key, partition, timestamp_ms, headers))
+        self._handoff.append(result)
         # Appended before the flag is read, and the drain clears the flag before it looks at the
         # queue a last time: one of the two sees the other, so no record is left behind.
         if not self._handoff_scheduled:
@@ -99,7 +99,7 @@ class Producer:
         Records go to the AIOProducer's batches many at a time; only one that must wait (topic
         unknown yet, buffer_memory full) goes through the awaiting path, and the rest wait behind it."""
         handoff, aio = self._handoff, self._aio
-        entries: list[tuple] = []
+        entries: list[FutureRecordMetadata] = []
         index = 0
         loop = asyncio.get_running_loop()
         max_block = aio.config["max_block_ms"] / 1000
@@ -107,24 +107,25 @@ class Producer:
             while True:
                 while handoff:
                     entries = [handoff.popleft() for _ in range(len(handoff))]
+                    rows = rows_of(entries)
                     deadline = loop.time() + max_block  # for every record of the burst together
-                    index = aio.append_now(entries)
+                    index = aio.append_now(rows, entries)
                     while index < len(entries):
                         try:
-                            await aio.append_waiting(entries, index, deadline=deadline)
+                            await aio.append_waiting(rows, entries, index, deadline=deadline)
                         except Exception as exc:  # noqa: BLE001 - the record's error goes to its future
-                            entries[index][-1].set_exception(exc)
-                        index = aio.append_now(entries, index + 1)
+                            entries[index].set_exception(exc)
+                        index = aio.append_now(rows, entries, index + 1)
                 self._handoff_scheduled = False
                 if not handoff:
                     return
                 self._handoff_scheduled = True  # a send saw the flag still set: this drain takes its record
         except BaseException as exc:  # cancelled (the loop stops) or a bug: no record may wait forever
             error = KafkaConnectionError(f"the record was not handed to the producer: {exc!r}")
-            for *_, result in entries[index:]:
+            for result in entries[index:]:
                 result.set_exception(error)
             while handoff:
-                handoff.popleft()[-1].set_exception(error)
+                handoff.popleft().set_exception(error)
             self._handoff_scheduled = False
             raise
 

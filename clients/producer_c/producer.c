@@ -7,8 +7,12 @@
  * tracked; record_futures.py subclasses it with __slots__ = () and keeps all the behaviour. A cycle through
  * a future (a callback that refers to it) lasts until its callbacks run, which every outcome does.
  *
- * run_end and bind: the loop's two passes over a burst of hand-off rows (producer.py's _run_end,
- * record_futures.py's bind), which cost as much as the rest of a send when written in Python.
+ * A future carries its record's row (topic, value, key, partition, timestamp, headers) to the loop, so the
+ * row tuple holds only atoms and CPython untracks it at once; a row holding the future (a GC type) stayed
+ * tracked and was promoted while it waited, which set off full collections.
+ *
+ * rows_of, run_end and bind: the loop's passes over a burst of hand-off futures (record_futures.py's
+ * rows_of and bind, producer.py's _run_end), which cost as much as the rest of a send in Python.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -19,9 +23,13 @@ typedef struct {
     PyObject *batch;     /* None until bound: a batch, or a Settled outcome */
     PyObject *index;     /* the record's index in its batch */
     PyObject *callbacks; /* None, or the callbacks to run once settled */
+    PyObject *row;       /* the record on its way to a batch (a tuple of atoms), None once bound */
 } FutureBase;
 
 static PyObject *future_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
+    PyObject *row = Py_None;
+    if (!PyArg_ParseTuple(args, "|O:FutureBase", &row))
+        return NULL;
     FutureBase *self = (FutureBase *)type->tp_alloc(type, 0);
     if (self == NULL)
         return NULL;
@@ -35,6 +43,8 @@ static PyObject *future_new(PyTypeObject *type, PyObject *args, PyObject *kwargs
     self->index = Py_None;
     Py_INCREF(Py_None);
     self->callbacks = Py_None;
+    Py_INCREF(row);
+    self->row = row;
     return (PyObject *)self;
 }
 
@@ -42,6 +52,7 @@ static void future_dealloc(FutureBase *self) {
     Py_XDECREF(self->batch);
     Py_XDECREF(self->index);
     Py_XDECREF(self->callbacks);
+    Py_XDECREF(self->row);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -49,6 +60,7 @@ static PyMemberDef future_members[] = {
     {"_batch", T_OBJECT_EX, offsetof(FutureBase, batch), 0, "the batch (or Settled outcome) it is bound to"},
     {"_index", T_OBJECT_EX, offsetof(FutureBase, index), 0, "its record's index in the batch"},
     {"_callbacks", T_OBJECT_EX, offsetof(FutureBase, callbacks), 0, "callbacks waiting for the outcome"},
+    {"_row", T_OBJECT_EX, offsetof(FutureBase, row), 0, "the record on its way to a batch, None once bound"},
     {NULL, 0, 0, 0, NULL},
 };
 
@@ -58,7 +70,7 @@ static PyTypeObject FutureBaseType = {
     .tp_basicsize = sizeof(FutureBase),
     .tp_dealloc = (destructor)future_dealloc,
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE, /* no Py_TPFLAGS_HAVE_GC: the point of it */
-    .tp_doc = "Untracked storage for FutureRecordMetadata: _batch, _index, _callbacks (None when unset).",
+    .tp_doc = "Untracked storage for FutureRecordMetadata: _batch, _index, _callbacks, _row (None when unset).",
     .tp_members = future_members,
     .tp_new = future_new,
 };
@@ -105,15 +117,39 @@ static PyObject *run_end(PyObject *self, PyObject *const *args, Py_ssize_t nargs
     return PyLong_FromSsize_t(i);
 }
 
+/* rows_of(futures) -> [future._row for future in futures] */
+static PyObject *rows_of(PyObject *self, PyObject *futures) {
+    if (!PyList_Check(futures)) {
+        PyErr_SetString(PyExc_TypeError, "rows_of(futures: list)");
+        return NULL;
+    }
+    Py_ssize_t n = PyList_GET_SIZE(futures);
+    PyObject *rows = PyList_New(n);
+    if (rows == NULL)
+        return NULL;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *future = PyList_GET_ITEM(futures, i), *row;
+        if (PyObject_TypeCheck(future, &FutureBaseType)) {
+            row = ((FutureBase *)future)->row;
+            Py_INCREF(row);
+        } else if ((row = PyObject_GetAttrString(future, "_row")) == NULL) {
+            Py_DECREF(rows);
+            return NULL;
+        }
+        PyList_SET_ITEM(rows, i, row);
+    }
+    return rows;
+}
+
 static int set_field(PyObject **field, PyObject *value) {
     Py_INCREF(value);
     Py_XSETREF(*field, value);
     return 0;
 }
 
-/* bind(rows, start, count, batch, first_index, position): item `position` of rows[start:start + count] are
- * record futures, which become the batch's records first_index, first_index + 1, ... (their _batch and
- * _index); the futures are returned in a list. */
+/* bind(rows, start, count, batch, first_index, position): item `position` of rows[start:start + count] (the
+ * items themselves when position is -1) are record futures, which become the batch's records first_index,
+ * first_index + 1, ... (their _batch and _index; their _row is let go); the futures are returned in a list. */
 static PyObject *bind(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs != 6 || !PyList_Check(args[0])) {
         PyErr_SetString(PyExc_TypeError, "bind(rows: list, start, count, batch, first_index, position)");
@@ -124,7 +160,7 @@ static PyObject *bind(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     Py_ssize_t first = PyLong_AsSsize_t(args[4]), position = PyLong_AsSsize_t(args[5]);
     if (PyErr_Occurred())
         return NULL;
-    if (start < 0 || count < 0 || start + count > PyList_GET_SIZE(rows) || position < 0) {
+    if (start < 0 || count < 0 || start + count > PyList_GET_SIZE(rows) || position < -1) {
         PyErr_SetString(PyExc_IndexError, "bind: the rows are out of range");
         return NULL;
     }
@@ -132,13 +168,15 @@ static PyObject *bind(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     if (bound == NULL)
         return NULL;
     for (Py_ssize_t k = 0; k < count; k++) {
-        PyObject *row = PyList_GET_ITEM(rows, start + k);
-        if (!PyTuple_Check(row) || PyTuple_GET_SIZE(row) <= position) {
-            Py_DECREF(bound);
-            PyErr_SetString(PyExc_TypeError, "bind: rows must be tuples holding the future at `position`");
-            return NULL;
+        PyObject *row = PyList_GET_ITEM(rows, start + k), *future = row;
+        if (position >= 0) {
+            if (!PyTuple_Check(row) || PyTuple_GET_SIZE(row) <= position) {
+                Py_DECREF(bound);
+                PyErr_SetString(PyExc_TypeError, "bind: rows must be tuples holding the future at `position`");
+                return NULL;
+            }
+            future = PyTuple_GET_ITEM(row, position);
         }
-        PyObject *future = PyTuple_GET_ITEM(row, position);
         PyObject *index = PyLong_FromSsize_t(first + k);
         if (index == NULL) {
             Py_DECREF(bound);
@@ -149,11 +187,14 @@ static PyObject *bind(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
             FutureBase *f = (FutureBase *)future;
             set_field(&f->batch, batch);
             Py_XSETREF(f->index, index);
+            set_field(&f->row, Py_None);
             rc = 0;
         } else {
             rc = PyObject_SetAttrString(future, "_batch", batch);
             if (rc == 0)
                 rc = PyObject_SetAttrString(future, "_index", index);
+            if (rc == 0)
+                rc = PyObject_SetAttrString(future, "_row", Py_None);
             Py_DECREF(index);
         }
         if (rc < 0) {
@@ -170,6 +211,7 @@ static PyMethodDef methods[] = {
     {"run_end", (PyCFunction)(void (*)(void))run_end, METH_FASTCALL, "run_end(rows, start, end) -> index"},
     {"bind", (PyCFunction)(void (*)(void))bind, METH_FASTCALL,
      "bind(rows, start, count, batch, first_index, position) -> the futures bound"},
+    {"rows_of", rows_of, METH_O, "rows_of(futures) -> their rows"},
     {NULL, NULL, 0, NULL},
 };
 

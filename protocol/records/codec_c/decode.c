@@ -45,9 +45,33 @@ static PyObject *headers_list(const uint8_t *buf, Py_ssize_t end, const Parsed *
             Py_DECREF(list);
             return NULL;
         }
+        PyObject_GC_UnTrack(pair); /* (str, bytes or None): CPython untracks such a tuple at its first collection */
         PyList_SET_ITEM(list, i, pair);
     }
     return list;
+}
+
+/* A record is taken off the garbage collector's lists when all it holds are atoms (str, bytes, ints, None)
+ * and its headers list, which holds only (str, bytes) pairs: the collector would otherwise walk every record
+ * an application holds (more than half of a consumer's CPU per record). A cycle made later through the
+ * headers list (appending the record to its own headers) would not be collected, as for any untracked
+ * container; deserialized keys and values that are containers keep the record tracked. */
+static void untrack_record(PyObject *record) {
+    Py_ssize_t n = PyTuple_GET_SIZE(record);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *item = PyTuple_GET_ITEM(record, i);
+        if (PyList_CheckExact(item))
+            continue; /* the headers: untracked below with the record */
+        if (PyObject_IS_GC(item) && !(PyTuple_CheckExact(item) && PyTuple_GET_SIZE(item) == 0))
+            return;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *item = PyTuple_GET_ITEM(record, i);
+        if (PyList_CheckExact(item) && PyObject_GC_IsTracked(item))
+            PyObject_GC_UnTrack(item);
+    }
+    if (PyObject_GC_IsTracked(record))
+        PyObject_GC_UnTrack(record);
 }
 
 /* A tuple of `type` (a tuple subclass without instance fields) of n items, for the caller to fill: what
@@ -111,6 +135,7 @@ static int record_sink(void *ctx, const uint8_t *buf, Py_ssize_t end, const Pars
         set_item(record, 3, bytes_or_none(buf, r->value_pos, r->value_len)) < 0 ||
         set_item(record, 4, headers_list(buf, end, r)) < 0)
         return -1;
+    untrack_record(record);
     return 0;
 }
 
@@ -139,6 +164,7 @@ static int consumer_record_sink(void *ctx, const uint8_t *buf, Py_ssize_t end, c
         set_item(record, 7, headers_list(buf, end, r)) < 0 || set_item(record, 8, PyLong_FromSsize_t(r->key_len)) < 0 ||
         set_item(record, 9, PyLong_FromSsize_t(r->value_len)) < 0 || set_item(record, 10, new_ref(Py_None)) < 0)
         return -1;
+    untrack_record(record);
     return 0;
 }
 

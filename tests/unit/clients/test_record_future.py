@@ -119,17 +119,19 @@ def test_callbacks_registered_while_another_thread_completes_run_exactly_once():
 def _bound_futures(count: int):
     """A batch with ``count`` records and the futures bound to them (as the Producer's loop binds them)."""
     from odradek.clients.producer_batch import Columns, _Batch
-    from odradek.clients.record_futures import bind
+    from odradek.clients.record_futures import bind, rows_of
     from odradek.protocol.records import Compression
 
     async def make():
         batch = _Batch(TopicPartition("t", 1), 0, Compression.NONE, 0.0)
-        futures = [FutureRecordMetadata() for _ in range(count)]
-        rows = [("t", b"v" * i, b"k" if i % 2 else None, None, 1000 + i, None, futures[i]) for i in range(count)]
+        futures = [FutureRecordMetadata(("t", b"v" * i, b"k" if i % 2 else None, None, 1000 + i, None))
+                   for i in range(count)]
+        rows = rows_of(futures)
         early = []
         futures[0].add_callback(early.append)  # before it is bound
         assert batch.append(Columns((rows, 4), (rows, 2), (rows, 1), (rows, 5)), 0, count, 16384) == count
-        bind(rows, 0, count, batch, 0, 6)
+        bind(futures, 0, count, batch, 0)
+        assert all(f._row is None for f in futures)  # let go once in a batch
         return batch, futures, early
 
     return asyncio.run(make())
@@ -174,7 +176,7 @@ def test_the_hand_off_helpers_in_c_and_python_agree():
 
     from odradek.clients import _producer
     from odradek.clients.producer import run_end_py
-    from odradek.clients.record_futures import bind_rows_py
+    from odradek.clients.record_futures import bind_rows_py, rows_of_py
 
     rng = random.Random(7)
     for _ in range(300):
@@ -182,9 +184,14 @@ def test_the_hand_off_helpers_in_c_and_python_agree():
                  rng.choice([None, None, None, 1]), None, None, FutureRecordMetadata()) for _ in range(12)]
         start = rng.randrange(12)
         assert _producer.run_end(rows, start, 12) == run_end_py(rows, start, 12)
+    futures = [FutureRecordMetadata(("t", b"%d" % i)) for i in range(6)]
+    assert _producer.rows_of(futures) == rows_of_py(futures) == [("t", b"%d" % i) for i in range(6)]
     rows = [("t", b"v", None, None, None, None, FutureRecordMetadata()) for _ in range(6)]
     other = [("t", b"v", None, None, None, None, FutureRecordMetadata()) for _ in range(6)]
     assert _producer.bind(rows, 1, 4, "batch", 10, 6) == [row[6] for row in rows[1:5]]
     bind_rows_py(other, 1, 4, "batch", 10, 6)
+    assert _producer.bind(futures, 2, 2, "other", 0, -1) == futures[2:4]
     assert [(row[6]._batch, row[6]._index) for row in rows] == [(row[6]._batch, row[6]._index) for row in other] == \
         [(None, None)] + [("batch", 10 + i) for i in range(4)] + [(None, None)]
+    assert [(f._batch, f._row is None) for f in futures[1:5]] == [(None, False), ("other", True), ("other", True),
+                                                                 (None, False)]
