@@ -27,7 +27,7 @@ def scan_fetched(data: Any, fetch_offset: int, aborted_transactions: list[Any] |
     the answer's last complete batch, or ``fetch_offset``).
 
     CRCs are checked (the Java consumer's check.crcs default). Control batches are dropped, and so are
-    batches that end before ``fetch_offset``. Given the answer's aborted transactions (read_committed),
+    batches that end before ``fetch_offset`` and batches compaction emptied. Given the answer's aborted transactions (read_committed),
     batches of aborted transactions are dropped as the Java consumer does: a producer is "aborting" from
     the transaction's first offset until its ABORT marker. A trailing partial batch is ignored.
     """
@@ -49,7 +49,8 @@ def scan_fetched(data: Any, fetch_offset: int, aborted_transactions: list[Any] |
             if batch.producer_id in aborting and read_control_batch(batch)[0] == ControlRecordType.ABORT:
                 aborting.discard(batch.producer_id)
             continue
-        if batch.last_offset < fetch_offset or (batch.is_transactional and batch.producer_id in aborting):
+        if (batch.last_offset < fetch_offset or not batch.record_count  # emptied by compaction: nothing in it
+                or (batch.is_transactional and batch.producer_id in aborting)):
             continue
         wanted.append(batch)
     return wanted, next_offset
