@@ -27,8 +27,8 @@ the client order rotating; the table shows medians of records/s and CPU per reco
 to confluent-kafka. On a 2-core machine client and broker share the cores: the client's own CPU per record
 is the figure that compares the client libraries best.
 
-Then (unless --no-spark, or without pyspark) a Spark batch read of a 2-partition topic of the same records
-on ``local[2]`` (``spark.read.format("odradek")`` ... ``count``/``sum(length(value))``, after a warm-up
+Then (unless --no-spark, or without pyspark) a Spark batch read of a 2-partition topic of --spark-records
+records (default 1,000,000: a query's fixed costs are about half a second) on ``local[2]`` (``spark.read.format("odradek")`` ... ``count``/``sum(length(value))``, after a warm-up
 query), beside our Consumer.poll reading that topic; its CPU is the Spark driver's process tree (JVM and
 Python workers). The last table puts the figures against issue 17's goals.
 """
@@ -428,7 +428,8 @@ def measure(cluster, args: argparse.Namespace) -> dict[tuple[str, str], list[dic
     if args.spark:
         spark_topic = f"bench-clients-spark-{uuid.uuid4().hex[:6]}"
         create_topic(cluster, spark_topic, replication, SPARK_PARTITIONS)
-        spark_base = {**base, "topic": spark_topic, "partitions": SPARK_PARTITIONS, "acks": 1}
+        spark_base = {**base, "topic": spark_topic, "partitions": SPARK_PARTITIONS, "acks": 1,
+                      "count": args.spark_records}
         run_client({**spark_base, "kind": "produce", "client": "confluent-kafka"})
         for round_ in range(args.rounds):
             for client, kind in (("odradek-sync", "consume"), ("spark", "spark")):
@@ -514,6 +515,8 @@ def main(argv: list[str] | None = None) -> None:
                         help="1 broker (replication factor 1) or 3 (replication factor 3)")
     parser.add_argument("--clients", default=",".join(CLIENTS), help=f"a subset of {','.join(CLIENTS)}")
     parser.add_argument("--no-spark", dest="spark", action="store_false", help="skip the Spark batch read")
+    parser.add_argument("--spark-records", type=int, default=1_000_000,
+                        help="records of the Spark read's topic (default 1,000,000, as bench_spark.py)")
     parser.add_argument("--client", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.client:
@@ -524,7 +527,7 @@ def main(argv: list[str] | None = None) -> None:
     if unknown:
         parser.error(f"--clients: unknown {sorted(unknown)}; accepted: {', '.join(CLIENTS)}")
     if args.quick:
-        args.rounds, args.records = 1, 20_000
+        args.rounds, args.records, args.spark_records = 1, 20_000, 100_000
     if args.spark and importlib.util.find_spec("pyspark") is None:
         print("pyspark is not installed: no Spark read", file=sys.stderr)
         args.spark = False
