@@ -119,7 +119,8 @@ def test_kafka_python_admin_client_creates_describes_deletes(three_broker_cluste
         # kafka-python asks any broker: wait until the one it picks has the controller's metadata.
         [described] = wait_until(lambda: [t for t in client.describe_topics(["kp-admin"]) if t["error_code"] == 0],
                                  what="kafka-python describing its topic")
-        assert "kp-admin" in client.list_topics()
+        # list_topics goes to the least loaded broker, which may not be the one that answered describe_topics.
+        wait_until(lambda: "kp-admin" in client.list_topics(), what="kafka-python listing its topic")
         # kafka-python 2.x names the fields topic/partition/replicas, 3.x as the protocol does.
         assert field(described, "name", "topic") == "kp-admin" and described["error_code"] == 0
         replicas = {field(p, "partition_index", "partition"): sorted(field(p, "replica_nodes", "replicas"))
