@@ -174,7 +174,7 @@ class ListenerSecurity:
     ssl_context: ssl.SSLContext | None = None
     principal_mapper: SslPrincipalMapper | None = None
     sasl_mechanisms: list[str] = field(default_factory=list)
-    plain_users: dict[str, str] = field(default_factory=dict)
+    plain_users: dict[str, str] = field(default_factory=dict, repr=False)  # passwords: never in a repr
     failed_authentication_delay_ms: int = 100
 
     @property

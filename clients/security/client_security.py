@@ -15,7 +15,7 @@ names listed in ``SECURITY_DEFAULTS``; the tools read Kafka's property names fro
 from __future__ import annotations
 
 import ssl
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from ...protocol.errors import (  # type: ignore[attr-defined]
@@ -58,7 +58,7 @@ class ClientSecurity:
     ssl_context: ssl.SSLContext | None = None
     sasl_mechanism: str | None = None
     sasl_username: str | None = None
-    sasl_password: str | None = None
+    sasl_password: str | None = field(default=None, repr=False)  # never in a log line or traceback
 
     @property
     def uses_ssl(self) -> bool:

@@ -21,6 +21,9 @@ import uuid
 import pytest
 
 from odradek.clients import Admin, AIOAdmin, AIOConsumer, AIOProducer, Consumer, NewTopic, Producer
+from odradek.clients.admin import ConfigResource, ConfigResourceType
+from odradek.clients.admin_quotas import ClientQuotaAlteration, ClientQuotaEntity
+from odradek.clients.admin_scram import UserScramCredentialUpsertion
 from odradek.clients.cli.local_ca import LocalCA
 from odradek.clients.cli.local_zookeeper import free_port
 from odradek.clients.connection import BrokerConnection
@@ -339,3 +342,47 @@ def test_our_async_clients_over_every_listener(secured):
 
     for name, profile in secured.profiles.items():
         assert run(go(profile), timeout=90) == [b"async"], name
+
+
+def test_secrets_never_leave_the_broker(secured, tmp_path):
+    """DescribeConfigs of the broker, through our Admin, kafka-python, confluent-kafka and odradek-configs, answers
+    the JAAS entries (passwords) as Kafka's sensitive entries: value null, sensitive; and the broker's log,
+    request log at DEBUG included, never shows a password or a SCRAM credential (salt, stored and server keys),
+    also while users' credentials and quotas change."""
+    from confluent_kafka.admin import AdminClient as CKAdmin, ConfigResource as CKResource
+    from kafka.admin import ConfigResource as KPResource, ConfigResourceType as KPType, KafkaAdminClient
+
+    admin, jaas = secured.admin, "listener.name.internal.scram-sha-512.sasl.jaas.config"
+    resource = ConfigResource(ConfigResourceType.BROKER, "0")
+    with Admin(admin.bootstrap, **admin.ours()) as ours:
+        ours.alter_user_scram_credentials([UserScramCredentialUpsertion("carol", "SCRAM-SHA-256", "carol-secret")])
+        ours.alter_client_quotas([ClientQuotaAlteration(ClientQuotaEntity({ClientQuotaEntity.USER: "carol"}),
+                                                        [ClientQuotaAlteration.Op("producer_byte_rate", 1e6)])])
+        entries = ours.describe_configs([resource], include_synonyms=True)[resource]
+    assert (entries[jaas].value, entries[jaas].is_sensitive) == (None, True)
+    assert entries["listener.name.internal.sasl.enabled.mechanisms"].value == "SCRAM-SHA-512,PLAIN"
+    client = KafkaAdminClient(bootstrap_servers=admin.bootstrap, **admin.kafka_python())
+    try:
+        answer = client.describe_configs([KPResource(KPType.BROKER, "0")], config_filter="all")
+    finally:
+        client.close()
+    (kp_entries,) = [configs for by_name in answer.values() for configs in by_name.values()]
+    assert jaas in kp_entries and "alice-secret" in PLAIN_JAAS  # listed, and a secret is there to be leaked
+    confluent = CKAdmin(admin.librdkafka())
+    (future,) = confluent.describe_configs([CKResource("broker", "0")]).values()
+    ck_entries = future.result(timeout=60)
+    assert (ck_entries[jaas].value, ck_entries[jaas].is_sensitive) == (None, True)
+    admin_config = tmp_path / "admin.properties"
+    admin_config.write_text(admin.properties())
+    described = console_tool("configs", "--bootstrap-server", admin.bootstrap, "--command-config", str(admin_config),
+                             "--describe", "--entity-type", "brokers", "--entity-name", "0", "--all").stdout
+    assert f"  {jaas}=null sensitive=true synonyms={{STATIC_BROKER_CONFIG:{jaas}=null}}" in described
+    wait_until(lambda: "Processing override for entityPath: users/carol" in secured.log(), 30,
+               "the broker to apply carol's changes")
+    log = secured.log()
+    assert "Updating client quotas of users/carol" in log and "principal:User:admin" in log
+    for where, text in (("our Admin", repr(entries)), ("kafka-python", repr(answer)), ("confluent-kafka",
+                        repr(ck_entries)), ("odradek-configs", described), ("the broker's log", log)):
+        leaked = [secret for secret in ("admin-secret", "alice-secret", "carol-secret", "stored_key", "server_key")
+                  if secret in text]
+        assert not leaked, (where, leaked)
