@@ -98,6 +98,9 @@ def secured(zookeeper, tmp_path_factory):
         "listener.name.internal.plain.sasl.jaas.config": PLAIN_JAAS,
         "listener.name.external.sasl.enabled.mechanisms": "SCRAM-SHA-256,SCRAM-SHA-512",
         "listener.name.tls.ssl.client.auth": "requested",
+        # Kafka 2.8 applies the broker-wide key to SSL listeners only: EXTERNAL (SASL_SSL) clients need no certificate
+        "ssl.client.auth": "required",
+        "listener.name.internal.sasl.server.max.receive.size": "65536",
         "ssl.keystore.type": "PEM", "ssl.keystore.location": files["broker"],
         "ssl.truststore.type": "PEM", "ssl.truststore.location": str(ca.cert_path),
     }
@@ -239,6 +242,32 @@ def test_a_client_that_skips_the_handshake_is_closed_without_an_answer(secured):
     first, second = _frames(_raw(secured.ports["INTERNAL"], handshake, versions))
     assert decode_response(first, 17, 1)[1].error_code == 0
     assert decode_response(second, 18, 3)[1].error_code == 34
+
+
+def _closed_on_frame_size(port: int, size: int, tls: bool = False) -> bool:
+    """Announce a frame of ``size`` bytes and send nothing more: True if the broker closes the connection at
+    once (it refuses the size), False if it waits for the frame's bytes."""
+    sock = socket.create_connection(("127.0.0.1", port), timeout=5)
+    if tls:
+        context = ssl.create_default_context()
+        context.check_hostname, context.verify_mode = False, ssl.CERT_NONE
+        sock = context.wrap_socket(sock)
+    with sock:
+        sock.sendall(struct.pack(">i", size))
+        try:
+            return sock.recv(1) == b""
+        except socket.timeout:
+            return False
+        except (ConnectionResetError, ssl.SSLError):
+            return True
+
+
+def test_unauthenticated_connections_may_send_only_small_frames(secured):
+    # sasl.server.max.receive.size (Kafka: 512 KiB): the listener's own value, else the broker's
+    assert _closed_on_frame_size(secured.ports["INTERNAL"], 65537)
+    assert not _closed_on_frame_size(secured.ports["INTERNAL"], 65536)
+    assert _closed_on_frame_size(secured.ports["EXTERNAL"], 524289, tls=True)
+    assert not _closed_on_frame_size(secured.ports["EXTERNAL"], 524288, tls=True)
 
 
 def test_old_clients_legacy_handshake_v0_then_bare_tokens(secured):

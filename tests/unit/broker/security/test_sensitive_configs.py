@@ -111,7 +111,9 @@ def test_users_scram_credentials_are_not_logged(caplog):
 
 
 def test_security_objects_do_not_show_passwords_in_their_repr():
+    from odradek.clients.admin_scram import UserScramCredentialUpsertion
     shown = repr((ClientSecurity("SASL_SSL", None, "PLAIN", "alice", "alice-secret"), parse_jaas(PLAIN_JAAS),
+                  UserScramCredentialUpsertion("alice", "SCRAM-SHA-256", "alice-secret"),
                   make_credential(MECHANISMS["SCRAM-SHA-512"], "alice-secret"),
                   KafkaConfig(PROPS).listener_security()["INTERNAL"]))
     assert "alice-secret" not in shown and "admin-secret" not in shown and "stored_key" not in shown
