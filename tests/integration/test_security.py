@@ -415,3 +415,31 @@ def test_secrets_never_leave_the_broker(secured, tmp_path):
         leaked = [secret for secret in ("admin-secret", "alice-secret", "carol-secret", "stored_key", "server_key")
                   if secret in text]
         assert not leaked, (where, leaked)
+
+
+def test_scram_users_whose_names_hold_equals_signs_and_commas(secured):
+    """RFC 5802's saslname escapes ('=' as =3D, ',' as =2C): our clients and librdkafka get in as the user, whose
+    principal is the unescaped name. (kafka-python 3.0 sends the name unescaped, which Kafka refuses as well.)"""
+    from confluent_kafka.admin import AdminClient as CKAdmin
+
+    name = "o=dd,us=2Cer"
+    with Admin(secured.admin.bootstrap, **secured.admin.ours()) as admin:
+        admin.alter_user_scram_credentials([UserScramCredentialUpsertion(name, "SCRAM-SHA-512", "odd-secret")])
+    odd = secured.profiles["scram_sha_512"].with_(username=name, password="odd-secret")
+
+    def ours_gets_in() -> bool:
+        try:
+            with Admin(odd.bootstrap, retries=0, client_id="odd-ours", **odd.ours()) as admin:
+                admin.list_topics()
+            return True
+        except SaslAuthenticationFailedError:
+            return False
+
+    wait_until(ours_gets_in, 30, "the new user's credential to work")
+    confluent = CKAdmin({**odd.librdkafka(), "client.id": "odd-librdkafka"})
+    assert confluent.list_topics(timeout=30).brokers
+    wait_until(lambda: "clientId=odd-librdkafka} connection:" in secured.log(), 30, "librdkafka's request lines")
+    for client_id in ("odd-ours", "odd-librdkafka"):
+        lines = [line for line in secured.log().splitlines()
+                 if f"clientId={client_id}}}" in line and "api=ApiVersions" not in line]
+        assert lines and all(f"principal:User:{name} " in line for line in lines), (client_id, lines[:2])
