@@ -83,13 +83,14 @@ def secured(zookeeper, tmp_path_factory):
              "expired": str(ca.issue("expired", client=True, expired=True)),
              "mallory": str(LocalCA(work / "other-ca").issue("mallory", client=True)),
              "other_ca": str(work / "other-ca" / "ca.pem")}
-    ports = {name: free_port() for name in ("INTERNAL", "EXTERNAL", "TLS")}
+    ports = {name: free_port() for name in ("INTERNAL", "EXTERNAL", "TLS", "MTLS")}
     overrides = {
         "listeners": f"INTERNAL://127.0.0.1:{ports['INTERNAL']},EXTERNAL://127.0.0.1:{ports['EXTERNAL']},"
-                     f"OPEN://127.0.0.1:{{port}},TLS://127.0.0.1:{ports['TLS']}",
+                     f"OPEN://127.0.0.1:{{port}},TLS://127.0.0.1:{ports['TLS']},MTLS://127.0.0.1:{ports['MTLS']}",
         "advertised.listeners": f"INTERNAL://127.0.0.1:{ports['INTERNAL']},EXTERNAL://localhost:{ports['EXTERNAL']},"
-                                f"OPEN://127.0.0.1:{{port}},TLS://127.0.0.1:{ports['TLS']}",
-        "listener.security.protocol.map": "INTERNAL:SASL_PLAINTEXT,EXTERNAL:SASL_SSL,OPEN:PLAINTEXT,TLS:SSL",
+                                f"OPEN://127.0.0.1:{{port}},TLS://127.0.0.1:{ports['TLS']},"
+                                f"MTLS://127.0.0.1:{ports['MTLS']}",
+        "listener.security.protocol.map": "INTERNAL:SASL_PLAINTEXT,EXTERNAL:SASL_SSL,OPEN:PLAINTEXT,TLS:SSL,MTLS:SSL",
         "inter.broker.listener.name": "INTERNAL",
         "sasl.mechanism.inter.broker.protocol": "SCRAM-SHA-512",
         "listener.name.internal.sasl.enabled.mechanisms": "SCRAM-SHA-512,PLAIN",
@@ -98,7 +99,8 @@ def secured(zookeeper, tmp_path_factory):
         "listener.name.internal.plain.sasl.jaas.config": PLAIN_JAAS,
         "listener.name.external.sasl.enabled.mechanisms": "SCRAM-SHA-256,SCRAM-SHA-512",
         "listener.name.tls.ssl.client.auth": "requested",
-        # Kafka 2.8 applies the broker-wide key to SSL listeners only: EXTERNAL (SASL_SSL) clients need no certificate
+        # Kafka 2.8 applies the broker-wide key to SSL listeners only (MTLS here): EXTERNAL (SASL_SSL) clients
+        # need no certificate
         "ssl.client.auth": "required",
         "listener.name.internal.sasl.server.max.receive.size": "65536",
         "ssl.keystore.type": "PEM", "ssl.keystore.location": files["broker"],
@@ -443,3 +445,16 @@ def test_scram_users_whose_names_hold_equals_signs_and_commas(secured):
         lines = [line for line in secured.log().splitlines()
                  if f"clientId={client_id}}}" in line and "api=ApiVersions" not in line]
         assert lines and all(f"principal:User:{name} " in line for line in lines), (client_id, lines[:2])
+
+
+def test_a_listener_requiring_client_certificates_refuses_a_client_without_one(secured):
+    mtls = secured.profiles["ssl"].with_(bootstrap=f"127.0.0.1:{secured.ports['MTLS']}")
+    with Admin(mtls.bootstrap, client_id="mtls-alice", **mtls.ours()) as admin:
+        admin.list_topics()
+    with pytest.raises(ConnectionError):
+        with Admin(mtls.bootstrap, request_timeout_ms=10000, retries=1, **mtls.with_(keystore=None).ours()) as admin:
+            admin.list_topics()
+    listing = kcat(mtls.with_(keystore=None), "-L", "-m", "2")
+    assert listing.returncode != 0
+    assert any("clientId=mtls-alice} " in line and "principal:User:CN=alice" in line
+               for line in secured.log().splitlines())
