@@ -98,6 +98,8 @@ class Connection(asyncio.Protocol):
             self.splitter.max_frame_size = min(security.max_receive_size, self._max_frame_size)
 
     def data_received(self, data: bytes) -> None:
+        if self.closed:  # e.g. refused at authentication: nothing it sent is served, whatever a transport hands on
+            return
         self.last_active = self.processor.loop.time()
         try:
             frames = self.splitter.feed(data)
