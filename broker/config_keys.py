@@ -294,6 +294,8 @@ _BROKER_KEYS: list[Key] = [
     K("sasl.mechanism.inter.broker.protocol", STR, "GSSAPI", "SASL mechanism brokers authenticate with"),
     K("connections.max.reauth.ms", L, 0, "Re-authentication interval (KIP-368); only 0 (off) is supported",
       _no_reauthentication),
+    K("sasl.server.max.receive.size", I, 524288, "Largest request a SASL connection may send before it has "
+      "authenticated (per listener too)", at_least(1)),
     K("connection.failed.authentication.delay.ms", I, 100, "Delay before closing a connection whose "
       "authentication failed", at_least(0)),
 

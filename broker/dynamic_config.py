@@ -35,6 +35,7 @@ from .config import KafkaConfig
 from .config_keys import TOPIC_SYNONYMS
 from .log.cleaner import RECONFIGURABLE_KEYS as CLEANER_RECONFIGURABLE_KEYS
 from .log.cleaner import CleanerConfig
+from .security.sensitive_configs import loggable, loggable_entity_config
 
 log = logging.getLogger(__name__)
 
@@ -139,7 +140,8 @@ class DynamicConfigManager:
             self.load_broker_configs()
         elif entity_type in ("users", "clients") and self.client_quotas is not None:
             config = self.zk.get_entity_config(entity_type, entity_name)
-            log.info("Processing override for entityPath: %s/%s with config: %s", entity_type, entity_name, config)
+            log.info("Processing override for entityPath: %s/%s with config: %s", entity_type, entity_name,
+                     loggable_entity_config(config))  # a user's SCRAM credentials are never logged
             self._on_loop(self.client_quotas.apply_entity_config, entity_type, entity_name, config)
         if entity_type == "users" and self.credentials is not None:  # SCRAM credentials changed
             self.credentials.load_user(self.zk, entity_name)
@@ -181,8 +183,8 @@ class DynamicConfigManager:
         if self.replication_quotas is not None:
             self.replication_quotas.apply_broker_config(self.effective_config)
         if self.dynamic_default or self.dynamic_broker:
-            log.info("Dynamic broker configs: per-broker %s, cluster default %s", self.dynamic_broker,
-                     self.dynamic_default)
+            log.info("Dynamic broker configs: per-broker %s, cluster default %s", loggable(self.dynamic_broker),
+                     loggable(self.dynamic_default))
 
 
 def merged_config(static: KafkaConfig, dynamic_default: Mapping[str, str],

@@ -42,6 +42,10 @@ class UserScramCredentialUpsertion(NamedTuple):
     iterations: int = DEFAULT_ITERATIONS
     salt: bytes | None = None  # None: a random one (Kafka's clients always pick it)
 
+    def __repr__(self) -> str:  # never the password, in a log line or a traceback
+        return (f"UserScramCredentialUpsertion(user={self.user!r}, mechanism={self.mechanism!r}, "
+                f"iterations={self.iterations})")
+
 
 class UserScramCredentialDeletion(NamedTuple):
     user: str

@@ -15,7 +15,9 @@ from typing import Any, Mapping
 
 from ..clients.consumer import DEFAULT_CONFIG as CONSUMER_DEFAULTS
 from ..clients.producer import producer_config
-from ..clients.security.client_security import SECURITY_DEFAULTS, SECURITY_PROPERTY_PREFIXES, file_security_kwargs
+from ..clients.security.client_security import (
+    SECURITY_DEFAULTS, SECURITY_PROPERTY_PREFIXES, file_security_kwargs, unread_security_properties,
+)
 from ..clients.types import KafkaConfigurationError
 
 log = logging.getLogger(__name__)
@@ -178,6 +180,8 @@ def _kafka_params(opts: dict[str, str], defaults: Mapping[str, Any], unsupported
 
 def _security_params(opts: dict[str, str]) -> dict[str, Any]:
     # Spark lower-cases option names; Kafka's security keys are lower case already (values keep their case).
+    for name in unread_security_properties(opts, prefix="kafka."):
+        log.warning("ignoring option '%s': not a setting of odradek's client", name)
     params = file_security_kwargs(opts, prefix="kafka.")
     return {} if params["security_protocol"] == "PLAINTEXT" else params
 

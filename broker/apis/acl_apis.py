@@ -165,15 +165,20 @@ def _invalid_name(pattern: ResourcePattern) -> InvalidRequestError | None:
     return None
 
 
+def _message(error: Any) -> str | None:
+    """ApiError.fromThrowable: no message for UNKNOWN_SERVER_ERROR, so that a server-side failure (ZooKeeper's,
+    a parser's) tells the client nothing of the broker's insides."""
+    return None if error is None or error.code == UnknownServerError.code else (error.detail or None)
+
+
 def _create_response(errors: list[Any]) -> Any:
     return CreateAclsResponse(throttle_time_ms=0, results=[
-        _Creation(error_code=0, error_message=None) if e is None else _Creation(error_code=e.code, error_message=e.detail)
-        for e in errors])
+        _Creation(error_code=e.code if e is not None else 0, error_message=_message(e)) for e in errors])
 
 
 def _matching(binding: AclBinding, error: Any) -> Any:
     p, e = binding.pattern, binding.entry
-    return _Matching(error_code=error.code if error else 0, error_message=error.detail if error else None,
+    return _Matching(error_code=error.code if error else 0, error_message=_message(error),
                      resource_type=int(p.resource_type), resource_name=p.name, pattern_type=int(p.pattern_type),
                      principal=e.principal, host=e.host, operation=int(e.operation),
                      permission_type=int(e.permission_type))

@@ -9,7 +9,9 @@ As Kafka 2.8's ZkAdminManager.alterConfigs / incrementalAlterConfigs, per resour
 - BROKER (4): "" is the cluster-wide default, else the name must be this broker's id (clients send a
   broker's resource to that broker). Only the dynamic log keys (dynamic_config.DYNAMIC_BROKER_KEYS,
   with the log cleaner's; log.cleaner.threads within half and double of its current value) may change; any other known key is INVALID_REQUEST "Cannot update these configs dynamically".
-  Kafka also allows thread pools, listeners, SSL stores and quotas here: we do not.
+  Kafka also allows thread pools, listeners, SSL stores and quotas here: we do not. Listener-prefixed keys
+  (listener.name.<l>.ssl.key.password, JAAS entries) are static too: no password is ever stored by AlterConfigs
+  (Kafka 2.8 would encrypt it with password.encoder.secret, which Odradek does not have).
 - Others: INVALID_REQUEST.
 
 Errors, as Kafka: a null value (AlterConfigs, or an incremental op other than DELETE) and duplicate
@@ -41,6 +43,7 @@ from ..config import _format
 from ..config_keys import BROKER_KEYS, TOPIC_KEYS, Invalid, Type
 from ..dynamic_config import DEFAULT_ENTITY, DYNAMIC_BROKER_KEYS
 from ..log.cleaner.config import validate_reconfiguration
+from ..security.sensitive_configs import listener_synonyms
 
 if TYPE_CHECKING:
     from ..kafka_apis import KafkaApis
@@ -193,7 +196,9 @@ class AlterConfigsApi:
     async def _write_broker(self, resource_type: int, name: str, entity: str, configs: dict[str, str],
                             validate_only: bool) -> None:
         label = resource_label(resource_type, name)
-        unknown = sorted(k for k in configs if k not in BROKER_KEYS)
+        # A listener's override of a known key is a static config here: SSL stores and JAAS entries (passwords)
+        # are never changed at run time (Kafka 2.8 stores them encrypted with password.encoder.secret).
+        unknown = sorted(k for k in configs if k not in BROKER_KEYS and not listener_synonyms(k))
         if unknown:
             raise InvalidConfigError(f"Unknown broker config name: {', '.join(unknown)}")
         static_only = sorted(k for k in configs if k not in DYNAMIC_BROKER_KEYS)

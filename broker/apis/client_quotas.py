@@ -38,6 +38,7 @@ from ...protocol.errors import (  # type: ignore[attr-defined]
 from ...protocol.messages import AlterClientQuotasResponse, DescribeClientQuotasResponse
 from ..quota.client_quotas import CONTROLLER_MUTATION_RATE, QUOTA_KEY_TYPES
 from ..quota.entity import DEFAULT, desanitize, sanitize
+from ..security.sensitive_configs import loggable_entity_config
 
 if TYPE_CHECKING:
     from ..kafka_apis import KafkaApis
@@ -222,7 +223,7 @@ class ClientQuotasApi:
                 raise InvalidRequestError(f"Quota {op.key} must be greater than 0")
             config[op.key] = text
         if not validate_only:
-            log.info("Updating client quotas of %s/%s with %s", entity_type, path, config)
+            log.info("Updating client quotas of %s/%s with %s", entity_type, path, loggable_entity_config(config))
             zk.set_entity_config(entity_type, path, config)
 
     def error_response_describe(self, request: "Request", error_code: int) -> Any:

@@ -15,6 +15,13 @@ A broker's configs need DescribeConfigs on the cluster (CLUSTER_AUTHORIZATION_FA
 the topic (TOPIC_AUTHORIZATION_FAILED), each with the error's default message, as Kafka 2.8.
 ``configuration_keys`` null or empty means every key. Synonyms (v1+, when asked) list the sources in
 precedence order: topic override, then the broker's static settings of each synonym key, then defaults.
+
+Secrets never leave the broker (Kafka's maybeSensitive, broker/security/sensitive_configs.py): a broker key of
+type PASSWORD (ssl.key.password, ssl.keystore.key, sasl.jaas.config, ...) or of a type that cannot be known (a
+listener-prefixed override of an unknown key, a key Odradek does not know) has a null value, null synonym
+values and ``is_sensitive`` true, in every version. As Kafka, a broker's own resource lists every key it knows
+and every key of its properties, listener-prefixed ones (``listener.name.<l>.<key>``) included: those have
+their base key as a synonym and its type.
 """
 
 from __future__ import annotations
@@ -30,8 +37,9 @@ from ...protocol.errors import (  # type: ignore[attr-defined]
 )
 from ...protocol.messages import DescribeConfigsResponse
 from ..config import _format
-from ..config_keys import BROKER_KEYS, TOPIC_KEYS, TOPIC_SYNONYMS, Key, Type
+from ..config_keys import BROKER_KEYS, TOPIC_KEYS, TOPIC_SYNONYMS, Type
 from ..dynamic_config import DYNAMIC_BROKER_KEYS
+from ..security.sensitive_configs import config_type, is_sensitive, listener_synonyms
 
 if TYPE_CHECKING:
     from ..kafka_apis import KafkaApis
@@ -47,7 +55,7 @@ TOPIC, BROKER = 2, 4
 DYNAMIC_TOPIC_CONFIG, DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG = 1, 2, 3
 STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 4, 5
 _CONFIG_TYPES = {Type.BOOLEAN: 1, Type.STRING: 2, Type.INT: 3, Type.SHORT: 4, Type.LONG: 5, Type.DOUBLE: 6,
-                 Type.LIST: 7}
+                 Type.LIST: 7, "password": 9}  # 0: UNKNOWN
 # KafkaConfig's broker synonyms (DynamicBrokerConfig.brokerConfigSynonyms): the finer unit wins.
 _BROKER_SYNONYMS = {
     "log.roll.ms": ["log.roll.ms", "log.roll.hours"],
@@ -105,7 +113,8 @@ class DescribeConfigsApi:
             if broker_key is not None:
                 synonyms += self._broker_synonyms(broker_key)
             value = overrides[name] if name in overrides else defaults.get(name) or None
-            entries.append(_entry(version, name, value, key, False, synonyms, include_synonyms, include_docs))
+            entries.append(_entry(version, name, value, _CONFIG_TYPES.get(key.type, 0), key.doc, False, False,
+                                  synonyms, include_synonyms, include_docs))
         return entries
 
     def _effective_config(self) -> Any:
@@ -125,29 +134,40 @@ class DescribeConfigsApi:
         if name == "":
             # Kafka: the cluster-wide dynamic defaults that are set, without the per-broker layer.
             _, defaults = self._dynamic_layers()
-            return [_entry(version, key, value, BROKER_KEYS[key], False,
-                           self._broker_synonyms(key, per_broker=False), include_synonyms, include_docs)
+            return [self._broker_entry(version, key, value, include_synonyms, include_docs, per_broker=False)
                     for key, value in sorted(defaults.items()) if key in BROKER_KEYS]
         if name != str(broker_id):
             raise InvalidRequestError(f"Unexpected broker id, expected {broker_id} or empty string, but received {name}")
         values = self._effective_config().values()
-        return [_entry(version, key, _format(values.get(key)), spec, key not in DYNAMIC_BROKER_KEYS,
-                       self._broker_synonyms(key), include_synonyms, include_docs)
-                for key, spec in sorted(BROKER_KEYS.items())]
+        # Kafka's allConfigs: the properties as given (listener-prefixed keys too), then every known key's value.
+        listed = {k: v for k, v in self.services.config.originals.items() if v is not None}
+        listed.update((key, _format(values.get(key))) for key in BROKER_KEYS)
+        return [self._broker_entry(version, key, value, include_synonyms, include_docs)
+                for key, value in sorted(listed.items())]
+
+    def _broker_entry(self, version: int, name: str, value: str | None, include_synonyms: bool,
+                      include_docs: bool, per_broker: bool = True) -> Any:
+        """ConfigHelper.createBrokerConfigEntry: a sensitive key shows no value, nor do its synonyms (_entry)."""
+        sensitive = is_sensitive(name)
+        spec = BROKER_KEYS.get(name)
+        return _entry(version, name, value, _CONFIG_TYPES.get(config_type(name), 0),
+                      spec.doc if spec is not None else None, name not in DYNAMIC_BROKER_KEYS, sensitive,
+                      self._broker_synonyms(name, per_broker), include_synonyms, include_docs)
 
     def _broker_synonyms(self, broker_key: str, per_broker: bool = True) -> list[Any]:
-        """Kafka's configSynonyms: each layer in precedence order, the synonym keys in order within it."""
+        """Kafka's configSynonyms: each layer in precedence order, the synonym keys in order within it; a
+        listener-prefixed key has the key it overrides as its synonym."""
         config = self.services.config
-        keys = _BROKER_SYNONYMS.get(broker_key, [broker_key])
+        keys = listener_synonyms(broker_key) or _BROKER_SYNONYMS.get(broker_key, [broker_key])
         dynamic_broker, dynamic_default = self._dynamic_layers()
-        synonyms = []
-        if per_broker:
-            synonyms += [_Synonym(name=k, value=dynamic_broker[k], source=DYNAMIC_BROKER_CONFIG)
-                         for k in keys if k in dynamic_broker]
-        synonyms += [_Synonym(name=k, value=dynamic_default[k], source=DYNAMIC_DEFAULT_BROKER_CONFIG)
-                     for k in keys if k in dynamic_default]
-        synonyms += [_Synonym(name=k, value=config.originals[k], source=STATIC_BROKER_CONFIG)
-                     for k in keys if k in config.originals]
+        if not per_broker:  # the cluster default's synonyms are its own layer only (ConfigHelper's filter)
+            return [_Synonym(name=k, value=dynamic_default[k], source=DYNAMIC_DEFAULT_BROKER_CONFIG)
+                    for k in keys if k in dynamic_default]
+        layers: list[tuple[dict[str, str], int]] = [(dynamic_broker, DYNAMIC_BROKER_CONFIG),
+                                                    (dynamic_default, DYNAMIC_DEFAULT_BROKER_CONFIG),
+                                                    (config.originals, STATIC_BROKER_CONFIG)]
+        synonyms = [_Synonym(name=k, value=layer[k], source=source)
+                    for layer, source in layers for k in keys if k in layer]
         for k in keys:
             spec = BROKER_KEYS.get(k)
             if spec is not None and spec.default is not None and not spec.required:
@@ -160,23 +180,13 @@ class DescribeConfigsApi:
                     resource_name=r.resource_name, configs=[]) for r in request.body.resources])
 
 
-# Kafka 2.8's Type.PASSWORD broker keys (and any listener-prefixed copy of them): never described in clear.
-_SENSITIVE_SUFFIXES = (".password", "sasl.jaas.config", "ssl.keystore.key", "ssl.keystore.certificate.chain",
-                       "ssl.truststore.certificates", "password.encoder.secret", "password.encoder.old.secret",
-                       "delegation.token.master.key", "delegation.token.secret.key")
-
-
-def is_sensitive(name: str) -> bool:
-    return name.endswith(_SENSITIVE_SUFFIXES)
-
-
-def _entry(version: int, name: str, value: str | None, key: Key, read_only: bool, synonyms: list[Any],
-           include_synonyms: bool, include_docs: bool) -> Any:
+def _entry(version: int, name: str, value: str | None, config_type: int, doc: str | None, read_only: bool,
+           sensitive: bool, synonyms: list[Any], include_synonyms: bool, include_docs: bool) -> Any:
     """Fields a version lacks keep their defaults (the encoder refuses anything else, as Kafka's does):
-    is_default only in v0, config_source and synonyms from v1, config_type and documentation from v3."""
+    is_default only in v0, config_source and synonyms from v1, config_type and documentation from v3.
+    A sensitive entry never carries a value, nor do its synonyms (whatever the caller passed)."""
     source = synonyms[0].source if synonyms else DEFAULT_CONFIG
-    sensitive = is_sensitive(name)
-    if sensitive:  # Kafka answers a PASSWORD-type key with a null value, in its synonyms too
+    if sensitive:
         value = None
         synonyms = [_Synonym(name=s.name, value=None, source=s.source) for s in synonyms]
     entry = _Entry(name=name, value=value, read_only=read_only, is_sensitive=sensitive)
@@ -186,8 +196,8 @@ def _entry(version: int, name: str, value: str | None, key: Key, read_only: bool
         entry.config_source = source
         entry.synonyms = synonyms if include_synonyms else []
     if version >= 3:
-        entry.config_type = _CONFIG_TYPES.get(key.type, 0)
-        entry.documentation = key.doc if include_docs else None
+        entry.config_type = config_type
+        entry.documentation = doc if include_docs else None
     return entry
 
 

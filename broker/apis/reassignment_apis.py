@@ -56,8 +56,12 @@ class ReassignmentApis:
             _AlterTopic(name=name, partitions=parts) for name, parts in topics.items()])
 
     def alter_error(self, request: "Request", error_code: int) -> Any:
+        """AlterPartitionReassignmentsRequest.getErrorResponse: the error at the top and on every partition."""
         return AlterPartitionReassignmentsResponse(throttle_time_ms=0, error_code=error_code, error_message=None,
-                                                   responses=[])
+                                                   responses=[_AlterTopic(name=t.name, partitions=[
+                                                       _AlterPartition(partition_index=p.partition_index,
+                                                                       error_code=error_code, error_message=None)
+                                                       for p in t.partitions]) for t in request.body.topics])
 
     async def list(self, request: "Request") -> Any:
         self.services.auth.authorize_cluster(request, AclOperation.DESCRIBE)

@@ -22,7 +22,7 @@ from ...controller.zk_data import desanitize_entity_name, sanitize_entity_name
 from ...protocol.acl import AclOperation
 from ...protocol.api_keys import ApiKey
 from ...protocol.errors import (  # type: ignore[attr-defined]
-    DuplicateResourceError, NotControllerError, ResourceNotFoundError, UnacceptableCredentialError,
+    DuplicateResourceError, NotControllerError, ResourceNotFoundError, UnacceptableCredentialError, for_code,
     UnknownServerError, UnsupportedSaslMechanismError,
 )
 from ...protocol.messages import AlterUserScramCredentialsResponse, DescribeUserScramCredentialsResponse
@@ -147,8 +147,9 @@ class ScramCredentialsApi:
                     config[mechanism.name] = credential.to_text()
             try:
                 zk.set_entity_config("users", sanitize_entity_name(name), config)
-            except Exception as exc:
-                results.append(_AlterResult(user=name, error_code=error_code_of(exc), error_message=str(exc)))
+            except Exception as exc:  # Kafka answers the error's default message, never the exception's
+                code = error_code_of(exc)
+                results.append(_AlterResult(user=name, error_code=code, error_message=for_code(code).message))
                 continue
             results.append(_AlterResult(user=name, error_code=0, error_message=None))
         return results

@@ -31,7 +31,7 @@ from ...protocol.header import RequestHeader, decode_request
 from ..security.credential_cache import CredentialCache
 from ..security.listener_config import ListenerSecurity
 from ..security.principal import ANONYMOUS, USER_TYPE, KafkaPrincipal
-from ..security.sasl_authenticator import MAX_RECEIVE_SIZE, SaslAuthenticator
+from ..security.sasl_authenticator import SaslAuthenticator
 from ..security.ssl_principal import distinguished_name
 from .request_channel import Request, RequestChannel, Response
 
@@ -97,9 +97,11 @@ class Connection(asyncio.Protocol):
             self.principal = KafkaPrincipal(USER_TYPE, name)
         if security.uses_sasl:
             self.authenticator = SaslAuthenticator(security, self.credentials or CredentialCache())
-            self.splitter.max_frame_size = min(MAX_RECEIVE_SIZE, self._max_frame_size)
+            self.splitter.max_frame_size = min(security.max_receive_size, self._max_frame_size)
 
     def data_received(self, data: bytes) -> None:
+        if self.closed:  # e.g. refused at authentication: nothing it sent is served, whatever a transport hands on
+            return
         self.last_active = self.processor.loop.time()
         try:
             frames = self.splitter.feed(data)

@@ -35,6 +35,14 @@ _LISTENER_KEY = re.compile(r"listener\.name\.(?P<listener>[^.]+)\.(?P<key>.+)")
 _JAVA_ONLY = {"ssl.keymanager.algorithm": "SunX509", "ssl.trustmanager.algorithm": "PKIX",
               "ssl.secure.random.implementation": None, "ssl.provider": None}
 _EXPECTED_MODULE = {"PLAIN": PLAIN_MODULE, **{m: SCRAM_MODULE for m in SCRAM_MECHANISMS}}
+# The keys a listener reads with its listener.name.<l>. prefix first (besides <mechanism>.sasl.jaas.config).
+_LISTENER_KEYS = frozenset({
+    "ssl.protocol", "ssl.enabled.protocols", "ssl.cipher.suites", "ssl.keystore.type", "ssl.keystore.location",
+    "ssl.keystore.password", "ssl.keystore.certificate.chain", "ssl.keystore.key", "ssl.key.password",
+    "ssl.truststore.type", "ssl.truststore.location", "ssl.truststore.password", "ssl.truststore.certificates",
+    "ssl.client.auth", "ssl.endpoint.identification.algorithm", "ssl.principal.mapping.rules",
+    "sasl.enabled.mechanisms", "sasl.server.max.receive.size",
+})
 
 
 class ListenerSecurityError(ValueError):
@@ -72,6 +80,21 @@ def _mechanisms(config: Any, listener: str) -> list[str]:
     return names
 
 
+def _max_receive_size(config: Any, listener: str) -> int:
+    """sasl.server.max.receive.size, the listener's own first (Kafka reads it with the listener prefix)."""
+    key = _key_used(config.originals, listener, "sasl.server.max.receive.size")
+    if key == "sasl.server.max.receive.size":
+        return int(config.get(key))
+    raw = config.originals[key]
+    try:
+        value = int(raw.strip(), 10)
+    except ValueError:
+        value = 0
+    if not 1 <= value <= 2**31 - 1:
+        raise ListenerSecurityError(key, f"Invalid value {raw} for configuration {key}: expected an integer >= 1")
+    return value
+
+
 def _jaas(config: Any, listener: str, mechanism: str) -> JaasConfig | None:
     key = f"{mechanism.lower()}.sasl.jaas.config"
     text = _lookup(config.originals, listener)(key)
@@ -88,9 +111,15 @@ def _jaas(config: Any, listener: str, mechanism: str) -> JaasConfig | None:
     return jaas
 
 
-def _ssl_settings(config: Any, listener: str) -> SslSettings:
+def _ssl_settings(config: Any, listener: str, protocol: str = "SSL") -> SslSettings:
+    lookup = _lookup(config.originals, listener)
+    if protocol == "SASL_SSL":
+        # Kafka 2.8 (KIP-684): a SASL_SSL listener asks for client certificates only when its own
+        # listener.name.<l>.ssl.client.auth says so; the broker-wide key is for SSL listeners.
+        own = f"listener.name.{listener.lower()}.ssl.client.auth"
+        lookup = (lambda get: lambda key: config.originals.get(own) if key == "ssl.client.auth" else get(key))(lookup)
     try:
-        return SslSettings.from_lookup(_lookup(config.originals, listener))
+        return SslSettings.from_lookup(lookup)
     except SslConfigError as exc:
         key = _key_used(config.originals, listener, exc.key)
         raise ListenerSecurityError(key, f"listener {listener}: {exc}") from None
@@ -107,20 +136,25 @@ def check(config: Any) -> list[str]:
         if m.group("listener").upper() not in names:
             warnings.append(f"Configuration '{key}' names listener {m.group('listener')}, which is not in listeners; "
                             "it was ignored")
-        elif not _scopable(m.group("key")):
-            warnings.append(f"Unknown configuration '{key}' was ignored (a listener takes ssl.*, sasl.* and "
-                            "<mechanism>.sasl.jaas.config keys)")
+        else:
+            warnings += _listener_key_warnings(key, m.group("key"), config.originals[key])
     for key, default in _JAVA_ONLY.items():
         value = config.originals.get(key)
         if value is not None and value.strip() != (default or ""):
             warnings.append(f"Configuration '{key}' is a Java setting with no meaning for Odradek; it was ignored")
+    client_auth = (config.originals.get("ssl.client.auth") or "none").strip().lower()
+    if client_auth != "none" and any(
+            e.security_protocol == "SASL_SSL" and f"listener.name.{e.name.lower()}.ssl.client.auth" not in config.originals
+            for e in config.listeners):
+        warnings.append("Broker configuration 'ssl.client.auth' is applied only to SSL listeners. Listener-prefixed "
+                        "configuration can be used to enable SSL client authentication for SASL_SSL listeners.")
     if config.originals.get("ssl.engine.factory.class"):
         raise ListenerSecurityError("ssl.engine.factory.class", "Invalid value for configuration "
                                     "ssl.engine.factory.class: expected no value (Odradek uses Python's ssl)")
     for endpoint in config.listeners:
         protocol, name = endpoint.security_protocol, endpoint.name
         if protocol in ("SSL", "SASL_SSL"):
-            settings = _ssl_settings(config, name)
+            settings = _ssl_settings(config, name, protocol)
             if not settings.has_keystore:
                 key = _key_used(config.originals, name, "ssl.keystore.location")
                 raise ListenerSecurityError(key, f"Missing configuration {key}: listener {name} ({protocol}) needs "
@@ -134,6 +168,7 @@ def check(config: Any) -> list[str]:
                 key = _key_used(config.originals, name, "ssl.principal.mapping.rules")
                 raise ListenerSecurityError(key, f"Invalid value {rules} for configuration {key}: {exc}") from None
         if protocol in ("SASL_PLAINTEXT", "SASL_SSL"):
+            _max_receive_size(config, name)
             for mechanism in _mechanisms(config, name):
                 jaas = _jaas(config, name, mechanism)
                 if mechanism == "PLAIN" and (jaas is None or not jaas.plain_users()):
@@ -144,9 +179,26 @@ def check(config: Any) -> list[str]:
     return warnings
 
 
-def _scopable(key: str) -> bool:
-    return key.startswith(("ssl.", "sasl.")) or _JAAS_KEY.fullmatch(key) is not None \
-        or key == "connections.max.reauth.ms"
+def _listener_key_warnings(key: str, base: str, value: str) -> list[str]:
+    """A ``listener.name.<l>.<base>`` key the listener reads is fine; any other is warned about by name (never
+    accepted and silently ignored); a re-authentication interval other than 0 is refused (KIP-368)."""
+    if base in _LISTENER_KEYS or _JAAS_KEY.fullmatch(base):
+        return []
+    if base == "ssl.engine.factory.class" and value.strip():
+        raise ListenerSecurityError(key, f"Invalid value for configuration {key}: expected no value (Odradek uses "
+                                    "Python's ssl)")
+    if base.endswith("connections.max.reauth.ms"):  # [<mechanism>.]connections.max.reauth.ms
+        if value.strip() not in ("0", ""):
+            raise ListenerSecurityError(key, f"Invalid value {value} for configuration {key}: expected 0: Odradek "
+                                        "does not re-authenticate connections (KIP-368 is not implemented)")
+        return []
+    if base in _JAVA_ONLY:
+        return [] if value.strip() == (_JAVA_ONLY[base] or "") else \
+            [f"Configuration '{key}' is a Java setting with no meaning for Odradek; it was ignored"]
+    if base.startswith(("ssl.", "sasl.")):
+        return [f"Configuration '{key}' is a Kafka setting Odradek does not support; it was ignored"]
+    return [f"Unknown configuration '{key}' was ignored (a listener takes the ssl.* and sasl.* keys Odradek reads "
+            "and <mechanism>.sasl.jaas.config)"]
 
 
 def _check_inter_broker(config: Any) -> None:
@@ -174,8 +226,9 @@ class ListenerSecurity:
     ssl_context: ssl.SSLContext | None = None
     principal_mapper: SslPrincipalMapper | None = None
     sasl_mechanisms: list[str] = field(default_factory=list)
-    plain_users: dict[str, str] = field(default_factory=dict)
+    plain_users: dict[str, str] = field(default_factory=dict, repr=False)  # passwords: never in a repr
     failed_authentication_delay_ms: int = 100
+    max_receive_size: int = 524288  # sasl.server.max.receive.size: the largest frame before authentication
 
     @property
     def uses_sasl(self) -> bool:
@@ -190,15 +243,17 @@ def build(config: Any) -> dict[str, ListenerSecurity]:
         name, protocol = endpoint.name, endpoint.security_protocol
         security = ListenerSecurity(name, protocol, failed_authentication_delay_ms=delay)
         if protocol in ("SSL", "SASL_SSL"):
-            settings = _ssl_settings(config, name)
+            settings = _ssl_settings(config, name, protocol)
             try:
                 security.ssl_context = server_context(settings)
             except SslConfigError as exc:
                 raise ListenerSecurityError(_key_used(config.originals, name, exc.key),
                                             f"listener {name}: {exc}") from None
+        if protocol == "SSL":  # on SASL_SSL the principal is the SASL user, whatever certificate came
             security.principal_mapper = SslPrincipalMapper(
                 _lookup(config.originals, name)("ssl.principal.mapping.rules") or "DEFAULT")
         if protocol in ("SASL_PLAINTEXT", "SASL_SSL"):
+            security.max_receive_size = _max_receive_size(config, name)
             security.sasl_mechanisms = _mechanisms(config, name)
             if "PLAIN" in security.sasl_mechanisms:
                 jaas = _jaas(config, name, "PLAIN")

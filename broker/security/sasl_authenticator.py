@@ -35,7 +35,6 @@ from .sasl_server import ClientVisibleFailure, SaslFailure, create_server
 
 log = logging.getLogger(__name__)
 
-MAX_RECEIVE_SIZE = 524288  # Kafka's sasl.server.max.receive.size default: no bigger frame before authentication
 _HEADER = struct.Struct(">hh")
 _SIZE = struct.Struct(">i")
 _API_VERSIONS, _HANDSHAKE, _AUTHENTICATE = int(ApiKey.API_VERSIONS), int(ApiKey.SASL_HANDSHAKE), \

@@ -18,7 +18,9 @@ from typing import Any, Callable, Iterable, Sequence, TextIO
 
 from ..consumer import DEFAULT_CONFIG as CONSUMER_DEFAULTS
 from ..producer import _DEFAULTS as PRODUCER_DEFAULTS  # the producer's accepted kwargs and their defaults
-from ..security.client_security import SECURITY_PROPERTY_PREFIXES, security_kwargs_from_properties
+from ..security.client_security import (
+    SECURITY_PROPERTY_PREFIXES, security_kwargs_from_properties, unread_security_properties,
+)
 from ..types import KafkaConfigurationError
 from .common import Parser, UsageError, parse_known
 from .tool_log import log_line
@@ -124,10 +126,14 @@ def _convert(name: str, value: str) -> Any:
         return value
 
 
-def security_kwargs(props: dict[str, str]) -> dict[str, Any]:
+def security_kwargs(props: dict[str, str], warn: TextIO | None = sys.stderr) -> dict[str, Any]:
     """The security.protocol / ssl.* / sasl.* properties as our clients' keywords ({} for PLAINTEXT);
-    a bad one raises KafkaConfigurationError naming it."""
+    a bad one raises KafkaConfigurationError naming it, one our clients do not read is warned about."""
     security = {k: v for k, v in props.items() if k.startswith(SECURITY_PROPERTY_PREFIXES)}
+    for name in unread_security_properties(security):
+        if warn is not None:
+            log_line("WARN", f"The configuration '{name}' was supplied but Odradek's clients do not support it; "
+                     "it was ignored.", "org.apache.kafka.common.config.AbstractConfig", file=warn)
     try:
         kwargs = security_kwargs_from_properties(security)
     except ValueError as exc:
@@ -136,7 +142,7 @@ def security_kwargs(props: dict[str, str]) -> dict[str, Any]:
 
 
 def _kwargs(props: dict[str, str], known: dict[str, Any], warn: TextIO | None, config_class: str) -> dict[str, Any]:
-    kwargs: dict[str, Any] = security_kwargs(props)
+    kwargs: dict[str, Any] = security_kwargs(props, warn)
     for name, value in props.items():
         if name.startswith(SECURITY_PROPERTY_PREFIXES):
             continue

@@ -15,7 +15,7 @@ names listed in ``SECURITY_DEFAULTS``; the tools read Kafka's property names fro
 from __future__ import annotations
 
 import ssl
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from ...protocol.errors import (  # type: ignore[attr-defined]
@@ -27,7 +27,8 @@ from .scram import MECHANISMS as SCRAM_MECHANISMS
 from .tls import SslConfigError, SslSettings, client_context
 
 __all__ = ["ClientSecurity", "AUTHENTICATION_ERRORS", "client_security", "file_security_kwargs", "SECURITY_DEFAULTS", "SECURITY_PROTOCOLS", "SASL_MECHANISMS",
-           "security_kwargs_from_properties", "SECURITY_PROPERTY_PREFIXES"]
+           "security_kwargs_from_properties", "SECURITY_PROPERTY_PREFIXES", "SECURITY_PROPERTIES",
+           "unread_security_properties"]
 
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 SASL_MECHANISMS = ("PLAIN", *SCRAM_MECHANISMS)
@@ -50,6 +51,21 @@ SECURITY_DEFAULTS: dict[str, Any] = {
 AUTHENTICATION_ERRORS = (SaslAuthenticationFailedError, UnsupportedSaslMechanismError, IllegalSaslStateError)
 # Kafka client property names that ``security_kwargs_from_properties`` consumes.
 SECURITY_PROPERTY_PREFIXES = ("security.protocol", "ssl.", "sasl.")
+# The ones it reads; any other ssl.* / sasl.* property is reported (never taken silently).
+SECURITY_PROPERTIES = frozenset({
+    "security.protocol", "sasl.mechanism", "sasl.jaas.config", "ssl.protocol", "ssl.enabled.protocols",
+    "ssl.cipher.suites", "ssl.keystore.type", "ssl.keystore.location", "ssl.keystore.password",
+    "ssl.keystore.certificate.chain", "ssl.keystore.key", "ssl.key.password", "ssl.truststore.type",
+    "ssl.truststore.location", "ssl.truststore.password", "ssl.truststore.certificates",
+    "ssl.endpoint.identification.algorithm",
+})
+
+
+def unread_security_properties(props: Mapping[str, Any], prefix: str = "") -> list[str]:
+    """The ``<prefix>ssl.*`` / ``<prefix>sasl.*`` properties our clients do not read (Java-only knobs, GSSAPI
+    and OAUTHBEARER settings, callback handlers), for the caller to warn about by name."""
+    return sorted(k for k in props if k.startswith(prefix) and k[len(prefix):].startswith(SECURITY_PROPERTY_PREFIXES)
+                  and k[len(prefix):] not in SECURITY_PROPERTIES)
 
 
 @dataclass(frozen=True)
@@ -58,7 +74,7 @@ class ClientSecurity:
     ssl_context: ssl.SSLContext | None = None
     sasl_mechanism: str | None = None
     sasl_username: str | None = None
-    sasl_password: str | None = None
+    sasl_password: str | None = field(default=None, repr=False)  # never in a log line or traceback
 
     @property
     def uses_ssl(self) -> bool:

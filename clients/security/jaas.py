@@ -28,7 +28,7 @@ class JaasError(ValueError):
 class JaasConfig:
     module: str
     flag: str
-    options: dict[str, str] = field(default_factory=dict)
+    options: dict[str, str] = field(default_factory=dict, repr=False)  # holds passwords: never in a repr
 
     @property
     def username(self) -> str | None:

@@ -16,7 +16,7 @@ import hashlib
 import hmac
 import re
 import secrets
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 __all__ = ["ScramMechanism", "MECHANISMS", "ScramCredential", "ScramError", "ClientFirst", "ServerFirst",
            "ClientFinal", "ServerFinal", "ScramClient", "salted_password", "make_credential",
@@ -101,8 +101,8 @@ def username_of(name: str) -> str:
 class ScramCredential:
     """What the server keeps of a password: never the password itself."""
     salt: bytes
-    stored_key: bytes
-    server_key: bytes
+    stored_key: bytes = field(repr=False)  # enough to impersonate the user or the server: never in a repr
+    server_key: bytes = field(repr=False)
     iterations: int
 
     @classmethod

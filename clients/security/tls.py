@@ -134,6 +134,12 @@ class SslSettings:
         if unknown or not self.enabled_protocols:
             raise bad("ssl.enabled.protocols", ",".join(self.enabled_protocols),
                       "expected a list of: " + ", ".join(_PROTOCOLS))
+        order = list(_PROTOCOLS)
+        indexes = sorted({order.index(p) for p in self.enabled_protocols})
+        if indexes != list(range(indexes[0], indexes[-1] + 1)):  # Python enables a range of versions, no gaps
+            raise bad("ssl.enabled.protocols", ",".join(self.enabled_protocols),
+                      "expected consecutive versions (e.g. TLSv1.2,TLSv1.3): every version between the lowest and "
+                      "the highest listed would be enabled")
         if self.protocol not in (*_PROTOCOLS, "TLS"):
             raise bad("ssl.protocol", self.protocol, "expected one of: TLS, " + ", ".join(_PROTOCOLS))
         if self.client_auth not in _CLIENT_AUTH:
@@ -180,9 +186,16 @@ def _openssl_name(suite: str) -> str:
     return f"{kx}-{cipher}" if kx else cipher
 
 
-def _versions(ctx: ssl.SSLContext, settings: SslSettings) -> None:
+def _versions(ctx: ssl.SSLContext, settings: SslSettings, client: bool = False, prefix: str = "") -> None:
     enabled = sorted(_PROTOCOLS[p] for p in settings.enabled_protocols)
-    ctx.minimum_version, ctx.maximum_version = enabled[0], enabled[-1]
+    highest = enabled[-1]
+    if client and settings.protocol in _PROTOCOLS:
+        # Kafka's ssl.protocol: a client set to TLSv1.2 does not use TLSv1.3 even when it is enabled
+        highest = min(highest, _PROTOCOLS[settings.protocol])
+    if highest < enabled[0]:
+        raise SslConfigError(prefix + "ssl.protocol", f"Invalid value {settings.protocol} for configuration "
+                             f"{prefix}ssl.protocol: expected a version no older than those of ssl.enabled.protocols")
+    ctx.minimum_version, ctx.maximum_version = enabled[0], highest
 
 
 def _load_keystore(ctx: ssl.SSLContext, s: SslSettings, prefix: str) -> None:
@@ -256,7 +269,7 @@ def client_context(settings: SslSettings, prefix: str = "") -> ssl.SSLContext:
     given, is presented for mutual TLS."""
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
     ctx.check_hostname = settings.endpoint_identification_algorithm.lower() == "https"
-    _versions(ctx, settings)
+    _versions(ctx, settings, client=True, prefix=prefix)
     _load_truststore(ctx, settings, prefix)
     if settings.has_keystore:
         _load_keystore(ctx, settings, prefix)

@@ -251,6 +251,13 @@ def test_dynamic_broker_configs(cluster, client, confluent_admin):
         confluent_admin.alter_configs([static])[static].result(30)
     assert raised.value.args[0].code() == INVALID_REQUEST
     assert "Cannot update these configs dynamically: Set(log.dirs)" in raised.value.args[0].str()
+    # Passwords (SSL stores, JAAS entries of a listener) are never stored by AlterConfigs, nor echoed or logged.
+    secret = ConfigResource("broker", "0", set_config={"listener.name.plaintext.ssl.key.password": "alter-secret"})
+    with pytest.raises(Exception) as raised:
+        confluent_admin.alter_configs([secret])[secret].result(30)
+    assert raised.value.args[0].code() == INVALID_REQUEST
+    assert "Set(listener.name.plaintext.ssl.key.password)" in raised.value.args[0].str()
+    assert "alter-secret" not in raised.value.args[0].str() and "alter-secret" not in cluster.broker_log(0).read_text()
 
     # Per broker: this broker's log.segment.bytes, shown with its source and inherited by topics there.
     per_broker = ConfigResource("broker", "1", set_config={"log.segment.bytes": "2000000"})

@@ -342,8 +342,11 @@ def _api_cases():
          lambda r: partition_codes(r.topics), {TXN_DENIED}),
         ("ElectLeaders", 2, m.ElectLeadersRequest(topic_partitions=None, timeout_ms=5000), lambda r: r.error_code,
          CLUSTER_DENIED),
-        ("AlterPartitionReassignments", 0, m.AlterPartitionReassignmentsRequest(timeout_ms=5000, topics=[]),
-         lambda r: r.error_code, CLUSTER_DENIED),
+        ("AlterPartitionReassignments", 0, m.AlterPartitionReassignmentsRequest(timeout_ms=5000, topics=[
+            m.AlterPartitionReassignmentsRequest.ReassignableTopic(name=T, partitions=[
+                m.AlterPartitionReassignmentsRequest.ReassignableTopic.ReassignablePartition(partition_index=0,
+                                                                                            replicas=[0])])]),
+         lambda r: (r.error_code, partition_codes(r.responses)), (CLUSTER_DENIED, {CLUSTER_DENIED})),
         ("ListPartitionReassignments", 0, m.ListPartitionReassignmentsRequest(timeout_ms=5000),
          lambda r: r.error_code, CLUSTER_DENIED),
         ("DescribeCluster", 0, m.DescribeClusterRequest(include_cluster_authorized_operations=True),

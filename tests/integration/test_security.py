@@ -21,6 +21,9 @@ import uuid
 import pytest
 
 from odradek.clients import Admin, AIOAdmin, AIOConsumer, AIOProducer, Consumer, NewTopic, Producer
+from odradek.clients.admin import ConfigResource, ConfigResourceType
+from odradek.clients.admin_quotas import ClientQuotaAlteration, ClientQuotaEntity
+from odradek.clients.admin_scram import UserScramCredentialUpsertion
 from odradek.clients.cli.local_ca import LocalCA
 from odradek.clients.cli.local_zookeeper import free_port
 from odradek.clients.connection import BrokerConnection
@@ -80,13 +83,14 @@ def secured(zookeeper, tmp_path_factory):
              "expired": str(ca.issue("expired", client=True, expired=True)),
              "mallory": str(LocalCA(work / "other-ca").issue("mallory", client=True)),
              "other_ca": str(work / "other-ca" / "ca.pem")}
-    ports = {name: free_port() for name in ("INTERNAL", "EXTERNAL", "TLS")}
+    ports = {name: free_port() for name in ("INTERNAL", "EXTERNAL", "TLS", "MTLS")}
     overrides = {
         "listeners": f"INTERNAL://127.0.0.1:{ports['INTERNAL']},EXTERNAL://127.0.0.1:{ports['EXTERNAL']},"
-                     f"OPEN://127.0.0.1:{{port}},TLS://127.0.0.1:{ports['TLS']}",
+                     f"OPEN://127.0.0.1:{{port}},TLS://127.0.0.1:{ports['TLS']},MTLS://127.0.0.1:{ports['MTLS']}",
         "advertised.listeners": f"INTERNAL://127.0.0.1:{ports['INTERNAL']},EXTERNAL://localhost:{ports['EXTERNAL']},"
-                                f"OPEN://127.0.0.1:{{port}},TLS://127.0.0.1:{ports['TLS']}",
-        "listener.security.protocol.map": "INTERNAL:SASL_PLAINTEXT,EXTERNAL:SASL_SSL,OPEN:PLAINTEXT,TLS:SSL",
+                                f"OPEN://127.0.0.1:{{port}},TLS://127.0.0.1:{ports['TLS']},"
+                                f"MTLS://127.0.0.1:{ports['MTLS']}",
+        "listener.security.protocol.map": "INTERNAL:SASL_PLAINTEXT,EXTERNAL:SASL_SSL,OPEN:PLAINTEXT,TLS:SSL,MTLS:SSL",
         "inter.broker.listener.name": "INTERNAL",
         "sasl.mechanism.inter.broker.protocol": "SCRAM-SHA-512",
         "listener.name.internal.sasl.enabled.mechanisms": "SCRAM-SHA-512,PLAIN",
@@ -95,6 +99,10 @@ def secured(zookeeper, tmp_path_factory):
         "listener.name.internal.plain.sasl.jaas.config": PLAIN_JAAS,
         "listener.name.external.sasl.enabled.mechanisms": "SCRAM-SHA-256,SCRAM-SHA-512",
         "listener.name.tls.ssl.client.auth": "requested",
+        # Kafka 2.8 applies the broker-wide key to SSL listeners only (MTLS here): EXTERNAL (SASL_SSL) clients
+        # need no certificate
+        "ssl.client.auth": "required",
+        "listener.name.internal.sasl.server.max.receive.size": "65536",
         "ssl.keystore.type": "PEM", "ssl.keystore.location": files["broker"],
         "ssl.truststore.type": "PEM", "ssl.truststore.location": str(ca.cert_path),
     }
@@ -238,6 +246,32 @@ def test_a_client_that_skips_the_handshake_is_closed_without_an_answer(secured):
     assert decode_response(second, 18, 3)[1].error_code == 34
 
 
+def _closed_on_frame_size(port: int, size: int, tls: bool = False, wait_s: float = 10.0) -> bool:
+    """Announce a frame of ``size`` bytes and send nothing more: True if the broker closes the connection
+    within ``wait_s`` (it refuses the size), False if it waits for the frame's bytes."""
+    sock = socket.create_connection(("127.0.0.1", port), timeout=wait_s)
+    if tls:
+        context = ssl.create_default_context()
+        context.check_hostname, context.verify_mode = False, ssl.CERT_NONE
+        sock = context.wrap_socket(sock)
+    with sock:
+        sock.sendall(struct.pack(">i", size))
+        try:
+            return sock.recv(1) == b""
+        except socket.timeout:
+            return False
+        except (ConnectionResetError, ssl.SSLError):
+            return True
+
+
+def test_unauthenticated_connections_may_send_only_small_frames(secured):
+    # sasl.server.max.receive.size (Kafka: 512 KiB): the listener's own value, else the broker's
+    assert _closed_on_frame_size(secured.ports["INTERNAL"], 65537)
+    assert not _closed_on_frame_size(secured.ports["INTERNAL"], 65536, wait_s=1)
+    assert _closed_on_frame_size(secured.ports["EXTERNAL"], 524289, tls=True)
+    assert not _closed_on_frame_size(secured.ports["EXTERNAL"], 524288, tls=True, wait_s=1)
+
+
 def test_old_clients_legacy_handshake_v0_then_bare_tokens(secured):
     sock = socket.create_connection(("127.0.0.1", secured.ports["INTERNAL"]), timeout=10)
     with sock:
@@ -339,3 +373,88 @@ def test_our_async_clients_over_every_listener(secured):
 
     for name, profile in secured.profiles.items():
         assert run(go(profile), timeout=90) == [b"async"], name
+
+
+def test_secrets_never_leave_the_broker(secured, tmp_path):
+    """DescribeConfigs of the broker, through our Admin, kafka-python, confluent-kafka and odradek-configs, answers
+    the JAAS entries (passwords) as Kafka's sensitive entries: value null, sensitive; and the broker's log,
+    request log at DEBUG included, never shows a password or a SCRAM credential (salt, stored and server keys),
+    also while users' credentials and quotas change."""
+    from confluent_kafka.admin import AdminClient as CKAdmin, ConfigResource as CKResource
+    from kafka.admin import ConfigResource as KPResource, ConfigResourceType as KPType, KafkaAdminClient
+
+    admin, jaas = secured.admin, "listener.name.internal.scram-sha-512.sasl.jaas.config"
+    resource = ConfigResource(ConfigResourceType.BROKER, "0")
+    with Admin(admin.bootstrap, **admin.ours()) as ours:
+        ours.alter_user_scram_credentials([UserScramCredentialUpsertion("carol", "SCRAM-SHA-256", "carol-secret")])
+        ours.alter_client_quotas([ClientQuotaAlteration(ClientQuotaEntity({ClientQuotaEntity.USER: "carol"}),
+                                                        [ClientQuotaAlteration.Op("producer_byte_rate", 1e6)])])
+        entries = ours.describe_configs([resource], include_synonyms=True)[resource]
+    assert (entries[jaas].value, entries[jaas].is_sensitive) == (None, True)
+    assert entries["listener.name.internal.sasl.enabled.mechanisms"].value == "SCRAM-SHA-512,PLAIN"
+    client = KafkaAdminClient(bootstrap_servers=admin.bootstrap, **admin.kafka_python())
+    try:
+        answer = client.describe_configs([KPResource(KPType.BROKER, "0")], config_filter="all")
+    finally:
+        client.close()
+    (kp_entries,) = [configs for by_name in answer.values() for configs in by_name.values()]
+    assert jaas in kp_entries and "alice-secret" in PLAIN_JAAS  # listed, and a secret is there to be leaked
+    confluent = CKAdmin(admin.librdkafka())
+    (future,) = confluent.describe_configs([CKResource("broker", "0")]).values()
+    ck_entries = future.result(timeout=60)
+    assert (ck_entries[jaas].value, ck_entries[jaas].is_sensitive) == (None, True)
+    admin_config = tmp_path / "admin.properties"
+    admin_config.write_text(admin.properties())
+    described = console_tool("configs", "--bootstrap-server", admin.bootstrap, "--command-config", str(admin_config),
+                             "--describe", "--entity-type", "brokers", "--entity-name", "0", "--all").stdout
+    assert f"  {jaas}=null sensitive=true synonyms={{STATIC_BROKER_CONFIG:{jaas}=null}}" in described
+    wait_until(lambda: "Processing override for entityPath: users/carol" in secured.log(), 30,
+               "the broker to apply carol's changes")
+    log = secured.log()
+    assert "Updating client quotas of users/carol" in log and "principal:User:admin" in log
+    for where, text in (("our Admin", repr(entries)), ("kafka-python", repr(answer)), ("confluent-kafka",
+                        repr(ck_entries)), ("odradek-configs", described), ("the broker's log", log)):
+        leaked = [secret for secret in ("admin-secret", "alice-secret", "carol-secret", "stored_key", "server_key")
+                  if secret in text]
+        assert not leaked, (where, leaked)
+
+
+def test_scram_users_whose_names_hold_equals_signs_and_commas(secured):
+    """RFC 5802's saslname escapes ('=' as =3D, ',' as =2C): our clients and librdkafka get in as the user, whose
+    principal is the unescaped name. (kafka-python 3.0 sends the name unescaped, which Kafka refuses as well.)"""
+    from confluent_kafka.admin import AdminClient as CKAdmin
+
+    name = "o=dd,us=2Cer"
+    with Admin(secured.admin.bootstrap, **secured.admin.ours()) as admin:
+        admin.alter_user_scram_credentials([UserScramCredentialUpsertion(name, "SCRAM-SHA-512", "odd-secret")])
+    odd = secured.profiles["scram_sha_512"].with_(username=name, password="odd-secret")
+
+    def ours_gets_in() -> bool:
+        try:
+            with Admin(odd.bootstrap, retries=0, client_id="odd-ours", **odd.ours()) as admin:
+                admin.list_topics()
+            return True
+        except SaslAuthenticationFailedError:
+            return False
+
+    wait_until(ours_gets_in, 30, "the new user's credential to work")
+    confluent = CKAdmin({**odd.librdkafka(), "client.id": "odd-librdkafka"})
+    assert confluent.list_topics(timeout=30).brokers
+    wait_until(lambda: "clientId=odd-librdkafka} connection:" in secured.log(), 30, "librdkafka's request lines")
+    for client_id in ("odd-ours", "odd-librdkafka"):
+        lines = [line for line in secured.log().splitlines()
+                 if f"clientId={client_id}}}" in line and "api=ApiVersions" not in line]
+        assert lines and all(f"principal:User:{name} " in line for line in lines), (client_id, lines[:2])
+
+
+def test_a_listener_requiring_client_certificates_refuses_a_client_without_one(secured):
+    mtls = secured.profiles["ssl"].with_(bootstrap=f"127.0.0.1:{secured.ports['MTLS']}")
+    with Admin(mtls.bootstrap, client_id="mtls-alice", **mtls.ours()) as admin:
+        admin.list_topics()
+    with pytest.raises(ConnectionError):
+        with Admin(mtls.bootstrap, request_timeout_ms=10000, retries=1, **mtls.with_(keystore=None).ours()) as admin:
+            admin.list_topics()
+    listing = kcat(mtls.with_(keystore=None), "-L", "-m", "2")
+    assert listing.returncode != 0
+    assert any("clientId=mtls-alice} " in line and "principal:User:CN=alice" in line
+               for line in secured.log().splitlines())

@@ -94,3 +94,32 @@ def test_a_transaction_commits_with_markers_over_the_secured_listener(cluster):
                   auto_offset_reset="earliest", consumer_timeout_ms=15000, **security) as consumer:
         values = [record.value for _, record in zip(range(30), consumer)]
     assert sorted(values, key=int) == [b"%d" % n for n in range(30)]
+
+
+def test_controller_failover_then_a_reassignment_over_the_secured_listener(cluster):
+    """The controller is SIGKILLed: another broker takes over and drives the others over SASL_SSL (its
+    LeaderAndIsr and UpdateMetadata need ClusterAction) and the old one comes back; a partition is then
+    reassigned to a broker that had no replica of it, which catches up by follower fetches (ClusterAction again)
+    and joins the ISR. Every broker authenticates as ``admin``; there is no ACL and
+    allow.everyone.if.no.acl.found=false."""
+    security = cluster.security.client_kwargs()
+    topic = f"moved-{uuid.uuid4().hex[:8]}"
+    with Admin(cluster.bootstrap_servers, **security) as admin:
+        old = admin.describe_cluster().controller_id
+        first, second = [b.broker_id for b in cluster.brokers if b.broker_id != old]
+        admin.create_topics([NewTopic(topic, replica_assignments={0: [first, old]})])
+        with Producer(bootstrap_servers=cluster.bootstrap_servers, acks="all", **security) as producer:
+            for n in range(20):
+                producer.send(topic, b"%d" % n, partition=0)
+        cluster.kill_broker(old, signal.SIGKILL)
+        wait_until(lambda: admin.describe_cluster().controller_id in (first, second), WAIT_S,
+                   "a new controller among the live brokers")
+        cluster.start_broker(old)
+        wait_until(lambda: sorted(admin.describe_topics([topic])[0].partitions[0].isr) == sorted([first, old]), WAIT_S,
+                   f"broker {old} back in the ISR, led by the new controller")
+        admin.alter_partition_reassignments({(topic, 0): [first, second]}, raise_errors=True)
+        wait_until(lambda: not admin.list_partition_reassignments() and
+                   sorted(admin.describe_topics([topic])[0].partitions[0].isr) == sorted([first, second]), WAIT_S,
+                   f"the reassignment to broker {second} to complete")
+    stored = {value for _, value, *_ in stored_records(cluster.brokers[second].log_dirs, topic, 0)}
+    assert stored == {b"%d" % n for n in range(20)}

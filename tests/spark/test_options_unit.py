@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 
 import pytest
 
@@ -24,7 +25,7 @@ def test_source_options_are_case_insensitive_and_pass_kafka_settings():
     assert parse_source_options({**BASE, "subscribe": "a"}, streaming=False).starting.kind == "earliest"
 
 
-def test_kafka_security_options_become_the_clients_security_keywords(tmp_path):
+def test_kafka_security_options_become_the_clients_security_keywords(tmp_path, caplog):
     jaas = 'org.apache.kafka.common.security.scram.ScramLoginModule required username="alice" password="pw";'
     secured = {"kafka.security.protocol": "SASL_SSL", "kafka.sasl.mechanism": "SCRAM-SHA-512",
                "kafka.sasl.jaas.config": jaas, "kafka.ssl.truststore.type": "PEM",
@@ -34,6 +35,9 @@ def test_kafka_security_options_become_the_clients_security_keywords(tmp_path):
     expected = {"security_protocol": "SASL_SSL", "sasl_mechanism": "SCRAM-SHA-512", "sasl_plain_username": "alice",
                 "sasl_plain_password": "pw", "ssl_cafile": "/ca.pem", "ssl_password": None, "ssl_check_hostname": False}
     assert source.consumer_params == expected and sink.producer_params == expected
+    with caplog.at_level(logging.WARNING):  # a security option the client does not read is never taken silently
+        parse_sink_options({**BASE, **secured, "kafka.sasl.login.class": "com.example.Login"})
+    assert "ignoring option 'kafka.sasl.login.class'" in caplog.text and "truststore" not in caplog.text
     with pytest.raises(ValueError, match="kafka.ssl.truststore.type"):
         parse_source_options({**BASE, "subscribe": "a", **secured, "kafka.ssl.truststore.type": "JKS"}, streaming=False)
     with pytest.raises(ValueError, match="kafka.ssl.truststore.location"):

@@ -21,8 +21,8 @@ def test_other_keys_are_not(name):
 @pytest.mark.parametrize("version", [0, 1, 3])
 def test_a_password_is_described_as_null_with_null_synonyms(version):
     synonyms = [_Synonym(name="ssl.key.password", value="hunter2", source=4)]
-    entry = _entry(version, "ssl.key.password", "hunter2", BROKER_KEYS["ssl.key.password"], True, synonyms,
-                   include_synonyms=True, include_docs=False)
+    entry = _entry(version, "ssl.key.password", "hunter2", 9, BROKER_KEYS["ssl.key.password"].doc, True,
+                   is_sensitive("ssl.key.password"), synonyms, include_synonyms=True, include_docs=False)
     assert entry.value is None and entry.is_sensitive
     assert all(s.value is None for s in (entry.synonyms or []))
     assert "hunter2" not in repr(entry.to_dict())

@@ -40,6 +40,16 @@ def test_kafka_names_become_kwargs_and_unknown_ones_are_warned():
         "group_id": "007", "fetch_max_wait_ms": 100}
 
 
+def test_security_properties_our_clients_do_not_read_are_warned_about_by_name():
+    warnings = io.StringIO()
+    kwargs = consumer_kwargs({"security.protocol": "SSL", "ssl.truststore.type": "PEM", "ssl.keymanager.algorithm":
+                              "PKIX", "sasl.kerberos.service.name": "kafka"}, warn=warnings)
+    assert kwargs["security_protocol"] == "SSL"
+    assert "'ssl.keymanager.algorithm' was supplied but Odradek's clients do not support it" in warnings.getvalue()
+    assert "'sasl.kerberos.service.name' was supplied" in warnings.getvalue()
+    assert "ssl.truststore.type" not in warnings.getvalue() and "security.protocol" not in warnings.getvalue()
+
+
 # -- console producer -------------------------------------------------------------------------------------------
 def test_console_producer_defaults_are_kafka_28s():
     opts = console_producer.parse_args(BOOT + ["--topic", "t"])

@@ -100,6 +100,18 @@ def test_plain_users_come_from_the_listeners_jaas_entry():
       "listener.name.sasl_plaintext.plain.sasl.jaas.config": 'PlainLoginModule required username="a"'},
      "listener.name.sasl_plaintext.plain.sasl.jaas.config", "expected ';'"),
     ({"connections.max.reauth.ms": "3600000"}, "connections.max.reauth.ms", "KIP-368"),
+    ({"listener.name.plaintext.scram-sha-256.connections.max.reauth.ms": "3600000"},
+     "listener.name.plaintext.scram-sha-256.connections.max.reauth.ms", "KIP-368"),
+    ({"listener.name.plaintext.ssl.engine.factory.class": "com.example.Engine"},
+     "listener.name.plaintext.ssl.engine.factory.class", "expected no value"),
+    ({"listeners": "SSL://:1", "security.inter.broker.protocol": "SSL", "ssl.keystore.type": "PEM",
+      "ssl.keystore.location": "/k.pem", "ssl.enabled.protocols": "TLSv1.1,TLSv1.3"}, "ssl.enabled.protocols",
+     "expected consecutive versions"),
+    ({"listeners": "SASL_PLAINTEXT://:1", "security.inter.broker.protocol": "SASL_PLAINTEXT",
+      "sasl.enabled.mechanisms": "PLAIN", "sasl.mechanism.inter.broker.protocol": "PLAIN",
+      "listener.name.sasl_plaintext.plain.sasl.jaas.config": 'PlainLoginModule required username="a" password="b";',
+      "listener.name.sasl_plaintext.sasl.server.max.receive.size": "big"},
+     "listener.name.sasl_plaintext.sasl.server.max.receive.size", "expected an integer >= 1"),
     ({"listeners": "SSL://:1", "security.inter.broker.protocol": "SSL", "ssl.keystore.type": "PEM",
       "ssl.keystore.location": "/k.pem", "ssl.principal.mapping.rules": "RULE:broken"},
      "ssl.principal.mapping.rules", "Invalid rule"),
@@ -122,7 +134,51 @@ def test_unreadable_stores_fail_when_loaded_naming_the_key(tmp_path):
 
 def test_java_only_knobs_are_warned_and_listener_keys_for_unknown_listeners_too():
     c = config(ssl_provider="SunJSSE", **{"listener.name.nope.ssl.client.auth": "required",
-                                          "listener.name.plaintext.foo": "1"})
+                                          "listener.name.plaintext.foo": "1",
+                                          "listener.name.plaintext.ssl.keymanager.algorithm": "PKIX",
+                                          "listener.name.plaintext.sasl.login.class": "com.example.Login",
+                                          "listener.name.plaintext.ssl.client.auth": "none",
+                                          "listener.name.plaintext.scram-sha-256.connections.max.reauth.ms": "0"})
     assert any("'ssl.provider' is a Java setting" in w for w in c.warnings)
     assert any("names listener nope" in w for w in c.warnings)
     assert any("Unknown configuration 'listener.name.plaintext.foo'" in w for w in c.warnings)
+    # a listener key Odradek does not read is never taken silently
+    assert any("'listener.name.plaintext.ssl.keymanager.algorithm' is a Java setting" in w for w in c.warnings)
+    assert any("'listener.name.plaintext.sasl.login.class' is a Kafka setting Odradek does not support" in w
+               for w in c.warnings)
+    assert not any("plaintext.ssl.client.auth" in w or "reauth" in w for w in c.warnings), c.warnings
+
+
+def test_sasl_ssl_listeners_take_client_auth_from_their_own_key_only(ca):
+    # Kafka 2.8 (KIP-684): the broker-wide ssl.client.auth is for SSL listeners; a SASL_SSL listener asks for
+    # certificates only through listener.name.<l>.ssl.client.auth, and its principal stays the SASL user.
+    jaas = 'org.apache.kafka.common.security.plain.PlainLoginModule required username="a" password="b" user_a="b";'
+    c = config(listeners="S://:1,T://:2,U://:3", listener_security_protocol_map="S:SSL,T:SASL_SSL,U:SASL_SSL",
+               inter_broker_listener_name="S", ssl_keystore_type="PEM",
+               ssl_keystore_location=str(ca.directory / "broker.pem"), ssl_truststore_type="PEM",
+               ssl_truststore_location=str(ca.cert_path), ssl_client_auth="required", sasl_enabled_mechanisms="PLAIN",
+               **{"plain.sasl.jaas.config": jaas, "listener.name.u.ssl.client.auth": "requested"})
+    security = c.listener_security()
+    assert security["S"].ssl_context.verify_mode == ssl.CERT_REQUIRED and security["S"].principal_mapper is not None
+    assert security["T"].ssl_context.verify_mode == ssl.CERT_NONE and security["T"].principal_mapper is None
+    assert security["U"].ssl_context.verify_mode == ssl.CERT_OPTIONAL and security["U"].principal_mapper is None
+    assert any("'ssl.client.auth' is applied only to SSL listeners" in w for w in c.warnings)
+
+
+def test_a_client_on_ssl_protocol_tlsv12_does_not_use_tlsv13(ca):
+    from odradek.clients.security.tls import SslSettings, client_context
+    settings = {"ssl.truststore.type": "PEM", "ssl.truststore.location": str(ca.cert_path)}
+    assert client_context(SslSettings.from_lookup(settings.get)).maximum_version == ssl.TLSVersion.TLSv1_3
+    capped = client_context(SslSettings.from_lookup({**settings, "ssl.protocol": "TLSv1.2"}.get))
+    assert (capped.minimum_version, capped.maximum_version) == (ssl.TLSVersion.TLSv1_2, ssl.TLSVersion.TLSv1_2)
+
+
+def test_sasl_server_max_receive_size_is_read_per_listener():
+    jaas = 'org.apache.kafka.common.security.plain.PlainLoginModule required username="a" password="b";'
+    c = config(listeners="A://:1,B://:2", listener_security_protocol_map="A:SASL_PLAINTEXT,B:SASL_PLAINTEXT",
+               inter_broker_listener_name="A", sasl_enabled_mechanisms="PLAIN",
+               sasl_mechanism_inter_broker_protocol="PLAIN", sasl_server_max_receive_size="65536",
+               **{"plain.sasl.jaas.config": jaas, "listener.name.b.sasl.server.max.receive.size": "1024"})
+    security = c.listener_security()
+    assert (security["A"].max_receive_size, security["B"].max_receive_size) == (65536, 1024)
+    assert not any("sasl.server.max.receive.size" in w for w in c.warnings), c.warnings
