@@ -383,7 +383,7 @@ _BROKER_KEYS: list[Key] = [
     K("replica.fetch.backoff.ms", I, 1000, "Sleep after a partition fetch error", at_least(0)),
     K("replica.fetch.response.max.bytes", I, 10485760, "Max bytes of a whole follower fetch response",
       at_least(0)),
-    K("num.replica.fetchers", I, 1, "Fetcher threads per source broker"),
+    K("num.replica.fetchers", I, 1, "Fetchers (connections, fetch sessions) per source broker", at_least(1)),
     K("replica.high.watermark.checkpoint.interval.ms", L, 5000, "How often high watermarks are saved"),
     K("fetch.purgatory.purge.interval.requests", I, 1000, "Purge interval of the fetch purgatory"),
     K("producer.purgatory.purge.interval.requests", I, 1000, "Purge interval of the produce purgatory"),

@@ -74,6 +74,7 @@ _API_MODULES = (produce, fetch, list_offsets, metadata, create_topics, delete_to
                 elect_leaders, reassignment_apis, client_quotas_api, describe_cluster, describe_producers,
                 sasl_plaintext, scram_credentials, acl_apis)
 _NEVER_MS = 2 ** 62  # Kafka's Long.MaxValue defaults: "never"
+SWITCH_INTERVAL_S = 0.0005
 
 
 class KafkaServer:
@@ -429,6 +430,10 @@ def main(argv: list[str] | None = None) -> int:
     setup_logging()
     for warning in warnings:
         log.warning("%s", warning)
+    # The event loop shares the GIL with kazoo's threads and the leader epoch checkpoint writers; with
+    # Python's 5 ms switch interval each of their wake-ups can wait that long behind a busy loop, which
+    # made thousands of checkpoint writes several times slower (benchmarks/bench_scale.py).
+    sys.setswitchinterval(SWITCH_INTERVAL_S)
     import uvloop
     return uvloop.run(serve(config))
 

@@ -563,6 +563,13 @@ class KafkaZkClient:
         return ConfigEntityZNode.decode(self._get(ConfigEntityZNode.path(entity_type, entity_name))[0])
 
     @_zk
+    def get_entity_configs(self, entity_type: str, entity_names: Iterable[str]) -> dict[str, dict[str, str]]:
+        """``get_entity_config`` of many entities in one pipelined round: name -> overrides ({} if none)."""
+        names = list(entity_names)
+        found = self._get_many({n: ConfigEntityZNode.path(entity_type, n) for n in names})
+        return {n: ConfigEntityZNode.decode(found[n][0] if n in found else None) for n in names}
+
+    @_zk
     def set_entity_config(self, entity_type: str, entity_name: str, config: dict[str, str]) -> None:
         """Write /config/<type>/<name>, then announce it with a /config/changes/config_change_N."""
         self._set_or_create(ConfigEntityZNode.path(entity_type, entity_name), ConfigEntityZNode.encode(config))

@@ -229,6 +229,8 @@ class LogManager:
             self.cleaner.on_log_truncated(log)
 
     def _next_log_dir(self) -> str:
+        if len(self.log_dirs) == 1:  # the count below is O(logs): thousands of creations would be quadratic
+            return self.log_dirs[0]
         counts = {d: 0 for d in self.log_dirs}
         for d in self._dir_of.values():
             counts[d] += 1
