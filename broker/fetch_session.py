@@ -273,8 +273,7 @@ class ChangeSource:
     fetcher may need to hear of (records, high watermark, log start offset, leadership) and the
     partitions changed after a given number. An incremental fetch reads those (plus what it names and
     what was held back), not its whole session, so an idle partition costs nothing per fetch; every
-    ``FULL_READ_MS`` it reads the whole session once, for the changes nobody notes (a log start offset
-    moved by retention)."""
+    ``FULL_READ_MS`` it reads the whole session once, a safety net for a change nobody noted."""
 
     change_seq = 0
 
@@ -284,7 +283,7 @@ class ChangeSource:
 
 # Kafka reads every partition of a session on every fetch; an incremental fetch here reads what changed,
 # and the whole session this often.
-FULL_READ_MS = 5_000
+FULL_READ_MS = 30_000
 
 
 class FetchContext:

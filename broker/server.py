@@ -260,7 +260,6 @@ class KafkaServer:
         cfg, lm = self.config, self.log_manager
         assert lm is not None
         jobs: list[tuple[str, int, Callable[[], Any]]] = [
-            ("log-retention", cfg.get("log.retention.check.interval.ms"), lm.cleanup_logs),
             ("recovery-point-checkpoint", cfg.get("log.flush.offset.checkpoint.interval.ms"),
              lm.checkpoint_recovery_points),
             ("log-start-offset-checkpoint", cfg.get("log.flush.start.offset.checkpoint.interval.ms"),
@@ -274,6 +273,8 @@ class KafkaServer:
         jobs.append(("producer-expiration", PRODUCER_ID_EXPIRATION_CHECK_INTERVAL_MS, lm.remove_expired_producers))
         loop = asyncio.get_running_loop()
         self._tasks = [loop.create_task(self._every(name, ms, fn), name=name) for name, ms, fn in jobs]
+        self._tasks.append(loop.create_task(self._every_on_loop(
+            "log-retention", cfg.get("log.retention.check.interval.ms"), self._cleanup_logs), name="log-retention"))
         # ISR jobs run on the loop (they touch partitions); Kafka checks lag every replica.lag.time.max.ms / 2.
         rm, isr = self.replica_manager, self.isr_manager
         assert rm is not None and isr is not None
@@ -306,6 +307,17 @@ class KafkaServer:
                     await result
             except Exception:
                 log.exception("Periodic task %s failed", name)
+
+    async def _cleanup_logs(self) -> None:
+        """Retention, off the loop; fetch sessions then hear of the log start offsets it moved."""
+        lm, rm = self.log_manager, self.replica_manager
+        assert lm is not None and rm is not None
+        before = {(log_.topic, log_.partition): log_.log_start_offset for log_ in lm.all_logs()}
+        await self._blocking(lm.cleanup_logs)
+        for log_ in lm.all_logs():
+            key = (log_.topic, log_.partition)
+            if before.get(key) != log_.log_start_offset:
+                rm.note_change(key)
 
     async def _every(self, name: str, period_ms: int, fn: Callable[[], Any]) -> None:
         while True:
