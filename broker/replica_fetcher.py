@@ -156,6 +156,7 @@ class ReplicaFetcher:
         self._task: asyncio.Task | None = None
         self.session = FetchSessionHandler(self.name)
         self._changed: set[Key] = set()  # partitions whose fetch parameters may have changed since computed
+        self._errors: dict[str, list[Key]] = {}  # partition errors of the round, reported together
         self._refresh_params_at = 0.0
 
     @property
@@ -212,13 +213,13 @@ class ReplicaFetcher:
                     self._conn = None
                 await self._sleep(self.settings.backoff_ms / 1000)
 
-    @staticmethod
-    async def _checkpointed(work: Any) -> None:
+    async def _checkpointed(self, work: Any) -> None:
         """Run a truncation or fetch round; the leader epochs it changed are checkpointed together after it."""
         with batched_checkpoints() as checkpoints:
             try:
                 await work
             finally:
+                self._report_errors()
                 await checkpoints.write_concurrently()
 
     def _should_throttle(self, key: Key) -> bool:
@@ -254,8 +255,17 @@ class ReplicaFetcher:
         return partition
 
     def _back_off(self, key: Key, state: PartitionFetchState, why: str) -> None:
-        log.info("[%s] %s-%d: %s; retrying in %d ms", self.name, *key, why, self.settings.backoff_ms)
+        self._errors.setdefault(f"{why}; retrying in {self.settings.backoff_ms} ms", []).append(key)
         state.delayed_until = time.monotonic() + self.settings.backoff_ms / 1000
+
+    def _report_errors(self) -> None:
+        """One line per kind of partition error of a round, not one per partition (thousands may be
+        created or moved at once)."""
+        errors, self._errors = self._errors, {}
+        for why, keys in errors.items():
+            shown = ", ".join(f"{t}-{p}" for t, p in keys[:10])
+            log.info("[%s] %d partitions: %s: %s%s", self.name, len(keys), why, shown,
+                     f" and {len(keys) - 10} more" if len(keys) > 10 else "")
 
     def _timeout(self) -> float:
         return (self.settings.wait_max_ms + self.settings.socket_timeout_ms) / 1000
@@ -393,8 +403,7 @@ class ReplicaFetcher:
         error = for_code(code)
         if code == FencedLeaderEpochError.code:
             # Our epoch is older than the leader's: a LeaderAndIsr is coming; stop until it arrives.
-            log.info("[%s] %s-%d: fenced leader epoch %d; waiting for the controller", self.name, *key,
-                     state.leader_epoch)
+            self._errors.setdefault("fenced leader epoch; waiting for the controller", []).append(key)
             self.partitions.pop(key, None)
             return
         self._back_off(key, state, f"error {error.__name__}")
