@@ -48,6 +48,7 @@ from .dynamic_config import DynamicConfigManager
 from .config import ConfigError, KafkaConfig, load_config
 from .kafka_apis import KafkaApis
 from .log import LogManager
+from .log.file_handles import HANDLES, budget_for, raise_descriptor_limit
 from .log.cleaner import CleanerConfig, cleaner_log
 from .log.log_manager import PRODUCER_ID_EXPIRATION_CHECK_INTERVAL_MS
 from .metadata_cache import MetadataCache
@@ -132,7 +133,8 @@ class KafkaServer:
             cfg.log_dirs, dynamic.effective_config.topic_defaults(), broker_id=self.broker_id,
             cluster_id=cluster_id,
             topic_configs=topic_configs,
-            max_producer_id_expiration_ms=cfg.get("transactional.id.expiration.ms")))
+            max_producer_id_expiration_ms=cfg.get("transactional.id.expiration.ms"),
+            recovery_threads=cfg.get("num.recovery.threads.per.data.dir")))
         cleaner_log.configure_from(cfg)
         try:
             self.log_manager.start_cleaner(CleanerConfig.from_kafka_config(dynamic.effective_config))
@@ -442,6 +444,10 @@ def main(argv: list[str] | None = None) -> int:
     setup_logging()
     for warning in warnings:
         log.warning("%s", warning)
+    soft, raised = raise_descriptor_limit()  # as many servers do; segment files stay within it (file_handles)
+    HANDLES.configure(budget_for(raised))
+    log.info("Open-file limit (ulimit -n) %d%s; up to %d segment files kept open", raised,
+             f", raised from {soft}" if raised != soft else "", HANDLES.budget)
     # The event loop shares the GIL with kazoo's threads and the leader epoch checkpoint writers; with
     # Python's 5 ms switch interval each of their wake-ups can wait that long behind a busy loop, which
     # made thousands of checkpoint writes several times slower (benchmarks/bench_scale.py).
