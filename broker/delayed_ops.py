@@ -40,18 +40,19 @@ def _resolve(future: asyncio.Future, value: Any) -> None:
 
 
 class DelayedFetch(DelayedOperation):
-    __slots__ = ("specs", "params", "replica_manager", "future", "to_read", "_by_key")
+    __slots__ = ("specs", "params", "replica_manager", "future", "to_read", "_spec_of")
 
     def __init__(self, delay_ms: int, specs: list[FetchSpec], params: Any,
                  replica_manager: "ReplicaManager", future: asyncio.Future,
-                 to_read: Callable[[], list[FetchSpec]] | None = None) -> None:
+                 to_read: Callable[[], list[FetchSpec]] | None = None,
+                 spec_of: Callable[[tuple[str, int]], FetchSpec | None] | None = None) -> None:
         super().__init__(delay_ms)
         self.specs = specs
         self.params = params
         self.replica_manager = replica_manager
         self.future = future
         self.to_read = to_read  # what to read on completion (a fetch session's changed partitions)
-        self._by_key: dict[tuple[str, int], FetchSpec] | None = None
+        self._spec_of = spec_of  # a partition's spec (a fetch session's lookup), else built on first need
 
     def try_complete_for(self, key: Any) -> bool:
         """Woken by ``key``'s change: with min_bytes <= 1 (followers, most consumers) that partition alone
@@ -59,9 +60,9 @@ class DelayedFetch(DelayedOperation):
         partitions is not walked through on every produce."""
         if self.params.min_bytes > 1 or self.params.read_committed:
             return self.try_complete()
-        if self._by_key is None:
-            self._by_key = {(spec.topic, spec.partition): spec for spec in self.specs}
-        spec = self._by_key.get(key)
+        if self._spec_of is None:
+            self._spec_of = {(spec.topic, spec.partition): spec for spec in self.specs}.get
+        spec = self._spec_of(key) if isinstance(key, tuple) and len(key) == 2 else None
         return self.try_complete() if spec is None else self._check(spec, 0) is True
 
     def try_complete(self) -> bool:

@@ -55,6 +55,11 @@ def next_epoch(epoch: int) -> int:
     return epoch + 1
 
 
+def session_watch_key(session_id: int) -> tuple[str, int]:
+    """The purgatory key a session's parked fetches wait under."""
+    return ("fetch-session", session_id)
+
+
 def _now_ms() -> int:
     return int(time.monotonic() * 1000)
 
@@ -181,6 +186,23 @@ class FetchSessionCache:
         self._evictable_by_privileged: dict[int, FetchSession] = {}
         self.total_partitions = 0
         self.evictions = 0
+        # partition -> the sessions holding it: a session's parked fetch waits under the session's own key
+        # (one purgatory watch, not one per partition) and a change of the partition wakes it
+        self._sessions_of: dict[Key, set[int]] = {}
+
+    def watch_keys_of(self, key: Key) -> list[tuple[str, int]]:
+        """The purgatory keys of the sessions holding partition ``key``."""
+        return [session_watch_key(sid) for sid in self._sessions_of.get(key, ())]
+
+    def reindex(self, session: FetchSession, added: Iterable[Key], removed: Iterable[Key]) -> None:
+        for key in added:
+            self._sessions_of.setdefault(key, set()).add(session.id)
+        for key in removed:
+            holders = self._sessions_of.get(key)
+            if holders is not None:
+                holders.discard(session.id)
+                if not holders:
+                    del self._sessions_of[key]
 
     def __len__(self) -> int:
         return len(self._sessions)
@@ -203,6 +225,7 @@ class FetchSessionCache:
         session = FetchSession(self.new_session_id(), privileged, create_partitions(), now,
                                next_epoch(INITIAL_EPOCH))
         self._sessions[session.id] = session
+        self.reindex(session, session.partitions, ())
         self.touch(session, now)
         log.debug("Created %r", session)
         return session.id
@@ -233,6 +256,7 @@ class FetchSessionCache:
         found = self._sessions.pop(session if isinstance(session, int) else session.id, None)
         if found is None:
             return None
+        self.reindex(found, (), found.partitions)
         self._last_used.pop(found.id, None)
         self._evictable_by_all.pop(found.id, None)
         self._evictable_by_privileged.pop(found.id, None)
@@ -290,6 +314,8 @@ class FetchContext:
     """How one Fetch request is served: which partitions to wait on, which to read, which results to send."""
 
     previous_fetch_ms: int | None = None  # an incremental session's previous fetch (see FetchParams)
+    watch_keys: list[Any] | None = None    # a session's purgatory key (None: one per partition)
+    spec_of: Callable[[Key], FetchSpec | None] | None = None
 
     def specs(self) -> list[FetchSpec]:
         """The partitions the fetch waits on (and the purgatory watches)."""
@@ -377,8 +403,13 @@ class IncrementalFetchContext(FetchContext):
         self.changes = changes
         self.clock = clock
         self.previous_fetch_ms = previous_fetch_ms
+        self.watch_keys = [session_watch_key(session.id)]
         self._read_seq = 0
         self._full = False
+
+    def spec_of(self, key: Key) -> FetchSpec | None:  # type: ignore[override]
+        cached = self.session.partitions.get(key)
+        return None if cached is None else cached.spec
 
     def specs(self) -> list[FetchSpec]:
         return [cached.spec for cached in self.session.partitions.values()]
@@ -457,7 +488,8 @@ class FetchManager:
         if session.epoch != epoch:
             log.debug("Fetch session %d expected epoch %d, got %d", session_id, session.epoch, epoch)
             return SessionErrorContext(InvalidFetchSessionEpochError.code)
-        added, updated, _ = session.update(fetch_data, forgotten)
+        added, updated, removed = session.update(fetch_data, forgotten)
+        self.cache.reindex(session, added, removed)
         if not session.partitions:
             # Every partition forgotten: the session ends and this request is answered sessionless.
             self.cache.remove(session)

@@ -60,13 +60,13 @@ class FetchSessionHandler:
         """The next request for the partitions ``wanted`` now (``params(key)`` their parameters);
         ``changed``: partitions whose parameters may differ from what was last sent (the others are
         taken as unchanged)."""
-        wanted = wanted if isinstance(wanted, (set, dict)) else set(wanted)
+        wanted = wanted if isinstance(wanted, (set, frozenset)) else set(wanted)
         if self.next_is_full:
             self.session = {key: params(key) for key in wanted}
             self.full_requests += 1
             return FetchRequestData(self.session_id, INITIAL_EPOCH, dict(self.session), [])
         session = self.session
-        to_forget = [key for key in session if key not in wanted]
+        to_forget = list(session.keys() - wanted)  # set operations: thousands of partitions cost little
         for key in to_forget:
             del session[key]
         to_send: dict[Hashable, Any] = {}
@@ -76,9 +76,8 @@ class FetchSessionHandler:
                 if session[key] != current:
                     session[key] = to_send[key] = current
         if len(session) != len(wanted):
-            for key in wanted:
-                if key not in session:
-                    session[key] = to_send[key] = params(key)
+            for key in wanted - session.keys():
+                session[key] = to_send[key] = params(key)
         self.incremental_requests += 1
         return FetchRequestData(self.session_id, self.epoch, to_send, to_forget)
 

@@ -157,6 +157,9 @@ class ReplicaFetcher:
         self.session = FetchSessionHandler(self.name)
         self._changed: set[Key] = set()  # partitions whose fetch parameters may have changed since computed
         self._errors: dict[str, list[Key]] = {}  # partition errors of the round, reported together
+        # False once a round found every partition ready: later rounds then skip looking at each (thousands)
+        self._maybe_blocked = True
+        self._no_params: set[Key] = set()  # partitions not fetchable now (_current found none)
         self._refresh_params_at = 0.0
 
     @property
@@ -169,6 +172,7 @@ class ReplicaFetcher:
     def add(self, key: Key, leader_epoch: int) -> None:
         self.partitions[key] = PartitionFetchState(leader_epoch)
         self._changed.add(key)
+        self._maybe_blocked = True  # it truncates first
         self._wakeup.set()
 
     async def shutdown(self) -> None:
@@ -188,13 +192,18 @@ class ReplicaFetcher:
                 continue
             try:
                 conn = await self._connection()
-                now = time.monotonic()
-                truncating = [k for k, s in self.partitions.items() if s.truncating and s.delayed_until <= now]
-                if truncating:
-                    await self._checkpointed(self._truncate(conn, truncating))
+                truncating: list[Key] = []
+                ready: Any = self.partitions  # every partition, unless some truncate or back off
+                if self._maybe_blocked:
                     now = time.monotonic()
-                ready = [k for k, s in self.partitions.items() if not s.truncating and s.delayed_until <= now]
-                fetching = [k for k in ready if not self._should_throttle(k)]
+                    truncating = [k for k, s in self.partitions.items() if s.truncating and s.delayed_until <= now]
+                    if truncating:
+                        await self._checkpointed(self._truncate(conn, truncating))
+                        now = time.monotonic()
+                    ready = [k for k, s in self.partitions.items() if not s.truncating and s.delayed_until <= now]
+                    self._maybe_blocked = len(ready) < len(self.partitions)
+                throttled = self.manager.replica_manager.replication_quotas.follower.has_throttled_partitions
+                fetching = [k for k in ready if not self._should_throttle(k)] if throttled else ready
                 if fetching:
                     await self._checkpointed(self._fetch(conn, fetching))
                 elif ready:  # all held back by the follower quota (Kafka backs off fetchBackOffMs)
@@ -257,6 +266,7 @@ class ReplicaFetcher:
     def _back_off(self, key: Key, state: PartitionFetchState, why: str) -> None:
         self._errors.setdefault(f"{why}; retrying in {self.settings.backoff_ms} ms", []).append(key)
         state.delayed_until = time.monotonic() + self.settings.backoff_ms / 1000
+        self._maybe_blocked = True
 
     def _report_errors(self) -> None:
         """One line per kind of partition error of a round, not one per partition (thousands may be
@@ -312,6 +322,7 @@ class ReplicaFetcher:
         offset, complete = truncation_offset(partition.log, leader_epoch, leader_end_offset)
         self._truncate_log(partition, offset)
         state.truncating = not complete
+        self._maybe_blocked |= state.truncating
         self._changed.add(partition.key)
 
     def _truncate_log(self, partition: "Partition", offset: int) -> None:
@@ -321,7 +332,7 @@ class ReplicaFetcher:
 
     # -- fetching ---------------------------------------------------------------------------------
 
-    async def _fetch(self, conn: BrokerConnection, keys: list[Key]) -> None:
+    async def _fetch(self, conn: BrokerConnection, keys: Iterable[Key]) -> None:
         """One fetch through the session: only partitions whose parameters changed are named (all of them
         in a full request), and only the partitions the leader answers are looked at."""
         s = self.settings
@@ -335,7 +346,11 @@ class ReplicaFetcher:
             if state is not None:
                 partition = self._current(key, state)
                 state.params = None if partition is None else _fetch_params(partition.log, state.leader_epoch)
-        wanted = {key for key in keys if self.partitions[key].params is not None}
+                if state.params is None:
+                    self._no_params.add(key)
+                else:
+                    self._no_params.discard(key)
+        wanted = (keys.keys() if isinstance(keys, dict) else set(keys)) - self._no_params
         if not wanted:
             return
         request_data = self.session.build(wanted, lambda key: self.partitions[key].params, changed)

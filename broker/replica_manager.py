@@ -126,6 +126,9 @@ class ReplicaManager:
         self.change_seq = 0
         # when each follower last fetched from us (a partition it is caught up on stays so until it grows)
         self.follower_fetch_ms: dict[int, int] = {}
+        # The purgatory keys under which fetch sessions holding a partition park their fetches (a session's
+        # fetch waits under one key, not one per partition: broker/apis/fetch.py sets this).
+        self.session_watch_keys: Callable[[tuple[str, int]], Iterable[Any]] = lambda key: ()
         self.isr_shrinks = 0  # ISR changes started as leader (IsrShrinksPerSec / IsrExpandsPerSec)
         self.isr_expands = 0
         self.fetch_purgatory = DelayedOperationPurgatory("Fetch", Timer())
@@ -174,6 +177,13 @@ class ReplicaManager:
         changes = self._changes
         changes.pop(key, None)
         changes[key] = self.change_seq
+
+    def _wake_fetches(self, key: tuple[str, int]) -> None:
+        """Parked fetches waiting on ``key``: sessionless ones watch it, sessions watch their own key."""
+        purgatory = self.fetch_purgatory
+        purgatory.check_and_complete(key)
+        for watch_key in self.session_watch_keys(key):
+            purgatory.check_and_complete(watch_key, key)
 
     def changed_since(self, seq: int) -> list[tuple[str, int]]:
         """Partitions changed after sequence number ``seq``: O(changes since), newest first."""
@@ -268,6 +278,8 @@ class ReplicaManager:
             self.note_change(key)
         for purgatory in self._purgatories:
             purgatory.check_and_complete_all(changed)
+        self.fetch_purgatory.check_and_complete_all(
+            {watch_key: None for key in changed for watch_key in self.session_watch_keys(key)})
         self._update_fetchers(new_leaders, new_followers, leader_endpoints)
         if self.on_leadership_change is not None:
             self.on_leadership_change([p.key for p in new_leaders], [p.key for p in new_followers])
@@ -325,6 +337,7 @@ class ReplicaManager:
             for purgatory in self._purgatories:
                 for op in purgatory.cancel_for_key(key):
                     op.force_complete()  # they see the partition gone and answer NOT_LEADER
+            self._wake_fetches(key)  # fetch sessions holding it
             if delete:
                 try:
                     self.log_manager.delete_log(topic, index)
@@ -375,7 +388,7 @@ class ReplicaManager:
             appended[key] = info.last_offset + 1
             self.note_change(key)
             # Consumers wake on a high watermark move, followers on any append.
-            self.fetch_purgatory.check_and_complete(key)
+            self._wake_fetches(key)
         if required_acks != -1 or not appended:
             return results
         statuses = {key: ProduceStatus(appended.get(key, 0), result, acks_pending=key in appended)
@@ -388,12 +401,16 @@ class ReplicaManager:
     # -- fetch ------------------------------------------------------------------------------------
 
     def fetch_messages(self, params: FetchParams, specs: list[FetchSpec],
-                       to_read: Callable[[], list[FetchSpec]] | None = None
+                       to_read: Callable[[], list[FetchSpec]] | None = None,
+                       watch_keys: list[Any] | None = None,
+                       spec_of: Callable[[tuple[str, int]], FetchSpec | None] | None = None
                        ) -> dict[tuple[str, int], FetchPartitionResult] | asyncio.Future:
         """Read now if there is enough (or an error, or no wait); otherwise a future of the results.
 
         ``specs`` are the partitions the fetch waits on; ``to_read()`` (default: all of them) the ones
-        worth reading now, asked again when a parked fetch completes (a fetch session's changed ones)."""
+        worth reading now, asked again when a parked fetch completes (a fetch session's changed ones).
+        ``watch_keys``: park under these (a fetch session's key, see session_watch_keys) rather than one
+        key per partition; ``spec_of`` then finds the spec of the partition that woke it."""
         results = self.read_from_local_log(specs if to_read is None else to_read(), params)
         for (topic, _), result in results.items():
             self.topic_stats.record_fetch_request(topic, failed=result.error_code != 0)
@@ -407,10 +424,10 @@ class ReplicaManager:
         if total >= params.min_bytes:
             return results
         future = asyncio.get_running_loop().create_future()
-        op = DelayedFetch(params.max_wait_ms, specs, params, self, future, to_read)
+        op = DelayedFetch(params.max_wait_ms, specs, params, self, future, to_read, spec_of)
         # A follower's partitions were just read, synchronously: trying again finds nothing new (a consumer's
         # try may still complete at once, for a fetch offset above the high watermark, as Kafka's).
-        self.fetch_purgatory.try_complete_else_watch(op, [(s.topic, s.partition) for s in specs],
+        self.fetch_purgatory.try_complete_else_watch(op, watch_keys or [(s.topic, s.partition) for s in specs],
                                                      tried=not params.committed_only)
         return future
 
@@ -493,7 +510,7 @@ class ReplicaManager:
             # The high watermark moved: acks=-1 produces and consumers waiting for it can go on.
             self.note_change(partition.key)
             self.produce_purgatory.check_and_complete(partition.key)
-            self.fetch_purgatory.check_and_complete(partition.key)
+            self._wake_fetches(partition.key)
         self.delete_records_purgatory.check_and_complete(partition.key)
         new_isr = partition.isr_to_expand(replica_id)
         if new_isr is not None:
@@ -527,4 +544,4 @@ class ReplicaManager:
         """A new ISR may move the high watermark, or fail waiting produces (too few replicas left)."""
         self.note_change(partition.key)
         self.produce_purgatory.check_and_complete(partition.key)
-        self.fetch_purgatory.check_and_complete(partition.key)
+        self._wake_fetches(partition.key)

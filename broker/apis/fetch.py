@@ -65,6 +65,7 @@ class FetchApi:
         self.auth = services.auth
         self.fetch_manager = FetchManager(FetchSessionCache(
             services.config.get("max.incremental.fetch.session.cache.slots")), changes=self.replica_manager)
+        self.replica_manager.session_watch_keys = self.fetch_manager.cache.watch_keys_of
         self.client_quotas = getattr(services, "client_quotas", None)  # broker.quota.client_quotas.ClientQuotas, or None
         self.down_converter = FetchDownConverter(self.replica_manager.log_manager)  # Fetch v0-3
 
@@ -96,7 +97,7 @@ class FetchApi:
 
             def to_read() -> list[FetchSpec]:
                 return [s for s in context.to_read() if (s.topic, s.partition) in allowed]
-        result = self.replica_manager.fetch_messages(params, specs, to_read)
+        result = self.replica_manager.fetch_messages(params, specs, to_read, context.watch_keys, context.spec_of)
         if isinstance(result, dict):
             return self._response(request, context, result, refused)
         return self._respond_when_done(request, context, result, refused)

@@ -76,7 +76,14 @@ class Log:
         self.config = config or LogConfig()
         self._clock = clock
         self._lock = threading.RLock()
-        os.makedirs(directory, exist_ok=True)
+        try:
+            os.mkdir(directory)
+            fresh = True  # a new partition: nothing on disk to look at (thousands are created at once)
+        except FileExistsError:
+            fresh = False
+        except FileNotFoundError:
+            os.makedirs(directory)
+            fresh = True
         self.topic, self.partition = parse_topic_partition(directory)
         self.leader_epoch_cache = LeaderEpochFileCache(
             LeaderEpochCheckpointFile(os.path.join(directory, LEADER_EPOCH_CHECKPOINT)))
@@ -86,7 +93,10 @@ class Log:
         self.recovered_bytes_truncated = 0
         self._recovered_bases: set[int] = set()  # segments recovered on load: their txn index is rebuilt
         self.on_truncated: Callable[["Log"], None] | None = None  # the log cleaner's (set by the LogManager)
-        self._load_segments(had_clean_shutdown, log_start_offset)
+        if fresh:
+            self._add_segment(self._new_segment(log_start_offset))
+        else:
+            self._load_segments(had_clean_shutdown, log_start_offset)
         leo = self.log_end_offset
         self.recovery_point = min(self.recovery_point, leo)
         self.log_start_offset = max(log_start_offset, self._bases[0])

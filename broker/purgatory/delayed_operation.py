@@ -77,9 +77,9 @@ class _Watchers:
     def watch(self, op: DelayedOperation) -> None:
         self.ops[op] = None
 
-    def try_complete_watched(self) -> int:
+    def try_complete_watched(self, hint: Hashable = None) -> int:
         completed = 0
-        key = self.key
+        key = self.key if hint is None else hint
         # Iterate over a snapshot: completing one op may watch or complete others under this key.
         for op in list(self.ops):
             if op.is_completed:
@@ -151,12 +151,13 @@ class DelayedOperationPurgatory:
         self._maybe_purge()
         return False
 
-    def check_and_complete(self, key: Hashable) -> int:
-        """Try the operations watched under ``key``; return how many this call completed."""
+    def check_and_complete(self, key: Hashable, hint: Hashable = None) -> int:
+        """Try the operations watched under ``key``; return how many this call completed. ``hint``: what
+        changed, when the operations are watched under a key that stands for many (a fetch session)."""
         watchers = self._watchers.get(key)
         if watchers is None:
             return 0
-        completed = watchers.try_complete_watched()
+        completed = watchers.try_complete_watched(hint)
         self._remove_key_if_empty(key, watchers)
         return completed
 

@@ -106,6 +106,8 @@ def test_follower_fetches_through_a_session_naming_only_what_moved(brokers):
         await until(lambda: len(conn.fetches) >= 6, "idle fetches")
         idle = conn.fetches[-1]
         assert idle.session_id != 0 and idle.session_epoch > 1 and named(idle) == set()
+        # the parked session fetch waits under the session's key, not under each of its partitions
+        assert leader.fetch_purgatory.watched_keys() == [("fetch-session", idle.session_id)]
         # a produce to one partition: only it travels, both ways
         before = len(conn.fetches)
         leader.append_records(1, 1000, {("t", 7): batch(b"second")})
