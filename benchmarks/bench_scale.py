@@ -66,6 +66,12 @@ BROKER_OVERRIDES = {"zookeeper.session.timeout.ms": str(SESSION_TIMEOUT_MS),
                     "unclean.leader.election.enable": "false"}
 POLL_S = 0.25
 
+
+def poll_interval(partitions: int) -> float:
+    """Between two Metadata polls: each costs a broker ~10 µs per partition, which the figures should not pay
+    for; the resolution of a figure is about this much."""
+    return max(POLL_S, partitions / 40000)
+
 COLUMNS = (("create_s", "create s"), ("isr_full_s", "ISR full s"), ("rss_mb", "RSS MB/broker"),
            ("fds", "fds/broker"), ("produce_rec_s", "produce rec/s"), ("failover_s", "ctrl kill s"),
            ("failover_work_s", "ctrl work s"), ("sigkill_up_s", "SIGKILL restart up s"),
@@ -215,7 +221,7 @@ async def metadata(client: SimpleClient, node: int | None, topics: list[str] | N
     return response.controller_id, partitions, {b.node_id for b in response.brokers}
 
 
-async def wait_for(check, timeout: float, what: str):
+async def wait_for(check, timeout: float, what: str, poll_s: float = POLL_S):
     deadline = time.monotonic() + timeout
     last = None
     while time.monotonic() < deadline:
@@ -226,7 +232,7 @@ async def wait_for(check, timeout: float, what: str):
             last = result
         except (OSError, asyncio.TimeoutError) as e:
             last = e
-        await asyncio.sleep(POLL_S)
+        await asyncio.sleep(poll_s)
     raise TimeoutError(f"{what} not reached within {timeout:g} s (last: {last!r})")
 
 
@@ -300,6 +306,7 @@ async def run_point(partitions: int, workdir: Path, args: argparse.Namespace) ->
         profile_dir.mkdir(parents=True, exist_ok=True)
     result: dict = {}
     timeout = max(120.0, partitions / 50)
+    poll = poll_interval(partitions)
     cluster.start()
     try:
         pids = {b.broker_id: pid_of(cluster, b.broker_id) for b in cluster.brokers}
@@ -309,7 +316,7 @@ async def run_point(partitions: int, workdir: Path, args: argparse.Namespace) ->
             with Profiler(profile_dir, "create", pids):
                 began = time.monotonic()
                 await create_all(client, topics)
-                await wait_for(lambda: all_led(client, ids, expected), timeout, "every leader known")
+                await wait_for(lambda: all_led(client, ids, expected), timeout, "every leader known", poll)
                 result["create_s"] = time.monotonic() - began
             await wait_for(lambda: isr_full(client, ids[0], expected), timeout, "every ISR full")
             result["isr_full_s"] = time.monotonic() - began
@@ -341,7 +348,7 @@ async def run_point(partitions: int, workdir: Path, args: argparse.Namespace) ->
                         _, now, live = await metadata(client, survivors[0])
                         return all(now.get(tp, (-1,))[0] in live and now[tp][0] != controller for tp in led)
 
-                    await wait_for(moved, timeout, "every moved leader in Metadata")
+                    await wait_for(moved, timeout, "every moved leader in Metadata", poll)
                     done = time.monotonic()
                 result["failover_s"] = done - began
                 result["failover_work_s"] = done - watch.changed_at if watch.changed_at else float("nan")
@@ -382,7 +389,7 @@ async def run_point(partitions: int, workdir: Path, args: argparse.Namespace) ->
                     _, now, _ = await metadata(client, other)
                     return all(now.get(tp, (victim,))[0] != victim for tp in led)
 
-                await wait_for(moved_away, timeout, "leaders moved off the shutting-down broker")
+                await wait_for(moved_away, timeout, "leaders moved off the shutting-down broker", poll)
                 result["cs_moved_s"] = time.monotonic() - began
                 if not slot.process.wait(timeout):
                     raise RuntimeError(f"broker {victim} did not exit")

@@ -514,24 +514,28 @@ class ReplicaManager:
         self.delete_records_purgatory.check_and_complete(partition.key)
         new_isr = partition.isr_to_expand(replica_id)
         if new_isr is not None:
-            log.info("[Partition %s-%d broker=%d] expanding ISR from %s to %s", *partition.key, self.broker_id,
-                     partition.isr, new_isr)
+            log.debug("[Partition %s-%d broker=%d] expanding ISR from %s to %s", *partition.key, self.broker_id,
+                      partition.isr, new_isr)  # the ISR manager logs what it writes, in one line
             self.isr_expands += 1
             self._change_isr(partition, new_isr)
 
     def maybe_shrink_isr(self, max_lag_ms: int) -> int:
         """The periodic lag check (every replica.lag.time.max.ms / 2); returns how many ISRs shrank."""
-        shrunk = 0
+        shrunk = []
         for partition in list(self.partitions.values()):
             new_isr = partition.isr_to_shrink(max_lag_ms)
             if new_isr is None:
                 continue
-            log.info("[Partition %s-%d broker=%d] shrinking ISR from %s to %s (not caught up within %d ms)",
-                     *partition.key, self.broker_id, partition.isr, new_isr, max_lag_ms)
+            log.debug("[Partition %s-%d broker=%d] shrinking ISR from %s to %s (not caught up within %d ms)",
+                      *partition.key, self.broker_id, partition.isr, new_isr, max_lag_ms)
             self.isr_shrinks += 1
             self._change_isr(partition, new_isr)
-            shrunk += 1
-        return shrunk
+            shrunk.append(partition.key)
+        if shrunk:
+            log.info("[Broker %d] shrinking the ISRs of %d partitions whose followers did not catch up within %d ms: "
+                     "%s%s", self.broker_id, len(shrunk), max_lag_ms, ", ".join(f"{t}-{p}" for t, p in shrunk[:10]),
+                     " ..." if len(shrunk) > 10 else "")
+        return len(shrunk)
 
     def _change_isr(self, partition: Partition, new_isr: list[int]) -> None:
         if self.isr_manager is not None:

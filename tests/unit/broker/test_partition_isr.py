@@ -242,6 +242,9 @@ class FakeZk:
         self.znode = new_state
         return self.version
 
+    def update_partition_states(self, updates):
+        return {(t, p): self.update_partition_state(t, p, state, version) for (t, p), (state, version) in updates.items()}
+
     def get_partition_states(self, keys):
         return {k: (self.znode, self.version) for k in keys}
 
