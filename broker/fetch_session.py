@@ -26,7 +26,7 @@ from __future__ import annotations
 import logging
 import random
 import time
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any, Callable, Iterable, Iterator, Mapping
 
 from ..protocol.errors import (  # type: ignore[attr-defined]
     FetchSessionIdNotFoundError,
@@ -411,8 +411,8 @@ class IncrementalFetchContext(FetchContext):
         cached = self.session.partitions.get(key)
         return None if cached is None else cached.spec
 
-    def specs(self) -> list[FetchSpec]:
-        return [cached.spec for cached in self.session.partitions.values()]
+    def specs(self) -> "SessionSpecs":  # type: ignore[override]
+        return SessionSpecs(self.session)
 
     def to_read(self) -> list[FetchSpec]:
         session = self.session
@@ -462,6 +462,22 @@ class IncrementalFetchContext(FetchContext):
         if self.session.epoch != self.expected_epoch:
             return FetchAnswer(InvalidFetchSessionEpochError.code, self.session.id, [])
         return FetchAnswer(0, self.session.id, [])
+
+
+class SessionSpecs:
+    """A session's partitions as FetchSpecs, walked only when someone walks them (a parked fetch checking every
+    partition): a follower's session of thousands is not copied into a list on every fetch."""
+
+    __slots__ = ("session",)
+
+    def __init__(self, session: FetchSession) -> None:
+        self.session = session
+
+    def __len__(self) -> int:
+        return len(self.session.partitions)
+
+    def __iter__(self) -> Iterator[FetchSpec]:
+        return (cached.spec for cached in list(self.session.partitions.values()))
 
 
 class FetchManager:

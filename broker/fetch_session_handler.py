@@ -56,17 +56,18 @@ class FetchSessionHandler:
         return self.epoch == INITIAL_EPOCH
 
     def build(self, wanted: Iterable[Hashable], params: Callable[[Hashable], Any],
-              changed: Iterable[Hashable]) -> FetchRequestData:
+              changed: Iterable[Hashable], same_as_last: bool = False) -> FetchRequestData:
         """The next request for the partitions ``wanted`` now (``params(key)`` their parameters);
         ``changed``: partitions whose parameters may differ from what was last sent (the others are
-        taken as unchanged)."""
+        taken as unchanged); ``same_as_last``: ``wanted`` is the set of the last call, unchanged (nothing
+        to forget or add)."""
         wanted = wanted if isinstance(wanted, (set, frozenset)) else set(wanted)
         if self.next_is_full:
             self.session = {key: params(key) for key in wanted}
             self.full_requests += 1
             return FetchRequestData(self.session_id, INITIAL_EPOCH, dict(self.session), [])
         session = self.session
-        to_forget = list(session.keys() - wanted)  # set operations: thousands of partitions cost little
+        to_forget = [] if same_as_last else list(session.keys() - wanted)  # set operations, not loops
         for key in to_forget:
             del session[key]
         to_send: dict[Hashable, Any] = {}
@@ -75,7 +76,7 @@ class FetchSessionHandler:
                 current = params(key)
                 if session[key] != current:
                     session[key] = to_send[key] = current
-        if len(session) != len(wanted):
+        if not same_as_last and len(session) != len(wanted):
             for key in wanted - session.keys():
                 session[key] = to_send[key] = params(key)
         self.incremental_requests += 1

@@ -160,6 +160,7 @@ class ReplicaFetcher:
         # False once a round found every partition ready: later rounds then skip looking at each (thousands)
         self._maybe_blocked = True
         self._no_params: set[Key] = set()  # partitions not fetchable now (_current found none)
+        self._wanted: set[Key] | None = None  # the last round's partitions, while they stay every partition
         self._refresh_params_at = 0.0
 
     @property
@@ -173,7 +174,12 @@ class ReplicaFetcher:
         self.partitions[key] = PartitionFetchState(leader_epoch)
         self._changed.add(key)
         self._maybe_blocked = True  # it truncates first
+        self._wanted = None
         self._wakeup.set()
+
+    def remove(self, key: Key) -> None:
+        if self.partitions.pop(key, None) is not None:
+            self._wanted = None
 
     async def shutdown(self) -> None:
         if self._task is not None:
@@ -341,6 +347,7 @@ class ReplicaFetcher:
         if now >= self._refresh_params_at:  # our own retention may move log start offsets unannounced
             changed = set(self.partitions)
             self._refresh_params_at = now + PARAMS_REFRESH_S
+        unfetchable = len(self._no_params)
         for key in changed:
             state = self.partitions.get(key)
             if state is not None:
@@ -350,10 +357,15 @@ class ReplicaFetcher:
                     self._no_params.add(key)
                 else:
                     self._no_params.discard(key)
-        wanted = (keys.keys() if isinstance(keys, dict) else set(keys)) - self._no_params
+        if keys is self.partitions and self._wanted is not None and unfetchable == len(self._no_params) == 0:
+            wanted, same = self._wanted, True  # every partition, as in the last round: no set to rebuild
+        else:
+            wanted = (keys.keys() if isinstance(keys, dict) else set(keys)) - self._no_params
+            same = False
+            self._wanted = wanted if keys is self.partitions and not self._no_params else None
         if not wanted:
             return
-        request_data = self.session.build(wanted, lambda key: self.partitions[key].params, changed)
+        request_data = self.session.build(wanted, lambda key: self.partitions[key].params, changed, same)
         by_topic: dict[str, list[Any]] = {}
         for (topic, index), (fetch_offset, log_start, epoch, last_epoch) in request_data.to_send.items():
             by_topic.setdefault(topic, []).append(_FetchPartition(
@@ -419,7 +431,7 @@ class ReplicaFetcher:
         if code == FencedLeaderEpochError.code:
             # Our epoch is older than the leader's: a LeaderAndIsr is coming; stop until it arrives.
             self._errors.setdefault("fenced leader epoch; waiting for the controller", []).append(key)
-            self.partitions.pop(key, None)
+            self.remove(key)
             return
         self._back_off(key, state, f"error {error.__name__}")
 
@@ -487,7 +499,7 @@ class ReplicaFetcherManager:
         keys = set(keys)
         for fetcher in self.fetchers.values():
             for key in keys & fetcher.partitions.keys():
-                del fetcher.partitions[key]
+                fetcher.remove(key)
         self._shutdown_idle_fetchers()
 
     def fetched_partitions(self) -> dict[Key, int]:
