@@ -79,7 +79,7 @@ class IsrManager:
             except ZkConnectionError as e:  # applied or not: ask again once connected
                 attempt += 1
                 if attempt == 1:
-                    log.warning("[Broker %d] the outcome of writing the ISRs of %d partitions is unknown (%s); "
+                    log.warning("[Broker %d] the outcome of writing ISR changes of %d partitions is unknown (%s); "
                                 "retrying until ZooKeeper answers", self.broker_id, len(updates), e)
             except Exception:
                 log.exception("Cannot write the ISRs of %d partitions to ZooKeeper", len(updates))
