@@ -385,7 +385,7 @@ _BROKER_KEYS: list[Key] = [
     K("replica.fetch.backoff.ms", I, 1000, "Sleep after a partition fetch error", at_least(0)),
     K("replica.fetch.response.max.bytes", I, 10485760, "Max bytes of a whole follower fetch response",
       at_least(0)),
-    K("num.replica.fetchers", I, 1, "Fetcher threads per source broker"),
+    K("num.replica.fetchers", I, 1, "Fetchers (connections, fetch sessions) per source broker", at_least(1)),
     K("replica.high.watermark.checkpoint.interval.ms", L, 5000, "How often high watermarks are saved"),
     K("fetch.purgatory.purge.interval.requests", I, 1000, "Purge interval of the fetch purgatory"),
     K("producer.purgatory.purge.interval.requests", I, 1000, "Purge interval of the produce purgatory"),
@@ -477,8 +477,6 @@ def is_fail_closed(key: str, value: str) -> bool:
 # whatever is set; what the broker does instead).
 NOT_IMPLEMENTED: dict[str, tuple[Any, str]] = {
     "log.preallocate": (False, "segment files are never preallocated (it matters on Windows' NTFS only)"),
-    "num.recovery.threads.per.data.dir": (1, "the logs of a dir are recovered one after another"),
-    "num.replica.fetchers": (1, "a follower has one fetcher per leader broker"),
     "replica.socket.receive.buffer.bytes": (None, "follower connections keep the operating system's buffer size"),
     "zookeeper.max.in.flight.requests": (None, "ZooKeeper requests are bounded by the broker's executor threads"),
     "offsets.topic.compression.codec": (0, "offset commits are written uncompressed"),

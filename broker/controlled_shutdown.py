@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from typing import Any, Awaitable, Callable
 
 from ..clients.connection import BrokerConnection
@@ -61,6 +62,7 @@ async def controlled_shutdown(config: Any, zk: Any, broker_id: int, broker_epoch
     timeout_s = config.get("controller.socket.timeout.ms") / 1000
     listener = config.inter_broker_listener_name
     log.info("Broker %d: starting controlled shutdown", broker_id)
+    began = time.monotonic()
     for attempt in range(1, retries + 1):
         try:
             done, why = await _attempt(zk, broker_id, broker_epoch(), listener, timeout_s, connect)
@@ -69,7 +71,8 @@ async def controlled_shutdown(config: Any, zk: Any, broker_id: int, broker_epoch
         except Exception as e:  # ZooKeeper or the connection failed: the next attempt may get through
             done, why = False, f"{type(e).__name__}: {e}"
         if done:
-            log.info("Broker %d: controlled shutdown succeeded", broker_id)
+            log.info("Broker %d: controlled shutdown succeeded in %d ms", broker_id,
+                     (time.monotonic() - began) * 1000)
             return True
         log.warning("Broker %d: controlled shutdown attempt %d of %d failed (%s)", broker_id, attempt, retries, why)
         if attempt < retries:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from ..protocol.errors import (  # type: ignore[attr-defined]
     NotEnoughReplicasAfterAppendError, NotLeaderOrFollowerError, RequestTimedOutError, UnknownServerError,
@@ -49,15 +49,30 @@ def _fail(future: asyncio.Future, exc: BaseException) -> None:
 
 
 class DelayedFetch(DelayedOperation):
-    __slots__ = ("specs", "params", "replica_manager", "future")
+    __slots__ = ("specs", "params", "replica_manager", "future", "to_read", "_spec_of")
 
     def __init__(self, delay_ms: int, specs: list[FetchSpec], params: Any,
-                 replica_manager: "ReplicaManager", future: asyncio.Future) -> None:
+                 replica_manager: "ReplicaManager", future: asyncio.Future,
+                 to_read: Callable[[], list[FetchSpec]] | None = None,
+                 spec_of: Callable[[tuple[str, int]], FetchSpec | None] | None = None) -> None:
         super().__init__(delay_ms)
         self.specs = specs
         self.params = params
         self.replica_manager = replica_manager
         self.future = future
+        self.to_read = to_read  # what to read on completion (a fetch session's changed partitions)
+        self._spec_of = spec_of  # a partition's spec (a fetch session's lookup), else built on first need
+
+    def try_complete_for(self, key: Any) -> bool:
+        """Woken by ``key``'s change: with min_bytes <= 1 (followers, most consumers) that partition alone
+        decides, as any other change would have woken the fetch under its own key; a fetch of thousands of
+        partitions is not walked through on every produce."""
+        if self.params.min_bytes > 1 or self.params.read_committed:
+            return self.try_complete()
+        if self._spec_of is None:
+            self._spec_of = {(spec.topic, spec.partition): spec for spec in self.specs}.get
+        spec = self._spec_of(key) if isinstance(key, tuple) and len(key) == 2 else None
+        return self.try_complete() if spec is None else self._check(spec, 0) is True
 
     def try_complete(self) -> bool:
         """Kafka's cases: a partition lost or no longer led here, the log truncated below the fetch
@@ -65,49 +80,57 @@ class DelayedFetch(DelayedOperation):
         accumulated = 0
         min_bytes = self.params.min_bytes
         for spec in self.specs:
-            partition = self.replica_manager.online_partition(spec.topic, spec.partition)
-            if partition is None or not partition.is_leader:
-                return self.force_complete()
-            # read_committed consumers count only what is below the last stable offset, so a marker
-            # (or HW move) that moves the LSO is what wakes them (Kafka's FetchTxnCommitted).
-            if self.params.read_committed:
-                end = partition.last_stable_offset
-            elif self.params.committed_only:
-                end = partition.high_watermark
-            else:
-                end = partition.log_end_offset
-            if end < spec.fetch_offset:
-                if self.params.read_committed:
-                    continue  # ahead of the LSO: wait for it to get there (no busy answer loop)
-                return self.force_complete()
-            if not self.params.committed_only and \
-                    self.replica_manager.should_leader_throttle(partition, self.params.replica_id):
-                continue  # Kafka's DelayedFetch: a throttled follower's bytes do not count toward min_bytes
-            if end > spec.fetch_offset:
-                if min_bytes <= 1:
-                    return self.force_complete()
-                if spec.max_bytes <= 0:
-                    # Kafka adds min(bytes available, partition max bytes): a negative limit counts
-                    # against min_bytes. Nothing is read (the answer's read reports the bad size).
-                    accumulated += spec.max_bytes
-                    continue
-                try:
-                    data = partition.read(spec.fetch_offset, spec.max_bytes,
-                                          committed_only=self.params.committed_only, min_one_batch=False,
-                                          read_committed=self.params.read_committed)
-                except Exception:
-                    # A failing partition completes the fetch now; the answer's read gives that
-                    # partition its error (read_from_local_log) and the others their data.
-                    return self.force_complete()
-                accumulated += len(data.records)
+            checked = self._check(spec, min_bytes)
+            if checked is True:
+                return True
+            accumulated += checked
         if accumulated >= min_bytes:
             return self.force_complete()
         return False
 
+    def _check(self, spec: FetchSpec, min_bytes: int) -> bool | int:
+        """True if this partition completed the fetch, else the bytes it has for it."""
+        partition = self.replica_manager.online_partition(spec.topic, spec.partition)
+        if partition is None or not partition.is_leader:
+            return self.force_complete()
+        # read_committed consumers count only what is below the last stable offset, so a marker
+        # (or HW move) that moves the LSO is what wakes them (Kafka's FetchTxnCommitted).
+        if self.params.read_committed:
+            end = partition.last_stable_offset
+        elif self.params.committed_only:
+            end = partition.high_watermark
+        else:
+            end = partition.log_end_offset
+        if end < spec.fetch_offset:
+            if self.params.read_committed:
+                return 0  # ahead of the LSO: wait for it to get there (no busy answer loop)
+            return self.force_complete()
+        if not self.params.committed_only and \
+                self.replica_manager.should_leader_throttle(partition, self.params.replica_id):
+            return 0  # Kafka's DelayedFetch: a throttled follower's bytes do not count toward min_bytes
+        if end > spec.fetch_offset:
+            if min_bytes <= 1:
+                return self.force_complete()
+            if spec.max_bytes <= 0:
+                # Kafka adds min(bytes available, partition max bytes): a negative limit counts
+                # against min_bytes. Nothing is read (the answer's read reports the bad size).
+                return spec.max_bytes
+            try:
+                data = partition.read(spec.fetch_offset, spec.max_bytes,
+                                      committed_only=self.params.committed_only, min_one_batch=False,
+                                      read_committed=self.params.read_committed)
+            except Exception:
+                # A failing partition completes the fetch now; the answer's read gives that
+                # partition its error (read_from_local_log) and the others their data.
+                return self.force_complete()
+            return len(data.records)
+        return 0
+
     def on_complete(self) -> None:
         if self.future.done():  # the client went away; nothing to read for
             return
-        _resolve(self.future, self.replica_manager.read_from_local_log(self.specs, self.params))
+        specs = self.specs if self.to_read is None else self.to_read()
+        _resolve(self.future, self.replica_manager.read_from_local_log(specs, self.params))
 
     def on_error(self, exc: BaseException) -> None:
         _fail(self.future, exc)

@@ -26,7 +26,7 @@ from __future__ import annotations
 import logging
 import random
 import time
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any, Callable, Iterable, Iterator, Mapping
 
 from ..protocol.errors import (  # type: ignore[attr-defined]
     FetchSessionIdNotFoundError,
@@ -53,6 +53,11 @@ def next_epoch(epoch: int) -> int:
     if epoch == MAX_EPOCH:
         return 1
     return epoch + 1
+
+
+def session_watch_key(session_id: int) -> tuple[str, int]:
+    """The purgatory key a session's parked fetches wait under."""
+    return ("fetch-session", session_id)
 
 
 def _now_ms() -> int:
@@ -103,7 +108,8 @@ class CachedPartition:
 
 
 class FetchSession:
-    __slots__ = ("id", "privileged", "partitions", "creation_ms", "last_used_ms", "epoch", "cached_size")
+    __slots__ = ("id", "privileged", "partitions", "creation_ms", "last_used_ms", "epoch", "cached_size",
+                 "seen_seq", "pending", "full_read_ms")
 
     def __init__(self, session_id: int, privileged: bool, partitions: dict[Key, CachedPartition],
                  now: int, epoch: int) -> None:
@@ -116,6 +122,23 @@ class FetchSession:
         self.last_used_ms = now
         self.epoch = epoch             # the epoch the fetcher's next request must carry
         self.cached_size = -1          # size when last touched: what the eviction order sees
+        # What the next incremental fetch must read besides the partitions it names (see ChangeSource):
+        # changes after ``seen_seq``, and ``pending`` partitions (an error, or records held back).
+        self.seen_seq = 0
+        self.pending: set[Key] = set()
+        self.full_read_ms = now
+
+    def note_answered(self, results: Mapping[Key, Any], seq: int, full: bool, now: int) -> None:
+        """After an answer built from ``results`` read at change ``seq``: what later fetches must read again."""
+        self.seen_seq = seq
+        if full:
+            self.pending = set()
+            self.full_read_ms = now
+        for key, result in results.items():
+            if result.error_code or getattr(result, "withheld", False):
+                self.pending.add(key)
+            else:
+                self.pending.discard(key)
 
     def __len__(self) -> int:
         return len(self.partitions)
@@ -163,6 +186,23 @@ class FetchSessionCache:
         self._evictable_by_privileged: dict[int, FetchSession] = {}
         self.total_partitions = 0
         self.evictions = 0
+        # partition -> the sessions holding it: a session's parked fetch waits under the session's own key
+        # (one purgatory watch, not one per partition) and a change of the partition wakes it
+        self._sessions_of: dict[Key, set[int]] = {}
+
+    def watch_keys_of(self, key: Key) -> list[tuple[str, int]]:
+        """The purgatory keys of the sessions holding partition ``key``."""
+        return [session_watch_key(sid) for sid in self._sessions_of.get(key, ())]
+
+    def reindex(self, session: FetchSession, added: Iterable[Key], removed: Iterable[Key]) -> None:
+        for key in added:
+            self._sessions_of.setdefault(key, set()).add(session.id)
+        for key in removed:
+            holders = self._sessions_of.get(key)
+            if holders is not None:
+                holders.discard(session.id)
+                if not holders:
+                    del self._sessions_of[key]
 
     def __len__(self) -> int:
         return len(self._sessions)
@@ -185,6 +225,7 @@ class FetchSessionCache:
         session = FetchSession(self.new_session_id(), privileged, create_partitions(), now,
                                next_epoch(INITIAL_EPOCH))
         self._sessions[session.id] = session
+        self.reindex(session, session.partitions, ())
         self.touch(session, now)
         log.debug("Created %r", session)
         return session.id
@@ -215,6 +256,7 @@ class FetchSessionCache:
         found = self._sessions.pop(session if isinstance(session, int) else session.id, None)
         if found is None:
             return None
+        self.reindex(found, (), found.partitions)
         self._last_used.pop(found.id, None)
         self._evictable_by_all.pop(found.id, None)
         self._evictable_by_privileged.pop(found.id, None)
@@ -250,11 +292,38 @@ class FetchAnswer:
         self.partitions = partitions
 
 
+class ChangeSource:
+    """What the replica manager tells fetch sessions: a sequence number that grows with every change a
+    fetcher may need to hear of (records, high watermark, log start offset, leadership) and the
+    partitions changed after a given number. An incremental fetch reads those (plus what it names and
+    what was held back), not its whole session, so an idle partition costs nothing per fetch; every
+    ``FULL_READ_MS`` it reads the whole session once, a safety net for a change nobody noted."""
+
+    change_seq = 0
+
+    def changed_since(self, seq: int) -> Iterable[Key]:
+        return ()
+
+
+# Kafka reads every partition of a session on every fetch; an incremental fetch here reads what changed,
+# and the whole session this often.
+FULL_READ_MS = 30_000
+
+
 class FetchContext:
-    """How one Fetch request is served: which partitions to read, and which results to send."""
+    """How one Fetch request is served: which partitions to wait on, which to read, which results to send."""
+
+    previous_fetch_ms: int | None = None  # an incremental session's previous fetch (see FetchParams)
+    watch_keys: list[Any] | None = None    # a session's purgatory key (None: one per partition)
+    spec_of: Callable[[Key], FetchSpec | None] | None = None
 
     def specs(self) -> list[FetchSpec]:
+        """The partitions the fetch waits on (and the purgatory watches)."""
         raise NotImplementedError
+
+    def to_read(self) -> list[FetchSpec]:
+        """The partitions worth reading now (asked again when a parked fetch completes)."""
+        return self.specs()
 
     def answer(self, results: Mapping[Key, Any]) -> FetchAnswer:
         raise NotImplementedError
@@ -297,17 +366,26 @@ class FullFetchContext(SessionlessFetchContext):
     """Epoch 0: answer every partition, and cache them as a new session if there is room."""
 
     def __init__(self, cache: FetchSessionCache, fetch_data: dict[Key, FetchSpec], privileged: bool,
-                 clock: Callable[[], int]) -> None:
+                 clock: Callable[[], int], changes: ChangeSource) -> None:
         super().__init__(fetch_data)
         self.cache = cache
         self.privileged = privileged
         self.clock = clock
+        self.changes = changes
+        self._read_seq = 0
+
+    def to_read(self) -> list[FetchSpec]:
+        self._read_seq = self.changes.change_seq
+        return self.specs()
 
     def answer(self, results: Mapping[Key, Any]) -> FetchAnswer:
         def create_partitions() -> dict[Key, CachedPartition]:
             return {key: CachedPartition(spec, results[key]) for key, spec in self.fetch_data.items()}
-        session_id = self.cache.maybe_create_session(self.clock(), self.privileged, len(self.fetch_data),
-                                                     create_partitions)
+        now = self.clock()
+        session_id = self.cache.maybe_create_session(now, self.privileged, len(self.fetch_data), create_partitions)
+        session = self.cache.get(session_id)
+        if session is not None:
+            session.note_answered(results, self._read_seq, True, now)
         return FetchAnswer(0, session_id, [(key, results[key]) for key in self.fetch_data])
 
     def preview(self, results: Mapping[Key, Any]) -> FetchAnswer:
@@ -315,14 +393,41 @@ class FullFetchContext(SessionlessFetchContext):
 
 
 class IncrementalFetchContext(FetchContext):
-    """Epoch > 0 on a known session: read every partition of the session, answer the changed ones."""
+    """Epoch > 0 on a known session: read the partitions that may have changed, answer the changed ones."""
 
-    def __init__(self, session: FetchSession, request_epoch: int) -> None:
+    def __init__(self, session: FetchSession, request_epoch: int, named: Iterable[Key], changes: ChangeSource,
+                 clock: Callable[[], int], previous_fetch_ms: int) -> None:
         self.session = session
         self.expected_epoch = next_epoch(request_epoch)
+        self.named = list(named)       # added or updated by this request: always read
+        self.changes = changes
+        self.clock = clock
+        self.previous_fetch_ms = previous_fetch_ms
+        self.watch_keys = [session_watch_key(session.id)]
+        self._read_seq = 0
+        self._full = False
 
-    def specs(self) -> list[FetchSpec]:
-        return [cached.spec for cached in self.session.partitions.values()]
+    def spec_of(self, key: Key) -> FetchSpec | None:  # type: ignore[override]
+        cached = self.session.partitions.get(key)
+        return None if cached is None else cached.spec
+
+    def specs(self) -> "SessionSpecs":  # type: ignore[override]
+        return SessionSpecs(self.session)
+
+    def to_read(self) -> list[FetchSpec]:
+        session = self.session
+        self._read_seq = self.changes.change_seq
+        now = self.clock()
+        self._full = now - session.full_read_ms >= FULL_READ_MS
+        if self._full:
+            return self.specs()
+        partitions = session.partitions
+        # Held-back partitions first, those that just got records last: under max_bytes they take turns
+        # (Kafka moves answered partitions to the back of the session for the same reason).
+        keys = dict.fromkeys(session.pending)
+        keys.update(dict.fromkeys(self.changes.changed_since(session.seen_seq)))
+        keys.update(dict.fromkeys(self.named))
+        return [partitions[key].spec for key in keys if key in partitions]
 
     def answer(self, results: Mapping[Key, Any]) -> FetchAnswer:
         session = self.session
@@ -332,22 +437,25 @@ class IncrementalFetchContext(FetchContext):
                      session.id, self.expected_epoch, session.epoch)
             return FetchAnswer(InvalidFetchSessionEpochError.code, session.id, [])
         changed = []
-        for key in list(session.partitions):
-            result = results.get(key)
-            if result is None:  # forgotten by a later request while this one waited
+        partitions = session.partitions
+        for key, result in results.items():
+            cached = partitions.get(key)
+            if cached is None:  # forgotten by a later request while this one waited
                 continue
-            cached = session.partitions[key]
             if cached.must_respond(result):
                 changed.append((key, result))
-                session.partitions[key] = session.partitions.pop(key)  # to the back of the queue
+                partitions[key] = partitions.pop(key)  # to the back of the queue (the full reads' order)
+        session.note_answered({k: r for k, r in results.items() if k in partitions}, self._read_seq, self._full,
+                              self.clock())
         return FetchAnswer(0, session.id, changed)
 
     def preview(self, results: Mapping[Key, Any]) -> FetchAnswer:
         session = self.session
         if session.epoch != self.expected_epoch:
             return FetchAnswer(InvalidFetchSessionEpochError.code, session.id, [])
-        return FetchAnswer(0, session.id, [(key, results[key]) for key, cached in session.partitions.items()
-                                           if key in results and cached.must_respond(results[key], update=False)])
+        partitions = session.partitions
+        return FetchAnswer(0, session.id, [(key, result) for key, result in results.items()
+                                           if key in partitions and partitions[key].must_respond(result, update=False)])
 
     def throttled_answer(self) -> FetchAnswer:
         """The session keeps its (already advanced) epoch, so the fetcher's next request goes on with it."""
@@ -356,12 +464,30 @@ class IncrementalFetchContext(FetchContext):
         return FetchAnswer(0, self.session.id, [])
 
 
+class SessionSpecs:
+    """A session's partitions as FetchSpecs, walked only when someone walks them (a parked fetch checking every
+    partition): a follower's session of thousands is not copied into a list on every fetch."""
+
+    __slots__ = ("session",)
+
+    def __init__(self, session: FetchSession) -> None:
+        self.session = session
+
+    def __len__(self) -> int:
+        return len(self.session.partitions)
+
+    def __iter__(self) -> Iterator[FetchSpec]:
+        return (cached.spec for cached in list(self.session.partitions.values()))
+
+
 class FetchManager:
     """Kafka's FetchManager.newContext: which kind of context a request's session fields ask for."""
 
-    def __init__(self, cache: FetchSessionCache, clock: Callable[[], int] = _now_ms) -> None:
+    def __init__(self, cache: FetchSessionCache, clock: Callable[[], int] = _now_ms,
+                 changes: ChangeSource | None = None) -> None:
         self.cache = cache
         self.clock = clock
+        self.changes = changes if changes is not None else ChangeSource()
 
     def new_context(self, session_id: int, epoch: int, specs: Iterable[FetchSpec], forgotten: Iterable[Key],
                     is_follower: bool) -> FetchContext:
@@ -371,18 +497,20 @@ class FetchManager:
                 log.debug("Full fetch closed fetch session %d", session_id)
             if epoch == FINAL_EPOCH:
                 return SessionlessFetchContext(fetch_data)
-            return FullFetchContext(self.cache, fetch_data, is_follower, self.clock)
+            return FullFetchContext(self.cache, fetch_data, is_follower, self.clock, self.changes)
         session = self.cache.get(session_id)
         if session is None:
             return SessionErrorContext(FetchSessionIdNotFoundError.code)
         if session.epoch != epoch:
             log.debug("Fetch session %d expected epoch %d, got %d", session_id, session.epoch, epoch)
             return SessionErrorContext(InvalidFetchSessionEpochError.code)
-        session.update(fetch_data, forgotten)
+        added, updated, removed = session.update(fetch_data, forgotten)
+        self.cache.reindex(session, added, removed)
         if not session.partitions:
             # Every partition forgotten: the session ends and this request is answered sessionless.
             self.cache.remove(session)
             return SessionlessFetchContext(fetch_data)
+        previous_fetch_ms = session.last_used_ms
         self.cache.touch(session, self.clock())
         session.epoch = next_epoch(session.epoch)
-        return IncrementalFetchContext(session, epoch)
+        return IncrementalFetchContext(session, epoch, added + updated, self.changes, self.clock, previous_fetch_ms)

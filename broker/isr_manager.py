@@ -43,67 +43,80 @@ class IsrManager:
         self._last_propagation_ms = clock()  # Kafka's lastIsrPropagationMs starts at start-up
         self._tasks: set[asyncio.Task] = set()
         self.retry_backoff_s = 0.5  # between attempts of a write whose outcome is unknown
+        # Changes submitted and not yet written: one bulk write for all of them (a restarted follower
+        # rejoins thousands of ISRs at once; one ZooKeeper round trip each would take seconds).
+        self._pending: list[tuple[Partition, list[int], int, int]] = []
 
     def submit(self, partition: Partition, new_isr: list[int]) -> bool:
         """Start the conditional write of ``new_isr``; False if one is already under way."""
         if partition.isr_update_in_flight or not partition.is_leader:
             return False
         partition.pending_isr = list(new_isr)
-        task = asyncio.get_running_loop().create_task(self._write(partition, new_isr))
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        self._pending.append((partition, list(new_isr), partition.leader_epoch, partition.partition_epoch))
+        if len(self._pending) == 1:
+            task = asyncio.get_running_loop().create_task(self._write_pending())
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
         return True
 
-    async def _write(self, partition: Partition, new_isr: list[int]) -> None:
-        leader_epoch, expected = partition.leader_epoch, partition.partition_epoch
-        state = LeaderIsrAndControllerEpoch(self.broker_id, leader_epoch, list(new_isr), partition.controller_epoch)
+    async def _write_pending(self) -> None:
+        await asyncio.sleep(0)  # the other changes of this turn of the loop join the write
+        batch, self._pending = self._pending, []
         loop = asyncio.get_running_loop()
 
-        def replaced() -> bool:  # a LeaderAndIsr replaced the state meanwhile; it wins
-            return partition.leader_epoch != leader_epoch or partition.partition_epoch != expected
+        def current() -> list[tuple[Partition, list[int], int, int]]:  # a LeaderAndIsr replacing a state wins
+            return [item for item in batch if item[0].leader_epoch == item[2] and item[0].partition_epoch == item[3]]
         attempt = 0
         while True:
+            batch = current()
+            if not batch:
+                return
+            updates = {p.key: (LeaderIsrAndControllerEpoch(self.broker_id, epoch, isr, p.controller_epoch), expected)
+                       for p, isr, epoch, expected in batch}
             try:
-                version = await loop.run_in_executor(None, self._conditional_write, partition.key, state, expected)
+                versions = await loop.run_in_executor(None, self._conditional_writes, updates)
                 break
             except ZkConnectionError as e:  # applied or not: ask again once connected
                 attempt += 1
                 if attempt == 1:
-                    log.warning("[Partition %s-%d broker=%d] the outcome of writing ISR %s is unknown (%s); "
-                                "retrying until ZooKeeper answers", *partition.key, self.broker_id, new_isr, e)
+                    log.warning("[Broker %d] the outcome of writing ISR changes of %d partitions is unknown (%s); "
+                                "retrying until ZooKeeper answers", self.broker_id, len(updates), e)
             except Exception:
-                log.exception("Cannot write the ISR %s of %s-%d to ZooKeeper", new_isr, *partition.key)
-                version = None
+                log.exception("Cannot write the ISRs of %d partitions to ZooKeeper", len(updates))
+                versions = {}
                 break
-            if replaced():
-                return
             await asyncio.sleep(self.retry_backoff_s)
-        if replaced():
-            return
-        if version is None:
-            partition.pending_isr = None
-            log.info("[Partition %s-%d broker=%d] cached zkVersion %d is not the one in ZooKeeper; "
-                     "skipping the ISR update to %s", *partition.key, self.broker_id, expected, new_isr)
-            if self.on_isr_changed is not None:  # a dropped addition no longer holds the high watermark
+        applied, skipped = [], []
+        for partition, new_isr, _, _ in current():
+            version = versions.get(partition.key)
+            if version is None:
+                partition.pending_isr = None
+                skipped.append(partition.key)
+                if self.on_isr_changed is not None:  # a dropped addition no longer holds the high watermark
+                    self.on_isr_changed(partition)
+                continue
+            applied.append((partition.key, partition.isr, new_isr))
+            partition.apply_isr(new_isr, version)
+            self.record_isr_change(partition.key)
+            if self.on_isr_changed is not None:
                 self.on_isr_changed(partition)
-            return
-        log.info("[Partition %s-%d broker=%d] ISR updated from %s to %s (partition epoch %d)",
-                 *partition.key, self.broker_id, partition.isr, new_isr, version)
-        partition.apply_isr(new_isr, version)
-        self.record_isr_change(partition.key)
-        if self.on_isr_changed is not None:
-            self.on_isr_changed(partition)
+        if skipped:
+            log.info("[Broker %d] cached zkVersion is not the one in ZooKeeper for %d partitions; skipping their "
+                     "ISR update: %s", self.broker_id, len(skipped), _some(skipped))
+        if applied:  # one line, not one per partition (Kafka logs each)
+            log.info("[Broker %d] ISR updated for %d partitions: %s", self.broker_id, len(applied),
+                     _some([key for key, _, _ in applied], {key: f" {old} -> {new}" for key, old, new in applied}))
 
-    def _conditional_write(self, key: tuple[str, int], state: LeaderIsrAndControllerEpoch,
-                           expected: int) -> int | None:
-        """In an executor: the new znode version, or None if the controller changed the partition."""
-        version = self.zk.update_partition_state(key[0], key[1], state, expected)
-        if version is not None:
-            return version
-        current = self.zk.get_partition_states([key]).get(key)
-        if current is not None and current[0] == state:  # our own write, already there (a retried request)
-            return current[1]
-        return None
+    def _conditional_writes(self, updates: dict[tuple[str, int], tuple[LeaderIsrAndControllerEpoch, int]]
+                            ) -> dict[tuple[str, int], int | None]:
+        """In an executor: the new znode version of each partition, or None if the controller changed it."""
+        versions = self.zk.update_partition_states(updates)
+        conflicts = [key for key, version in versions.items() if version is None]
+        if conflicts:
+            for key, (state, version) in self.zk.get_partition_states(conflicts).items():
+                if state == updates[key][0]:  # our own write, already there (a retried request)
+                    versions[key] = version
+        return versions
 
     # -- propagation ------------------------------------------------------------------------------
 
@@ -139,3 +152,8 @@ class IsrManager:
         for task in list(self._tasks):
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
+
+
+def _some(keys: list[tuple[str, int]], detail: dict | None = None, limit: int = 10) -> str:
+    shown = ", ".join(f"{t}-{p}{(detail or {}).get((t, p), '')}" for t, p in keys[:limit])
+    return shown + (f" and {len(keys) - limit} more" if len(keys) > limit else "")

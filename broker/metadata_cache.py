@@ -72,21 +72,33 @@ class MetadataCache:
                     name = e.listener if version >= 3 else _PROTOCOL_NAMES.get(e.security_protocol, "PLAINTEXT")
                     endpoints[name] = BrokerEndpoint(e.host, e.port, e.security_protocol)
             brokers[b.id] = CachedBroker(b.id, b.rack, endpoints)
-        partitions = {topic: dict(parts) for topic, parts in self.partitions.items()}
+        # Copy on write, per topic: an update naming a few partitions does not copy the whole cluster.
+        partitions = dict(self.partitions)
+        copied: set[str] = set()
+
+        def writable(topic: str) -> dict[int, CachedPartition]:
+            if topic not in copied:
+                copied.add(topic)
+                partitions[topic] = dict(partitions.get(topic, {}))
+            return partitions[topic]
+
         topic_ids = dict(self.topic_ids)
         deleted: list[tuple[str, int]] = []
         for topic, topic_id, state in _partition_states(request, version):
             if topic_id is not None and topic_id.int:
                 topic_ids[topic] = topic_id
             if state.leader == LEADER_DURING_DELETE:
-                parts = partitions.get(topic)
-                if parts is not None and parts.pop(state.partition_index, None) is not None:
+                if topic not in partitions:
+                    continue
+                parts = writable(topic)
+                if parts.pop(state.partition_index, None) is not None:
                     deleted.append((topic, state.partition_index))
-                if parts is not None and not parts:
+                if not parts:
                     del partitions[topic]
+                    copied.discard(topic)
                     topic_ids.pop(topic, None)
                 continue
-            partitions.setdefault(topic, {})[state.partition_index] = CachedPartition(
+            writable(topic)[state.partition_index] = CachedPartition(
                 topic, state.partition_index, state.leader, state.leader_epoch, list(state.isr),
                 list(state.replicas), list(getattr(state, "offline_replicas", None) or []),
                 state.zk_version, state.controller_epoch)

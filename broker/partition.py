@@ -57,8 +57,10 @@ class ReplicaState:
 
 class Partition:
     def __init__(self, topic: str, partition: int, local_broker_id: int, log: Log,
-                 clock: Callable[[], int] = monotonic_ms) -> None:
+                 clock: Callable[[], int] = monotonic_ms, follower_fetch_ms: dict[int, int] | None = None) -> None:
         self.topic = topic
+        # replica id -> when that follower last fetched from this broker (the replica manager's)
+        self.follower_fetch_ms = follower_fetch_ms if follower_fetch_ms is not None else {}
         self.partition = partition
         self.local_broker_id = local_broker_id
         self.log = log
@@ -173,8 +175,22 @@ class Partition:
                                          f"min.insync.replicas {min_isr}")
         if self.log.config.compact_enabled:
             require_keys(records, f"{self.topic}-{self.partition}")
+        previous_end = self.log.log_end_offset
         info = self.log.append_as_leader(records, self.leader_epoch)
+        self._note_caught_up_followers(previous_end)
         return info, self.maybe_increment_high_watermark()
+
+    def _note_caught_up_followers(self, previous_end: int) -> None:
+        """Followers that had everything up to this append were caught up at their latest fetch. A fetch
+        session does not read a partition that did not change, so that fetch may not have touched this
+        partition's state: without this, a partition idle for longer than replica.lag.time.max.ms would
+        count its followers as lagging from its first append on (Kafka's leader sees every partition in
+        every follower fetch)."""
+        for replica, state in self.replica_states.items():
+            if state.log_end_offset == previous_end:
+                fetched = self.follower_fetch_ms.get(replica, 0)
+                if fetched > state.last_caught_up_ms:
+                    state.last_caught_up_ms = fetched
 
     def maybe_increment_high_watermark(self) -> bool:
         """HW = the smallest log end offset among the (maximal) ISR's members; unknown positions hold it."""
@@ -189,14 +205,19 @@ class Partition:
         return False
 
     def update_follower_position(self, replica_id: int, fetch_offset: int,
-                                 leader_end_offset: int | None = None, log_start_offset: int = -1) -> bool:
+                                 leader_end_offset: int | None = None, log_start_offset: int = -1,
+                                 previous_fetch_ms: int | None = None) -> bool:
         """A follower fetching from ``fetch_offset`` has everything below it; True if the HW moved.
 
         ``leader_end_offset`` is the leader's log end offset when the fetch was read (Kafka's
-        updateFollowerFetchState). Returns False for a replica that is not assigned here."""
+        updateFollowerFetchState). ``previous_fetch_ms``: when the follower's fetch session last fetched;
+        the session did not read this partition then if nothing had changed, but the follower was where
+        this partition last saw it. Returns False for a replica that is not assigned here."""
         state = self.replica_states.get(replica_id)
         if state is None:
             return False
+        if previous_fetch_ms is not None and previous_fetch_ms > state.last_fetch_ms:
+            state.last_fetch_ms = previous_fetch_ms
         end = self.log.log_end_offset if leader_end_offset is None else leader_end_offset
         state.update_fetch_state(fetch_offset, end, self.clock())
         if log_start_offset >= 0:

@@ -30,10 +30,13 @@ from ..clients.connection import BrokerConnection
 from ..controller.channel_manager import inter_broker_connect
 from ..protocol.api_keys import ApiKey
 from ..protocol.errors import (  # type: ignore[attr-defined]
-    FencedLeaderEpochError, OffsetOutOfRangeError, for_code,
+    FencedLeaderEpochError, FetchSessionIdNotFoundError, InvalidFetchSessionEpochError, OffsetOutOfRangeError,
+    for_code,
 )
 from ..protocol.messages import FetchRequest, ListOffsetsRequest, OffsetForLeaderEpochRequest
-from .log.leader_epoch_cache import UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
+from .log.leader_epoch_cache import UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET, batched_checkpoints
+from .coordinator.group.metadata_manager import java_string_hash
+from .fetch_session_handler import FetchSessionHandler
 from .log.segment import walk_headers
 
 if TYPE_CHECKING:
@@ -45,6 +48,7 @@ log = logging.getLogger(__name__)
 
 _FetchTopic = FetchRequest.FetchTopic
 _FetchPartition = _FetchTopic.FetchPartition
+_ForgottenTopic = FetchRequest.ForgottenTopic
 _EpochTopic = OffsetForLeaderEpochRequest.OffsetForLeaderTopic
 _EpochPartition = _EpochTopic.OffsetForLeaderPartition
 _ListTopic = ListOffsetsRequest.ListOffsetsTopic
@@ -52,6 +56,16 @@ _ListPartition = _ListTopic.ListOffsetsPartition
 _EARLIEST, _LATEST = -2, -1
 
 Key = tuple[str, int]
+
+# Every so often the fetch parameters of every partition are computed afresh (a log start offset moved by
+# our own retention is the one change the fetcher does not see happen).
+PARAMS_REFRESH_S = 10.0
+SESSION_ERRORS = frozenset({FetchSessionIdNotFoundError.code, InvalidFetchSessionEpochError.code})
+
+
+def _fetch_params(log_: "Log", leader_epoch: int) -> tuple[int, int, int, int]:
+    """What a follower's fetch says of a partition: offset, log start offset, leader epoch, last fetched epoch."""
+    return log_.log_end_offset, log_.log_start_offset, leader_epoch, log_.latest_epoch
 
 
 @dataclass
@@ -65,13 +79,23 @@ class FetcherSettings:
     backoff_ms: int = 1000                    # replica.fetch.backoff.ms
     socket_timeout_ms: int = 30000            # replica.socket.timeout.ms
     connect: Any = BrokerConnection.connect   # with the inter-broker listener's security
+    num_fetchers: int = 1                     # num.replica.fetchers: fetchers (and connections) per leader
 
     @classmethod
     def from_config(cls, config: Any, broker_id: int) -> "FetcherSettings":
         return cls(broker_id, config.get("replica.fetch.max.bytes"), config.get("replica.fetch.response.max.bytes"),
                    config.get("replica.fetch.wait.max.ms"), config.get("replica.fetch.min.bytes"),
                    config.get("replica.fetch.backoff.ms"), config.get("replica.socket.timeout.ms"),
-                   inter_broker_connect(config))
+                   inter_broker_connect(config), config.get("num.replica.fetchers"))
+
+
+def fetcher_id_for(key: Key, num_fetchers: int) -> int:
+    """Kafka's AbstractFetcherManager.getFetcherId: Utils.abs(31 * topic.hashCode + partition) % fetchers."""
+    if num_fetchers <= 1:
+        return 0
+    h = (31 * java_string_hash(key[0]) + key[1]) & 0xFFFFFFFF
+    h = h - (1 << 32) if h >= 1 << 31 else h
+    return (0 if h == -(1 << 31) else abs(h)) % num_fetchers
 
 
 @dataclass(eq=False)
@@ -82,6 +106,9 @@ class PartitionFetchState:
     delayed_until: float = 0.0  # monotonic seconds; after an error the partition waits a backoff
     lag: int = 0  # leader's high watermark minus our log end at the last fetch (FetcherLagMetrics)
     in_sync: bool = False  # Kafka's isReplicaInSync: a fetch found us at the leader's high watermark
+    # (fetch offset, log start offset, leader epoch, last fetched epoch) as last computed: what the
+    # fetch session holds for it unless the fetcher marked it changed since
+    params: tuple[int, int, int, int] | None = None
 
 
 def complete_batches(records: Any) -> memoryview | None:
@@ -116,26 +143,43 @@ def truncation_offset(log_: "Log", leader_epoch: int, leader_end_offset: int) ->
 class ReplicaFetcher:
     """Fetches every partition this broker follows on one source broker."""
 
-    def __init__(self, manager: "ReplicaFetcherManager", source_id: int, host: str, port: int) -> None:
+    def __init__(self, manager: "ReplicaFetcherManager", source_id: int, host: str, port: int,
+                 fetcher_id: int = 0) -> None:
         self.manager = manager
         self.settings = manager.settings
         self.source_id = source_id
         self.host, self.port = host, port
+        self.fetcher_id = fetcher_id
         self.partitions: dict[Key, PartitionFetchState] = {}
         self._conn: BrokerConnection | None = None
         self._wakeup = asyncio.Event()
         self._task: asyncio.Task | None = None
+        self.session = FetchSessionHandler(self.name)
+        self._changed: set[Key] = set()  # partitions whose fetch parameters may have changed since computed
+        self._errors: dict[str, list[Key]] = {}  # partition errors of the round, reported together
+        # False once a round found every partition ready: later rounds then skip looking at each (thousands)
+        self._maybe_blocked = True
+        self._no_params: set[Key] = set()  # partitions not fetchable now (_current found none)
+        self._wanted: set[Key] | None = None  # the last round's partitions, while they stay every partition
+        self._refresh_params_at = 0.0
 
     @property
     def name(self) -> str:
-        return f"ReplicaFetcher replicaId={self.settings.broker_id}, leaderId={self.source_id}"
+        return f"ReplicaFetcher replicaId={self.settings.broker_id}, leaderId={self.source_id}, fetcherId={self.fetcher_id}"
 
     def start(self) -> None:
         self._task = asyncio.get_running_loop().create_task(self._run(), name=self.name)
 
     def add(self, key: Key, leader_epoch: int) -> None:
         self.partitions[key] = PartitionFetchState(leader_epoch)
+        self._changed.add(key)
+        self._maybe_blocked = True  # it truncates first
+        self._wanted = None
         self._wakeup.set()
+
+    def remove(self, key: Key) -> None:
+        if self.partitions.pop(key, None) is not None:
+            self._wanted = None
 
     async def shutdown(self) -> None:
         if self._task is not None:
@@ -154,13 +198,20 @@ class ReplicaFetcher:
                 continue
             try:
                 conn = await self._connection()
-                truncating = [k for k, s in self.partitions.items() if s.truncating and self._ready(s)]
-                if truncating:
-                    await self._truncate(conn, truncating)
-                ready = [k for k, s in self.partitions.items() if not s.truncating and self._ready(s)]
-                fetching = [k for k in ready if not self._should_throttle(k)]
+                truncating: list[Key] = []
+                ready: Any = self.partitions  # every partition, unless some truncate or back off
+                if self._maybe_blocked:
+                    now = time.monotonic()
+                    truncating = [k for k, s in self.partitions.items() if s.truncating and s.delayed_until <= now]
+                    if truncating:
+                        await self._checkpointed(self._truncate(conn, truncating))
+                        now = time.monotonic()
+                    ready = [k for k, s in self.partitions.items() if not s.truncating and s.delayed_until <= now]
+                    self._maybe_blocked = len(ready) < len(self.partitions)
+                throttled = self.manager.replica_manager.replication_quotas.follower.has_throttled_partitions
+                fetching = [k for k in ready if not self._should_throttle(k)] if throttled else ready
                 if fetching:
-                    await self._fetch(conn, fetching)
+                    await self._checkpointed(self._fetch(conn, fetching))
                 elif ready:  # all held back by the follower quota (Kafka backs off fetchBackOffMs)
                     await self._sleep(self.settings.backoff_ms / 1000)
                 elif not truncating:  # everything is backing off: sleep until the first is due
@@ -169,12 +220,22 @@ class ReplicaFetcher:
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # connection lost, timeout, or a bad answer: back off and reconnect
+                self.session.handle_error()
                 log.warning("[%s] error talking to %s:%d: %s; backing off %d ms", self.name, self.host, self.port,
                             exc, self.settings.backoff_ms)
                 if self._conn is not None:
                     await self._conn.close()
                     self._conn = None
                 await self._sleep(self.settings.backoff_ms / 1000)
+
+    async def _checkpointed(self, work: Any) -> None:
+        """Run a truncation or fetch round; the leader epochs it changed are checkpointed together after it."""
+        with batched_checkpoints() as checkpoints:
+            try:
+                await work
+            finally:
+                self._report_errors()
+                await checkpoints.write_concurrently()
 
     def _should_throttle(self, key: Key) -> bool:
         """Kafka's shouldFollowerThrottle."""
@@ -183,10 +244,6 @@ class ReplicaFetcher:
             quotas.follower.throttle_events += 1
             return True
         return False
-
-    @staticmethod
-    def _ready(state: PartitionFetchState) -> bool:
-        return state.delayed_until <= time.monotonic()
 
     async def _sleep(self, seconds: float) -> None:
         """Sleep, but wake early when partitions are added."""
@@ -199,7 +256,7 @@ class ReplicaFetcher:
     async def _connection(self) -> BrokerConnection:
         if self._conn is None or self._conn.closed:
             self._conn = await self.settings.connect(
-                self.host, self.port, client_id=f"broker-{self.settings.broker_id}-fetcher-0",
+                self.host, self.port, client_id=f"broker-{self.settings.broker_id}-fetcher-{self.fetcher_id}",
                 timeout=self.settings.socket_timeout_ms / 1000)
         return self._conn
 
@@ -213,8 +270,18 @@ class ReplicaFetcher:
         return partition
 
     def _back_off(self, key: Key, state: PartitionFetchState, why: str) -> None:
-        log.info("[%s] %s-%d: %s; retrying in %d ms", self.name, *key, why, self.settings.backoff_ms)
+        self._errors.setdefault(f"{why}; retrying in {self.settings.backoff_ms} ms", []).append(key)
         state.delayed_until = time.monotonic() + self.settings.backoff_ms / 1000
+        self._maybe_blocked = True
+
+    def _report_errors(self) -> None:
+        """One line per kind of partition error of a round, not one per partition (thousands may be
+        created or moved at once)."""
+        errors, self._errors = self._errors, {}
+        for why, keys in errors.items():
+            shown = ", ".join(f"{t}-{p}" for t, p in keys[:10])
+            log.info("[%s] %d partitions: %s: %s%s", self.name, len(keys), why, shown,
+                     f" and {len(keys) - 10} more" if len(keys) > 10 else "")
 
     def _timeout(self) -> float:
         return (self.settings.wait_max_ms + self.settings.socket_timeout_ms) / 1000
@@ -232,6 +299,7 @@ class ReplicaFetcher:
             if epoch == UNDEFINED_EPOCH:  # nothing to compare: keep what is committed (Kafka truncates to the HW)
                 self._truncate_log(partition, partition.log.high_watermark)
                 state.truncating = False
+                self._changed.add(key)
             else:
                 asked[key] = epoch
         if not asked:
@@ -260,6 +328,8 @@ class ReplicaFetcher:
         offset, complete = truncation_offset(partition.log, leader_epoch, leader_end_offset)
         self._truncate_log(partition, offset)
         state.truncating = not complete
+        self._maybe_blocked |= state.truncating
+        self._changed.add(partition.key)
 
     def _truncate_log(self, partition: "Partition", offset: int) -> None:
         if partition.log.truncate_to(offset):
@@ -268,36 +338,65 @@ class ReplicaFetcher:
 
     # -- fetching ---------------------------------------------------------------------------------
 
-    async def _fetch(self, conn: BrokerConnection, keys: list[Key]) -> None:
+    async def _fetch(self, conn: BrokerConnection, keys: Iterable[Key]) -> None:
+        """One fetch through the session: only partitions whose parameters changed are named (all of them
+        in a full request), and only the partitions the leader answers are looked at."""
         s = self.settings
-        sent: dict[Key, tuple[PartitionFetchState, int]] = {}
-        by_topic: dict[str, list[Any]] = {}
-        for key in keys:
-            state = self.partitions[key]
-            partition = self._current(key, state)
-            if partition is None:
-                continue
-            log_ = partition.log
-            sent[key] = (state, log_.log_end_offset)
-            by_topic.setdefault(key[0], []).append(_FetchPartition(
-                partition=key[1], current_leader_epoch=state.leader_epoch, fetch_offset=log_.log_end_offset,
-                last_fetched_epoch=log_.latest_epoch, log_start_offset=log_.log_start_offset,
-                partition_max_bytes=s.fetch_max_bytes))
-        if not sent:
+        changed, self._changed = self._changed, set()
+        now = time.monotonic()
+        if now >= self._refresh_params_at:  # our own retention may move log start offsets unannounced
+            changed = set(self.partitions)
+            self._refresh_params_at = now + PARAMS_REFRESH_S
+        unfetchable = len(self._no_params)
+        for key in changed:
+            state = self.partitions.get(key)
+            if state is not None:
+                partition = self._current(key, state)
+                state.params = None if partition is None else _fetch_params(partition.log, state.leader_epoch)
+                if state.params is None:
+                    self._no_params.add(key)
+                else:
+                    self._no_params.discard(key)
+        if keys is self.partitions and self._wanted is not None and unfetchable == len(self._no_params) == 0:
+            wanted, same = self._wanted, True  # every partition, as in the last round: no set to rebuild
+        else:
+            wanted = (keys.keys() if isinstance(keys, dict) else set(keys)) - self._no_params
+            same = False
+            self._wanted = wanted if keys is self.partitions and not self._no_params else None
+        if not wanted:
             return
+        request_data = self.session.build(wanted, lambda key: self.partitions[key].params, changed, same)
+        by_topic: dict[str, list[Any]] = {}
+        for (topic, index), (fetch_offset, log_start, epoch, last_epoch) in request_data.to_send.items():
+            by_topic.setdefault(topic, []).append(_FetchPartition(
+                partition=index, current_leader_epoch=epoch, fetch_offset=fetch_offset,
+                last_fetched_epoch=last_epoch, log_start_offset=log_start, partition_max_bytes=s.fetch_max_bytes))
+        forgotten: dict[str, list[int]] = {}
+        for topic, index in request_data.to_forget:
+            forgotten.setdefault(topic, []).append(index)
         request = FetchRequest(replica_id=s.broker_id, max_wait_ms=s.wait_max_ms, min_bytes=s.min_bytes,
-                               max_bytes=s.response_max_bytes, isolation_level=0, session_id=0, session_epoch=-1,
+                               max_bytes=s.response_max_bytes, isolation_level=0,
+                               session_id=request_data.session_id, session_epoch=request_data.epoch,
                                topics=[_FetchTopic(topic=t, partitions=ps) for t, ps in by_topic.items()],
-                               forgotten_topics_data=[])
+                               forgotten_topics_data=[_ForgottenTopic(topic=t, partitions=ps)
+                                                      for t, ps in forgotten.items()])
         response = await conn.send(request, timeout=self._timeout())
+        if response.error_code in SESSION_ERRORS:
+            self.session.handle_response(request_data, response.error_code, response.session_id)
+            self._changed.update(wanted)
+            return
         if response.error_code:
             raise for_code(response.error_code)(f"fetch from broker {self.source_id} failed")
+        self.session.handle_response(request_data, 0, response.session_id)
         for topic in response.responses:
             for answer in topic.partitions:
                 key = (topic.topic, answer.partition_index)
-                state, fetch_offset = sent.get(key, (None, -1))
-                partition = self._current(key, state) if state is not None else None
-                if partition is None or partition.log.log_end_offset != fetch_offset:
+                state = self.partitions.get(key)
+                if state is None or key not in wanted:
+                    continue
+                self._changed.add(key)
+                partition = self._current(key, state)
+                if partition is None or state.params is None or partition.log.log_end_offset != state.params[0]:
                     continue  # replaced or changed while the request was out
                 if answer.error_code == OffsetOutOfRangeError.code:
                     await self._handle_out_of_range(conn, key, state)
@@ -331,9 +430,8 @@ class ReplicaFetcher:
         error = for_code(code)
         if code == FencedLeaderEpochError.code:
             # Our epoch is older than the leader's: a LeaderAndIsr is coming; stop until it arrives.
-            log.info("[%s] %s-%d: fenced leader epoch %d; waiting for the controller", self.name, *key,
-                     state.leader_epoch)
-            self.partitions.pop(key, None)
+            self._errors.setdefault("fenced leader epoch; waiting for the controller", []).append(key)
+            self.remove(key)
             return
         self._back_off(key, state, f"error {error.__name__}")
 
@@ -367,34 +465,41 @@ class ReplicaFetcher:
 
 
 class ReplicaFetcherManager:
-    """The fetchers of one broker, one per source broker (``num.replica.fetchers`` = 1)."""
+    """The fetchers of one broker: ``num.replica.fetchers`` per source broker, each partition on the one
+    Kafka's hash picks. Each fetcher is a task with its own connection and fetch session, so a leader's
+    partitions are split over that many requests in flight at once."""
 
     def __init__(self, replica_manager: "ReplicaManager", settings: FetcherSettings,
                  listener_name: str | None = None) -> None:
         self.replica_manager = replica_manager
         self.settings = settings
         self.listener_name = listener_name  # inter.broker.listener.name, for endpoints from the metadata cache
-        self.fetchers: dict[tuple[int, str, int], ReplicaFetcher] = {}
+        self.fetchers: dict[tuple[int, str, int, int], ReplicaFetcher] = {}  # (leader, host, port, fetcher id)
         self._stopping: set[asyncio.Task] = set()
 
     def add_partitions(self, targets: Mapping[Key, tuple[int, tuple[str, int], int]]) -> None:
         """key -> (leader id, (host, port), leader epoch): fetch from there, truncating first."""
         self.remove_partitions(targets)
+        added: dict[tuple[int, str, int], list[Key]] = {}
         for key, (leader_id, (host, port), epoch) in targets.items():
-            source = (leader_id, host, port)
+            source = (leader_id, host, port, fetcher_id_for(key, self.settings.num_fetchers))
             fetcher = self.fetchers.get(source)
             if fetcher is None:
-                fetcher = self.fetchers[source] = ReplicaFetcher(self, leader_id, host, port)
+                fetcher = self.fetchers[source] = ReplicaFetcher(self, leader_id, host, port, source[3])
                 fetcher.start()
             fetcher.add(key, epoch)
-            log.info("[ReplicaFetcherManager on broker %d] fetching %s-%d from broker %d at %s:%d (epoch %d)",
-                     self.settings.broker_id, *key, leader_id, host, port, epoch)
+            added.setdefault(source[:3], []).append(key)
+        for (leader_id, host, port), keys in added.items():  # one line per leader, not per partition
+            log.info("[ReplicaFetcherManager on broker %d] fetching %d partitions from broker %d at %s:%d: %s%s",
+                     self.settings.broker_id, len(keys), leader_id, host, port,
+                     ", ".join(f"{t}-{p}" for t, p in keys[:10]), " ..." if len(keys) > 10 else "")
+            log.debug("fetching from broker %d: %s", leader_id, keys)
 
     def remove_partitions(self, keys: Iterable[Key]) -> None:
         keys = set(keys)
         for fetcher in self.fetchers.values():
             for key in keys & fetcher.partitions.keys():
-                del fetcher.partitions[key]
+                fetcher.remove(key)
         self._shutdown_idle_fetchers()
 
     def fetched_partitions(self) -> dict[Key, int]:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping
 
@@ -30,6 +31,7 @@ from ..protocol.errors import (  # type: ignore[attr-defined]
 )
 from .delayed_ops import DelayedFetch, DelayedProduce, FetchSpec, ProduceStatus
 from .log import InvalidReadSizeError, LogManager
+from .log.leader_epoch_cache import batched_checkpoints
 from .metrics.topic_stats import BrokerTopicStats
 from .metadata_cache import MetadataCache
 from .partition import Partition, monotonic_ms
@@ -37,6 +39,11 @@ from .purgatory import AsyncTimerDriver, DelayedOperationPurgatory, Timer
 from .replication_quota import ReplicationQuotas
 
 log = logging.getLogger(__name__)
+
+# A LeaderAndIsr of thousands of partitions is applied in slices of about this much event-loop time, so the
+# broker keeps answering other requests meanwhile (Kafka applies it on a request handler thread of its own).
+LEADER_AND_ISR_SLICE_S = 0.02
+_STATES_PER_CHECK = 16
 
 # StopReplica v3 marks partitions of a topic being deleted with this leader epoch (Kafka's EpochDuringDelete).
 EPOCH_DURING_DELETE = -2
@@ -66,6 +73,9 @@ class FetchParams:
     max_bytes: int
     isolation_level: int = 0
     hard_max_bytes_limit: bool = False  # Fetch v0-2: never return a batch over the partition's max
+    # A follower's fetch session: when its previous fetch was (partitions of the session that are not read
+    # this time were caught up then, see Partition.update_follower_position); None for a sessionless fetch.
+    previous_fetch_ms: int | None = None
 
     @property
     def committed_only(self) -> bool:
@@ -88,6 +98,7 @@ class FetchPartitionResult:
     records: bytes = b""
     diverging_epoch: tuple[int, int] | None = None  # (epoch, end offset) for a follower that diverged
     aborted_transactions: list | None = None  # read_committed: AbortedTxn entries overlapping the records
+    withheld: bool = False  # records were there for the fetcher but none were sent (throttle, max_bytes)
 
 
 class ReplicaManager:
@@ -105,10 +116,22 @@ class ReplicaManager:
         self.on_leadership_change: Callable[[list[tuple[str, int]], list[tuple[str, int]]], None] | None = None
         self.partitions: dict[tuple[str, int], Partition] = {}
         self.controller_epoch = 0
+        # Kafka's replicaStateChangeLock: one LeaderAndIsr or StopReplica applied at a time (they yield)
+        self.state_change_lock = asyncio.Lock()
         self.topic_stats = BrokerTopicStats()  # per-topic bytes and records (broker/metrics)
         # Replication throttles (leader side here, follower side in the replica fetcher); the server
         # replaces it with one built from its config and fed by the dynamic config manager.
         self.replication_quotas = ReplicationQuotas(broker_id)
+        # Fetch sessions read only the partitions that changed since their last answer: every change a
+        # fetcher may need to hear of (records, high watermark, log start offset, leadership) is noted
+        # here, key -> sequence number of its latest change, oldest first (see changed_since).
+        self._changes: dict[tuple[str, int], int] = {}
+        self.change_seq = 0
+        # when each follower last fetched from us (a partition it is caught up on stays so until it grows)
+        self.follower_fetch_ms: dict[int, int] = {}
+        # The purgatory keys under which fetch sessions holding a partition park their fetches (a session's
+        # fetch waits under one key, not one per partition: broker/apis/fetch.py sets this).
+        self.session_watch_keys: Callable[[tuple[str, int]], Iterable[Any]] = lambda key: ()
         self.isr_shrinks = 0  # ISR changes started as leader (IsrShrinksPerSec / IsrExpandsPerSec)
         self.isr_expands = 0
         # *.purgatory.purge.interval.requests: completed operations are dropped from the watch lists once
@@ -153,6 +176,30 @@ class ReplicaManager:
     def leader_count(self) -> int:
         return sum(1 for p in self.partitions.values() if p.is_leader)
 
+    # -- changes fetch sessions must hear of -----------------------------------------------------
+
+    def note_change(self, key: tuple[str, int]) -> None:
+        self.change_seq += 1
+        changes = self._changes
+        changes.pop(key, None)
+        changes[key] = self.change_seq
+
+    def _wake_fetches(self, key: tuple[str, int]) -> None:
+        """Parked fetches waiting on ``key``: sessionless ones watch it, sessions watch their own key."""
+        purgatory = self.fetch_purgatory
+        purgatory.check_and_complete(key)
+        for watch_key in self.session_watch_keys(key):
+            purgatory.check_and_complete(watch_key, key)
+
+    def changed_since(self, seq: int) -> list[tuple[str, int]]:
+        """Partitions changed after sequence number ``seq``: O(changes since), newest first."""
+        out = []
+        for key, changed in reversed(self._changes.items()):
+            if changed <= seq:
+                break
+            out.append(key)
+        return out
+
     # -- LeaderAndIsr / StopReplica ---------------------------------------------------------------
 
     def check_controller_epoch(self, controller_epoch: int, what: str) -> None:
@@ -165,11 +212,43 @@ class ReplicaManager:
                                   topic_configs: Mapping[str, Mapping[str, Any]],
                                   leader_endpoints: Mapping[int, tuple[str, int]] | None = None
                                   ) -> dict[tuple[str, int], int]:
-        """Apply a LeaderAndIsr request's partition states; returns the error code per partition.
+        """Apply a LeaderAndIsr request's partition states at once; returns the error code per partition.
 
         ``leader_endpoints`` (the request's live leaders, id -> (host, port)) tell followers where
         to fetch from; leaders missing there are looked up in the metadata cache."""
         self.check_controller_epoch(controller_epoch, "LeaderAndIsr")
+        return self._apply_partition_states(list(states), topic_configs, leader_endpoints or {})
+
+    async def apply_leader_and_isr(self, controller_epoch: int, states: Iterable[Any],
+                                   topic_configs: Mapping[str, Mapping[str, Any]],
+                                   leader_endpoints: Mapping[int, tuple[str, int]] | None = None
+                                   ) -> dict[tuple[str, int], int]:
+        """``become_leader_or_follower`` for the request handler: in slices of about
+        ``LEADER_AND_ISR_SLICE_S`` of work, letting the event loop serve other requests in between, under the
+        replica state lock (Kafka's replicaStateChangeLock, so a newer controller's request waits), and
+        with the leader epoch checkpoints written together on threads before it returns."""
+        async with self.state_change_lock:
+            self.check_controller_epoch(controller_epoch, "LeaderAndIsr")
+            pending = list(states)
+            errors: dict[tuple[str, int], int] = {}
+            try:
+                with batched_checkpoints() as checkpoints:
+                    while pending:
+                        began = time.monotonic()
+                        done = 0
+                        while done < len(pending) and time.monotonic() - began < LEADER_AND_ISR_SLICE_S:
+                            chunk = pending[done:done + _STATES_PER_CHECK]
+                            errors.update(self._apply_partition_states(chunk, topic_configs, leader_endpoints or {}))
+                            done += len(chunk)
+                        pending = pending[done:]
+                        if pending:
+                            await asyncio.sleep(0)
+            finally:
+                await checkpoints.write_concurrently()
+        return errors
+
+    def _apply_partition_states(self, states: list[Any], topic_configs: Mapping[str, Mapping[str, Any]],
+                                leader_endpoints: Mapping[int, tuple[str, int]]) -> dict[tuple[str, int], int]:
         errors: dict[tuple[str, int], int] = {}
         new_leaders: list[Partition] = []
         new_followers: list[Partition] = []
@@ -199,10 +278,15 @@ class ReplicaManager:
             except OSError:
                 log.exception("Cannot create the log of %s-%d", topic, state.partition_index)
                 errors[key] = KafkaStorageError.code
-            # A leader change completes what waited on this partition (with NOT_LEADER if it moved away).
-            for purgatory in self._purgatories:
-                purgatory.check_and_complete(key)
-        self._update_fetchers(new_leaders, new_followers, leader_endpoints or {})
+        # A leader change completes what waited on these partitions (with NOT_LEADER if it moved away).
+        changed = [key for key, code in errors.items() if code == 0]
+        for key in changed:
+            self.note_change(key)
+        for purgatory in self._purgatories:
+            purgatory.check_and_complete_all(changed)
+        self.fetch_purgatory.check_and_complete_all(
+            {watch_key: None for key in changed for watch_key in self.session_watch_keys(key)})
+        self._update_fetchers(new_leaders, new_followers, leader_endpoints)
         if self.on_leadership_change is not None:
             self.on_leadership_change([p.key for p in new_leaders], [p.key for p in new_followers])
         return errors
@@ -236,7 +320,7 @@ class ReplicaManager:
 
     def _create_partition(self, topic: str, partition: int, overrides: Mapping[str, Any]) -> Partition:
         log_ = self.log_manager.get_or_create_log(topic, partition, overrides)
-        created = Partition(topic, partition, self.broker_id, log_, self.clock)
+        created = Partition(topic, partition, self.broker_id, log_, self.clock, self.follower_fetch_ms)
         self.partitions[(topic, partition)] = created
         return created
 
@@ -245,6 +329,7 @@ class ReplicaManager:
         """StopReplica: (topic, partition, leader_epoch, delete) each; returns the error per partition."""
         self.check_controller_epoch(controller_epoch, "StopReplica")
         errors: dict[tuple[str, int], int] = {}
+        stopped: list[tuple[str, int]] = []
         for topic, index, leader_epoch, delete in partitions:
             key = (topic, index)
             current = self.partitions.get(key)
@@ -253,11 +338,12 @@ class ReplicaManager:
                 errors[key] = FencedLeaderEpochError.code
                 continue
             self.partitions.pop(key, None)
-            if self.fetcher_manager is not None:
-                self.fetcher_manager.remove_partitions([key])
+            stopped.append(key)
+            self.note_change(key)
             for purgatory in self._purgatories:
                 for op in purgatory.cancel_for_key(key):
                     op.force_complete()  # they see the partition gone and answer NOT_LEADER
+            self._wake_fetches(key)  # fetch sessions holding it
             if delete:
                 try:
                     self.log_manager.delete_log(topic, index)
@@ -266,6 +352,8 @@ class ReplicaManager:
                     errors[key] = KafkaStorageError.code
                     continue
             errors[key] = 0
+        if self.fetcher_manager is not None:
+            self.fetcher_manager.remove_partitions(stopped)
         if self.on_leadership_change is not None:
             self.on_leadership_change([], [key for key, code in errors.items() if code == 0])
         return errors
@@ -310,8 +398,9 @@ class ReplicaManager:
             results[key] = ProducePartitionResult(0, info.first_offset, info.log_append_time,
                                                   info.log_start_offset)
             appended[key] = info.last_offset + 1
+            self.note_change(key)
             # Consumers wake on a high watermark move, followers on any append.
-            self.fetch_purgatory.check_and_complete(key)
+            self._wake_fetches(key)
         if required_acks != -1 or not appended:
             return results
         statuses = {key: ProduceStatus(appended.get(key, 0), result, acks_pending=key in appended)
@@ -323,10 +412,18 @@ class ReplicaManager:
 
     # -- fetch ------------------------------------------------------------------------------------
 
-    def fetch_messages(self, params: FetchParams, specs: list[FetchSpec]
+    def fetch_messages(self, params: FetchParams, specs: list[FetchSpec],
+                       to_read: Callable[[], list[FetchSpec]] | None = None,
+                       watch_keys: list[Any] | None = None,
+                       spec_of: Callable[[tuple[str, int]], FetchSpec | None] | None = None
                        ) -> dict[tuple[str, int], FetchPartitionResult] | asyncio.Future:
-        """Read now if there is enough (or an error, or no wait); otherwise a future of the results."""
-        results = self.read_from_local_log(specs, params)
+        """Read now if there is enough (or an error, or no wait); otherwise a future of the results.
+
+        ``specs`` are the partitions the fetch waits on; ``to_read()`` (default: all of them) the ones
+        worth reading now, asked again when a parked fetch completes (a fetch session's changed ones).
+        ``watch_keys``: park under these (a fetch session's key, see session_watch_keys) rather than one
+        key per partition; ``spec_of`` then finds the spec of the partition that woke it."""
+        results = self.read_from_local_log(specs if to_read is None else to_read(), params)
         for (topic, _), result in results.items():
             self.topic_stats.record_fetch_request(topic, failed=result.error_code != 0)
         if params.max_wait_ms <= 0 or not specs or params.min_bytes <= 0:
@@ -339,8 +436,11 @@ class ReplicaManager:
         if total >= params.min_bytes:
             return results
         future = asyncio.get_running_loop().create_future()
-        op = DelayedFetch(params.max_wait_ms, specs, params, self, future)
-        self.fetch_purgatory.try_complete_else_watch(op, [(s.topic, s.partition) for s in specs])
+        op = DelayedFetch(params.max_wait_ms, specs, params, self, future, to_read, spec_of)
+        # A follower's partitions were just read, synchronously: trying again finds nothing new (a consumer's
+        # try may still complete at once, for a fetch offset above the high watermark, as Kafka's).
+        self.fetch_purgatory.try_complete_else_watch(op, watch_keys or [(s.topic, s.partition) for s in specs],
+                                                     tried=not params.committed_only)
         return future
 
     def read_from_local_log(self, specs: list[FetchSpec], params: FetchParams
@@ -354,6 +454,8 @@ class ReplicaManager:
         min_one = not params.hard_max_bytes_limit
         committed_only = params.committed_only
         read_committed = params.read_committed
+        if not committed_only and params.replica_id >= 0:
+            self.follower_fetch_ms[params.replica_id] = self.clock()
         for spec in specs:
             key = (spec.topic, spec.partition)
             try:
@@ -376,10 +478,14 @@ class ReplicaManager:
                         data = data._replace(records=b"")  # Kafka: throttled and over the quota: no records
                         self.replication_quotas.leader.throttle_events += 1
                     self._update_follower(partition, params.replica_id, spec.fetch_offset, leader_end,
-                                          spec.log_start_offset)
+                                          spec.log_start_offset, params.previous_fetch_ms)
                 log_ = partition.log
-                results[key] = FetchPartitionResult(0, log_.high_watermark, log_.last_stable_offset,
-                                                    log_.log_start_offset, data.records)
+                results[key] = result = FetchPartitionResult(0, log_.high_watermark, log_.last_stable_offset,
+                                                             log_.log_start_offset, data.records)
+                if not data.records:
+                    available = leader_end if not committed_only else (
+                        log_.last_stable_offset if read_committed else log_.high_watermark)
+                    result.withheld = available > spec.fetch_offset
                 if read_committed:
                     results[key].aborted_transactions = \
                         log_.aborted_transactions_in(spec.fetch_offset, data.records) if data.records else []
@@ -418,34 +524,40 @@ class ReplicaManager:
                                     diverging_epoch=diverging)
 
     def _update_follower(self, partition: Partition, replica_id: int, fetch_offset: int, leader_end: int,
-                         log_start_offset: int = -1) -> None:
+                         log_start_offset: int = -1, previous_fetch_ms: int | None = None) -> None:
         """Kafka's updateFollowerFetchState: position, caught-up time, HW, log start offset (waiting
         DeleteRecords), and maybe a bigger ISR."""
-        if partition.update_follower_position(replica_id, fetch_offset, leader_end, log_start_offset):
+        if partition.update_follower_position(replica_id, fetch_offset, leader_end, log_start_offset,
+                                              previous_fetch_ms):
             # The high watermark moved: acks=-1 produces and consumers waiting for it can go on.
+            self.note_change(partition.key)
             self.produce_purgatory.check_and_complete(partition.key)
-            self.fetch_purgatory.check_and_complete(partition.key)
+            self._wake_fetches(partition.key)
         self.delete_records_purgatory.check_and_complete(partition.key)
         new_isr = partition.isr_to_expand(replica_id)
         if new_isr is not None:
-            log.info("[Partition %s-%d broker=%d] expanding ISR from %s to %s", *partition.key, self.broker_id,
-                     partition.isr, new_isr)
+            log.debug("[Partition %s-%d broker=%d] expanding ISR from %s to %s", *partition.key, self.broker_id,
+                      partition.isr, new_isr)  # the ISR manager logs what it writes, in one line
             self.isr_expands += 1
             self._change_isr(partition, new_isr)
 
     def maybe_shrink_isr(self, max_lag_ms: int) -> int:
         """The periodic lag check (every replica.lag.time.max.ms / 2); returns how many ISRs shrank."""
-        shrunk = 0
+        shrunk = []
         for partition in list(self.partitions.values()):
             new_isr = partition.isr_to_shrink(max_lag_ms)
             if new_isr is None:
                 continue
-            log.info("[Partition %s-%d broker=%d] shrinking ISR from %s to %s (not caught up within %d ms)",
-                     *partition.key, self.broker_id, partition.isr, new_isr, max_lag_ms)
+            log.debug("[Partition %s-%d broker=%d] shrinking ISR from %s to %s (not caught up within %d ms)",
+                      *partition.key, self.broker_id, partition.isr, new_isr, max_lag_ms)
             self.isr_shrinks += 1
             self._change_isr(partition, new_isr)
-            shrunk += 1
-        return shrunk
+            shrunk.append(partition.key)
+        if shrunk:
+            log.info("[Broker %d] shrinking the ISRs of %d partitions whose followers did not catch up within %d ms: "
+                     "%s%s", self.broker_id, len(shrunk), max_lag_ms, ", ".join(f"{t}-{p}" for t, p in shrunk[:10]),
+                     " ..." if len(shrunk) > 10 else "")
+        return len(shrunk)
 
     def _change_isr(self, partition: Partition, new_isr: list[int]) -> None:
         if self.isr_manager is not None:
@@ -456,5 +568,6 @@ class ReplicaManager:
 
     def on_isr_changed(self, partition: Partition) -> None:
         """A new ISR may move the high watermark, or fail waiting produces (too few replicas left)."""
+        self.note_change(partition.key)
         self.produce_purgatory.check_and_complete(partition.key)
-        self.fetch_purgatory.check_and_complete(partition.key)
+        self._wake_fetches(partition.key)

@@ -59,6 +59,10 @@ class ReplicationQuotaManager:
     def remove_throttle(self, topic: str) -> None:
         self._throttled.pop(topic, None)
 
+    @property
+    def has_throttled_partitions(self) -> bool:
+        return bool(self._throttled)
+
     def is_throttled(self, key: tuple[str, int]) -> bool:
         partitions = self._throttled.get(key[0])
         return partitions is not None and (partitions == ALL_REPLICAS or key[1] in partitions)

@@ -48,6 +48,7 @@ from .dynamic_config import DynamicConfigManager
 from .config import ConfigError, KafkaConfig, load_config
 from .kafka_apis import KafkaApis
 from .log import LogManager
+from .log.file_handles import HANDLES, budget_for, raise_descriptor_limit
 from .log.cleaner import CleanerConfig, cleaner_log
 from .log.log_manager import PRODUCER_ID_EXPIRATION_CHECK_INTERVAL_MS
 from .log.scheduler import Scheduler
@@ -75,6 +76,7 @@ _API_MODULES = (produce, fetch, list_offsets, metadata, create_topics, delete_to
                 elect_leaders, reassignment_apis, client_quotas_api, describe_cluster, describe_producers,
                 sasl_plaintext, scram_credentials, acl_apis)
 _NEVER_MS = 2 ** 62  # Kafka's Long.MaxValue defaults: "never"
+SWITCH_INTERVAL_S = 0.0005
 
 
 class KafkaServer:
@@ -133,7 +135,8 @@ class KafkaServer:
             cluster_id=cluster_id,
             topic_configs=topic_configs,
             max_producer_id_expiration_ms=cfg.get("transactional.id.expiration.ms"),
-            scheduler=Scheduler(cfg.get("background.threads"))))
+            scheduler=Scheduler(cfg.get("background.threads")),
+            recovery_threads=cfg.get("num.recovery.threads.per.data.dir")))
         cleaner_log.configure_from(cfg)
         try:
             self.log_manager.start_cleaner(CleanerConfig.from_kafka_config(dynamic.effective_config))
@@ -265,7 +268,6 @@ class KafkaServer:
         cfg, lm = self.config, self.log_manager
         assert lm is not None
         jobs: list[tuple[str, int, Callable[[], Any]]] = [
-            ("log-retention", cfg.get("log.retention.check.interval.ms"), lm.cleanup_logs),
             ("recovery-point-checkpoint", cfg.get("log.flush.offset.checkpoint.interval.ms"),
              lm.checkpoint_recovery_points),
             ("log-start-offset-checkpoint", cfg.get("log.flush.start.offset.checkpoint.interval.ms"),
@@ -279,6 +281,8 @@ class KafkaServer:
         jobs.append(("producer-expiration", PRODUCER_ID_EXPIRATION_CHECK_INTERVAL_MS, lm.remove_expired_producers))
         loop = asyncio.get_running_loop()
         self._tasks = [loop.create_task(self._every(name, ms, fn), name=name) for name, ms, fn in jobs]
+        self._tasks.append(loop.create_task(self._every_on_loop(
+            "log-retention", cfg.get("log.retention.check.interval.ms"), self._cleanup_logs), name="log-retention"))
         # ISR jobs run on the loop (they touch partitions); Kafka checks lag every replica.lag.time.max.ms / 2.
         rm, isr = self.replica_manager, self.isr_manager
         assert rm is not None and isr is not None
@@ -311,6 +315,17 @@ class KafkaServer:
                     await result
             except Exception:
                 log.exception("Periodic task %s failed", name)
+
+    async def _cleanup_logs(self) -> None:
+        """Retention, off the loop; fetch sessions then hear of the log start offsets it moved."""
+        lm, rm = self.log_manager, self.replica_manager
+        assert lm is not None and rm is not None
+        before = {(log_.topic, log_.partition): log_.log_start_offset for log_ in lm.all_logs()}
+        await self._blocking(lm.cleanup_logs)
+        for log_ in lm.all_logs():
+            key = (log_.topic, log_.partition)
+            if before.get(key) != log_.log_start_offset:
+                rm.note_change(key)
 
     async def _every(self, name: str, period_ms: int, fn: Callable[[], Any]) -> None:
         while True:
@@ -436,6 +451,14 @@ def main(argv: list[str] | None = None) -> int:
     setup_logging()
     for warning in warnings:
         log.warning("%s", warning)
+    soft, raised = raise_descriptor_limit()  # as many servers do; segment files stay within it (file_handles)
+    HANDLES.configure(budget_for(raised))
+    log.info("Open-file limit (ulimit -n) %d%s; up to %d segment files kept open", raised,
+             f", raised from {soft}" if raised != soft else "", HANDLES.budget)
+    # The event loop shares the GIL with kazoo's threads and the leader epoch checkpoint writers; with
+    # Python's 5 ms switch interval each of their wake-ups can wait that long behind a busy loop, which
+    # made thousands of checkpoint writes several times slower (benchmarks/bench_scale.py).
+    sys.setswitchinterval(SWITCH_INTERVAL_S)
     import uvloop
     return uvloop.run(serve(config))
 

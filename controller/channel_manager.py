@@ -25,7 +25,7 @@ from ..protocol.api_keys import ApiKey
 from ..protocol.messages import LeaderAndIsrRequest, StopReplicaRequest, UpdateMetadataRequest
 from .controller_context import ControllerContext, TopicPartition
 from .leader_election import EPOCH_DURING_DELETE, LEADER_DURING_DELETE, NO_EPOCH
-from .state_change_log import prefix, state_change_log
+from .state_change_log import log_items, prefix, state_change_log
 from .zk_data import BrokerInfo
 
 log = logging.getLogger(__name__)
@@ -191,7 +191,8 @@ class ControllerBrokerRequestBatch:
         self.on_response = on_response
         self.leader_and_isr: dict[int, dict[TopicPartition, LeaderAndIsrRequest.LeaderAndIsrPartitionState]] = {}
         self.update_metadata_brokers: set[int] = set()
-        self.update_metadata_partitions: dict[TopicPartition, UpdateMetadataRequest.UpdateMetadataPartitionState] = {}
+        # partitions whose state goes in the UpdateMetadata, as the context has it when the batch is sent
+        self.update_metadata_partitions: dict[TopicPartition, None] = {}
         self.stop_replica: dict[int, dict[TopicPartition, tuple[int, bool]]] = {}  # -> (leader epoch, delete)
 
     def is_empty(self) -> bool:
@@ -212,33 +213,41 @@ class ControllerBrokerRequestBatch:
             return
         state = leadership.state
         adding, removing = self.context.reassigning.get(partition, ((), ()))  # a reassignment's AR and RR
-        for broker_id in (b for b in broker_ids if b >= 0):
+        replicas = self.context.replicas(partition)
+        for broker_id in broker_ids:
+            if broker_id < 0:
+                continue
             states = self.leader_and_isr.setdefault(broker_id, {})
             already_new = partition in states and states[partition].is_new
             states[partition] = LeaderAndIsrRequest.LeaderAndIsrPartitionState(
                 topic_name=partition[0], partition_index=partition[1], controller_epoch=state.controller_epoch,
                 leader=state.leader, leader_epoch=state.leader_epoch, isr=list(state.isr),
-                partition_epoch=leadership.zk_version, replicas=list(self.context.replicas(partition)),
+                partition_epoch=leadership.zk_version, replicas=list(replicas),
                 adding_replicas=list(adding), removing_replicas=list(removing), is_new=is_new or already_new)
-        self.add_update_metadata(self.context.live_broker_ids, [partition])
+        self.update_metadata_brokers.update(self.context.live_brokers)
+        self.update_metadata_partitions[partition] = None
 
     def add_update_metadata(self, broker_ids: Iterable[int], partitions: Iterable[TopicPartition] = ()) -> None:
         """UpdateMetadata to the brokers: every live broker, plus these partitions' states (leader -2 for
-        topics being deleted, so brokers drop them)."""
+        topics being deleted, so brokers drop them), taken from the context when the batch is sent."""
         self.update_metadata_brokers.update(b for b in broker_ids if b >= 0)
-        for tp in partitions:
-            leadership = self.context.leadership(tp)
-            if leadership is None:
-                continue  # no leader yet: nothing to tell (Kafka skips it too)
-            state, zk_version = leadership.state, leadership.zk_version
-            leader, leader_epoch = state.leader, state.leader_epoch
-            if self.context.is_topic_queued_for_deletion(tp[0]):
-                leader, leader_epoch, zk_version = LEADER_DURING_DELETE, 0, 0  # LeaderAndIsr.duringDelete
-            replicas = self.context.replicas(tp)
-            self.update_metadata_partitions[tp] = UpdateMetadataRequest.UpdateMetadataPartitionState(
-                topic_name=tp[0], partition_index=tp[1], controller_epoch=state.controller_epoch, leader=leader,
-                leader_epoch=leader_epoch, isr=list(state.isr), zk_version=zk_version, replicas=list(replicas),
-                offline_replicas=[r for r in replicas if not self.context.is_replica_online(r, tp)])
+        self.update_metadata_partitions.update(dict.fromkeys(partitions))
+
+    def _update_metadata_state(self, tp: TopicPartition) -> UpdateMetadataRequest.UpdateMetadataPartitionState | None:
+        leadership = self.context.leadership(tp)
+        if leadership is None:
+            return None  # no leader yet: nothing to tell (Kafka skips it too)
+        state, zk_version = leadership.state, leadership.zk_version
+        leader, leader_epoch = state.leader, state.leader_epoch
+        if self.context.is_topic_queued_for_deletion(tp[0]):
+            leader, leader_epoch, zk_version = LEADER_DURING_DELETE, 0, 0  # LeaderAndIsr.duringDelete
+        replicas = self.context.replicas(tp)
+        live = self.context.live_brokers
+        shutting_down = self.context.shutting_down_broker_ids
+        return UpdateMetadataRequest.UpdateMetadataPartitionState(
+            topic_name=tp[0], partition_index=tp[1], controller_epoch=state.controller_epoch, leader=leader,
+            leader_epoch=leader_epoch, isr=list(state.isr), zk_version=zk_version, replicas=list(replicas),
+            offline_replicas=[r for r in replicas if r not in live or r in shutting_down])
 
     def add_stop_replica(self, broker_ids: Iterable[int], partition: TopicPartition, delete: bool) -> None:
         if self.context.is_topic_queued_for_deletion(partition[0]):
@@ -259,7 +268,7 @@ class ControllerBrokerRequestBatch:
             for broker_id, states in self.leader_and_isr.items():
                 if broker_id in live:
                     self._send_leader_and_isr(broker_id, controller_epoch, list(states.values()))
-            partitions = list(self.update_metadata_partitions.values())
+            partitions = [s for s in map(self._update_metadata_state, self.update_metadata_partitions) if s is not None]
             for broker_id in sorted(self.update_metadata_brokers & live):
                 self._send_update_metadata(broker_id, controller_epoch, partitions)
             for broker_id, requests in self.stop_replica.items():
@@ -280,11 +289,12 @@ class ControllerBrokerRequestBatch:
                     broker_id=leader_id, host_name=endpoint[0], port=endpoint[1]))
         broker_epoch = self.context.broker_epoch(broker_id)
         topic_ids = dict(self.context.topic_ids)
-        if state_change_log.isEnabledFor(logging.INFO):
-            for s in states:
-                state_change_log.info("%s Sending LeaderAndIsr request %s to broker %d for partition %s-%d",
-                                      prefix(self.controller_id, controller_epoch), _describe(s), broker_id,
-                                      s.topic_name, s.partition_index)
+        prefix_ = prefix(self.controller_id, controller_epoch)
+        leaders = sum(1 for s in states if s.leader == broker_id)
+        log_items(states, lambda s: f"{prefix_} Sending LeaderAndIsr request {_describe(s)} to broker {broker_id} for "
+                  f"partition {s.topic_name}-{s.partition_index}", lambda s: f"{s.topic_name}-{s.partition_index}",
+                  f"{prefix_} Sending LeaderAndIsr request to broker {broker_id} with {leaders} become-leader and "
+                  f"{len(states) - leaders} become-follower partitions ({{count}}): {{first}}")
 
         def build(version: int) -> LeaderAndIsrRequest:
             request = LeaderAndIsrRequest(controller_id=self.controller_id, controller_epoch=controller_epoch,
@@ -326,11 +336,11 @@ class ControllerBrokerRequestBatch:
     def _send_stop_replica(self, broker_id: int, controller_epoch: int,
                            requests: dict[TopicPartition, tuple[int, bool]]) -> None:
         broker_epoch = self.context.broker_epoch(broker_id)
-        if state_change_log.isEnabledFor(logging.INFO):
-            state_change_log.info("%s Sending StopReplica request to broker %d for partitions %s",
-                                  prefix(self.controller_id, controller_epoch), broker_id,
-                                  ", ".join(f"{t}-{p}(leader_epoch={e}, delete={d})"
-                                            for (t, p), (e, d) in sorted(requests.items())))
+        prefix_ = prefix(self.controller_id, controller_epoch)
+        log_items(list(requests.items()), lambda r: f"{prefix_} Sending StopReplica request to broker {broker_id} for "
+                  f"partitions {r[0][0]}-{r[0][1]}(leader_epoch={r[1][0]}, delete={r[1][1]})",
+                  lambda r: f"{r[0][0]}-{r[0][1]}(delete={r[1][1]})",
+                  f"{prefix_} Sending StopReplica request to broker {broker_id} for {{count}} partitions: {{first}}")
         base = dict(controller_id=self.controller_id, controller_epoch=controller_epoch, broker_epoch=broker_epoch)
         ordered = sorted(requests.items())
 

@@ -26,7 +26,7 @@ from .controller_context import ControllerContext, TopicPartition
 from .leader_and_isr_writer import LeaderAndIsrWriter
 from .leader_election import (controlled_shutdown_state, initial_state, offline_election_state,
                               preferred_election_state, reassign_election_state)
-from .state_change_log import prefix, state_change_log
+from .state_change_log import apply_transitions, log_items, split_valid, partition_name as _name, prefix
 from .zk_data import LeaderIsrAndControllerEpoch
 
 UNCLEAN_LEADER_ELECTION_ENABLE = "unclean.leader.election.enable"
@@ -108,14 +108,12 @@ class PartitionStateMachine:
             del self.states[tp]
 
     def valid(self, partitions: Iterable[TopicPartition], target: PartitionState) -> list[TopicPartition]:
-        out = []
-        for tp in partitions:
-            current = self.state(tp)
-            if current in VALID_PREVIOUS_STATES[target]:
-                out.append(tp)
-            else:
-                state_change_log.error("%s Initiated state change for partition %s-%d from %s to %s failed: not a "
-                                       "valid transition", self._prefix(), *tp, current, target)
+        out, invalid = split_valid(self.states, partitions, VALID_PREVIOUS_STATES[target], _S.NON_EXISTENT)
+        prefix_ = self._prefix()
+        log_items(invalid, lambda i: f"{prefix_} Initiated state change for partition {_name(i[0])} from {i[1]} to "
+                  f"{target} failed: not a valid transition", lambda i: _name(i[0]),
+                  f"{prefix_} Initiated state change of {{count}} partitions to {target} failed: not a valid "
+                  f"transition: {{first}}", logging.ERROR)
         return out
 
     async def trigger_online_partition_state_change(self, batch: ControllerBrokerRequestBatch) -> list[TopicPartition]:
@@ -134,15 +132,13 @@ class PartitionStateMachine:
         """Move the partitions to ``target``: (moved, failed). Only OnlinePartition can fail (no leader)."""
         valid = self.valid(partitions, target)
         if target != _S.ONLINE:
-            for tp in valid:
-                self._set(tp, target)
+            self._set_all(valid, target)
             return valid, []
         new = [tp for tp in valid if self.state(tp) == _S.NEW]
         existing = [tp for tp in valid if self.state(tp) != _S.NEW]
         moved, failed = await self._initialize(new, batch)
         elected, not_elected = await self._elect(existing, batch, strategy)
-        for tp in moved + elected:
-            self._set(tp, _S.ONLINE)
+        self._set_all(moved + elected, _S.ONLINE)
         return moved + elected, failed + not_elected
 
     async def _initialize(self, partitions: list[TopicPartition], batch: ControllerBrokerRequestBatch
@@ -150,14 +146,18 @@ class PartitionStateMachine:
         ctx = self.context
         states: dict[TopicPartition, LeaderIsrAndControllerEpoch] = {}
         failed = []
+        electable = self._electable()
         for tp in partitions:
-            state = initial_state(ctx.replicas(tp), self._electable(), ctx.epoch)
+            state = initial_state(ctx.replicas(tp), electable, ctx.epoch)
             if state is None:
-                state_change_log.error("%s Controller failed to elect leader for partition %s-%d: no replica of %s "
-                                       "is live", self._prefix(), *tp, ctx.replicas(tp))
                 failed.append(tp)
             else:
                 states[tp] = state
+        prefix_ = self._prefix()
+        log_items(failed, lambda tp: f"{prefix_} Controller failed to elect leader for partition {_name(tp)}: no "
+                  f"replica of {ctx.replicas(tp)} is live", _name,
+                  f"{prefix_} Controller failed to elect leaders for {{count}} new partitions: no replica is live: "
+                  f"{{first}}", logging.ERROR)
         if not states:
             return [], failed
         made, existing = await self.writer.create(states)
@@ -181,9 +181,11 @@ class PartitionStateMachine:
             batch.add_leader_and_isr(self._recipients(tp, strategy), tp)
         done = set(written)
         failed = [tp for tp in partitions if tp not in done]
-        for tp in failed:
-            state_change_log.error("%s Failed to elect leader for partition %s-%d under strategy %s: no eligible "
-                                   "replica (%s)", self._prefix(), *tp, strategy.kind.value, self.writer.describe(tp))
+        prefix_ = self._prefix()
+        log_items(failed, lambda tp: f"{prefix_} Failed to elect leader for partition {_name(tp)} under strategy "
+                  f"{strategy.kind.value}: no eligible replica ({self.writer.describe(tp)})", _name,
+                  f"{prefix_} Failed to elect leaders for {{count}} partitions under strategy {strategy.kind.value}: "
+                  f"no eligible replica: {{first}}", logging.ERROR)
         return written, failed
 
     def _change_for(self, strategy: ElectionStrategy
@@ -230,15 +232,14 @@ class PartitionStateMachine:
             replicas = list(strategy.targets.get(tp, replicas))
         return [r for r in replicas if self.context.is_replica_online(r, tp, include_shutting_down=True)]
 
-    def _set(self, tp: TopicPartition, target: PartitionState) -> None:
-        current = self.state(tp)
-        if target == _S.NON_EXISTENT:
-            self.states.pop(tp, None)
-        else:
-            self.states[tp] = target
-        if target == _S.ONLINE or current != target:
-            state_change_log.info("%s Changed partition %s-%d from %s to %s with state %s", self._prefix(), *tp,
-                                  current, target, self.writer.describe(tp))
+    def _set_all(self, partitions: list[TopicPartition], target: PartitionState) -> None:
+        changed = [(tp, previous) for tp, previous in apply_transitions(self.states, partitions, target, _S.NON_EXISTENT)
+                   if target == _S.ONLINE or previous != target]
+        prefix_ = self._prefix()
+        log_items(changed, lambda c: f"{prefix_} Changed partition {_name(c[0])} from {c[1]} to {target} with state "
+                  f"{self.writer.describe(c[0])}", lambda c: _name(c[0]),
+                  f"{prefix_} Changed {{count}} partitions to {target}: {{first}}")
 
     def _prefix(self) -> str:
         return prefix(self.controller_id, self.context.epoch)
+

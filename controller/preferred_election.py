@@ -72,34 +72,37 @@ class PreferredReplicaElector:
         """Elect the preferred replica of each partition where it can lead; the outcome per partition."""
         ctx = self.context
         plan = plan_preferred_election(ctx, partitions)
-        for tp in plan.unknown:
-            log.info("Controller %d: skipping preferred replica election for partition %s-%d by %s since it "
-                     "doesn't exist", self.controller_id, *tp, trigger)
+        if plan.unknown:
+            log.info("Controller %d: skipping preferred replica election for %d partitions by %s since they "
+                     "don't exist: %s", self.controller_id, len(plan.unknown), trigger, _some(plan.unknown))
         if plan.being_deleted:
             log.warning("Controller %d: skipping preferred replica election for partitions %s by %s since their "
                         "topics are being deleted", self.controller_id, plan.being_deleted, trigger)
         results: dict[TopicPartition, ElectionResult] = {}
         if plan.electable:
-            log.info("Controller %d: starting preferred replica leader election for partitions %s triggered by %s",
-                     self.controller_id, plan.electable, trigger)
+            log.info("Controller %d: starting preferred replica leader election for %d partitions triggered by %s: "
+                     "%s", self.controller_id, len(plan.electable), trigger, _some(plan.electable))
             batch = self.new_batch()
             elected, _ = await self.partitions.handle_state_changes(plan.electable, PartitionState.ONLINE, batch,
                                                                     PREFERRED_ELECTION)
             batch.send(ctx.epoch)
             done = set(elected)
+            failed = []
             for tp in plan.electable:
                 leader = ctx.leadership(tp).state.leader  # type: ignore[union-attr]
                 if tp in done:
-                    log.info("Controller %d: partition %s-%d completed preferred replica leader election. New "
-                             "leader is %d", self.controller_id, *tp, leader)
                     results[tp] = leader
                 else:
-                    log.warning("Controller %d: partition %s-%d failed to complete preferred replica leader "
-                                "election to %d. Leader is still %d", self.controller_id, *tp, ctx.replicas(tp)[0],
-                                leader)
+                    failed.append(tp)
                     results[tp] = PreferredLeaderNotAvailableError(
                         f"Failed to elect leader for partition {tp[0]}-{tp[1]} under strategy "
                         f"PreferredReplicaPartitionLeaderElectionStrategy")
+            # one line each, not one per partition (Kafka logs each at INFO; thousands would flood the log)
+            log.info("Controller %d: %d partitions completed preferred replica leader election: %s",
+                     self.controller_id, len(elected), _some(elected, lambda tp: f" (leader {ctx.replicas(tp)[0]})"))
+            if failed:
+                log.warning("Controller %d: %d partitions failed to complete preferred replica leader election, their "
+                            "preferred replica cannot lead: %s", self.controller_id, len(failed), _some(failed))
         for tp in plan.without_state:
             results[tp] = PreferredLeaderNotAvailableError(f"Partition {tp[0]}-{tp[1]} has no leader state yet")
         for tp in plan.already_preferred:
@@ -134,3 +137,10 @@ class PreferredReplicaElector:
 
     async def _delete_znode(self) -> None:
         await self.run(self.zk.delete_preferred_replica_election, self.context.epoch_zk_version)
+
+
+def _some(partitions: list[TopicPartition], extra: Callable[[TopicPartition], str] = lambda tp: "",
+          limit: int = 10) -> str:
+    """The first few partitions, named as Kafka names them, for a log line."""
+    shown = ", ".join(f"{t}-{p}{extra((t, p))}" for t, p in partitions[:limit])
+    return shown + (f" and {len(partitions) - limit} more" if len(partitions) > limit else "")

@@ -24,7 +24,7 @@ from .channel_manager import ControllerBrokerRequestBatch
 from .controller_context import ControllerContext, TopicPartition
 from .leader_and_isr_writer import LeaderAndIsrWriter
 from .leader_election import remove_replicas_from_isr
-from .state_change_log import prefix, state_change_log
+from .state_change_log import apply_transitions, log_items, split_valid, partition_name as _name, prefix
 
 log = logging.getLogger(__name__)
 
@@ -84,23 +84,19 @@ class ReplicaStateMachine:
 
     def valid(self, replicas: Iterable[PartitionAndReplica], target: ReplicaState) -> list[PartitionAndReplica]:
         """The replicas that may move to ``target``; the others are logged as invalid transitions."""
-        out = []
-        for replica in replicas:
-            current = self.state(replica)
-            if current in VALID_PREVIOUS_STATES[target]:
-                out.append(replica)
-            else:
-                (tp, broker_id) = replica
-                state_change_log.error("%s Initiated state change of replica %d for partition %s-%d from %s to "
-                                       "%s failed: not a valid transition", self._prefix(), broker_id, *tp,
-                                       current, target)
+        out, invalid = split_valid(self.states, replicas, VALID_PREVIOUS_STATES[target], _S.NON_EXISTENT)
+        prefix_ = self._prefix()
+        log_items(invalid, lambda i: f"{prefix_} Initiated state change of replica {i[0][1]} for partition "
+                  f"{_name(i[0][0])} from {i[1]} to {target} failed: not a valid transition",
+                  lambda i: f"{_name(i[0][0])} on {i[0][1]}",
+                  f"{prefix_} Initiated state change of {{count}} replicas to {target} failed: not a valid "
+                  f"transition: {{first}}", logging.ERROR)
         return out
 
     def set_states(self, replicas: Iterable[PartitionAndReplica], target: ReplicaState) -> list[PartitionAndReplica]:
         """Transitions that send nothing (deletion progress): the valid ones are recorded and returned."""
         valid = self.valid(replicas, target)
-        for replica in valid:
-            self._set(replica, target)
+        self._set_all(valid, target)
         return valid
 
     async def handle_state_changes(self, replicas: Iterable[PartitionAndReplica], target: ReplicaState,
@@ -111,17 +107,20 @@ class ReplicaStateMachine:
             return []
         ctx = self.context
         if target == _S.NEW:
-            moved = []
+            moved, refused = [], []
             for tp, broker_id in valid:
                 leadership = ctx.leadership(tp)
                 if leadership is not None and leadership.state.leader == broker_id:
-                    state_change_log.error("%s Replica %d for partition %s-%d cannot be moved to NewReplica state "
-                                           "as it is being requested to become leader", self._prefix(),
-                                           broker_id, *tp)
+                    refused.append((tp, broker_id))
                     continue
                 if leadership is not None:
                     batch.add_leader_and_isr([broker_id], tp, is_new=True)
                 moved.append((tp, broker_id))
+            prefix_ = self._prefix()
+            log_items(refused, lambda r: f"{prefix_} Replica {r[1]} for partition {_name(r[0])} cannot be moved to "
+                      f"NewReplica state as it is being requested to become leader", lambda r: _name(r[0]),
+                      f"{prefix_} {{count}} replicas cannot be moved to NewReplica state as they are being "
+                      f"requested to become leaders: {{first}}", logging.ERROR)
             valid = moved
         elif target == _S.ONLINE:
             for tp, broker_id in valid:
@@ -133,8 +132,7 @@ class ReplicaStateMachine:
         elif target == _S.DELETION_STARTED:
             for tp, broker_id in valid:
                 batch.add_stop_replica([broker_id], tp, delete=True)
-        for replica in valid:
-            self._set(replica, target)
+        self._set_all(valid, target)
         return valid
 
     async def _go_offline(self, replicas: list[PartitionAndReplica], batch: ControllerBrokerRequestBatch) -> None:
@@ -155,25 +153,25 @@ class ReplicaStateMachine:
                 return remove_replicas_from_isr(state, [replica], ctx.epoch)
 
             written = await self.writer.update(with_state, remove)
+            prefix_ = self._prefix()
+            log_items(written, lambda tp: f"{prefix_} Removed replica {broker_id} from the ISR of partition "
+                      f"{_name(tp)}: {self.writer.describe(tp)}", _name,
+                      f"{prefix_} Removed replica {broker_id} from the ISRs of {{count}} partitions: {{first}}")
             for tp in written:
-                state_change_log.info("%s Removed replica %d from the ISR of partition %s-%d: %s", self._prefix(),
-                                      broker_id, *tp, self.writer.describe(tp))
                 if not ctx.is_topic_queued_for_deletion(tp[0]):
                     others = [r for r in ctx.replicas(tp) if r != broker_id
                               and ctx.is_replica_online(r, tp, include_shutting_down=True)]
                     batch.add_leader_and_isr(others, tp)
             batch.add_update_metadata(ctx.live_broker_ids, without)
 
-    def _set(self, replica: PartitionAndReplica, target: ReplicaState) -> None:
-        current = self.state(replica)
-        if target == _S.NON_EXISTENT:
-            self.states.pop(replica, None)
-        else:
-            self.states[replica] = target
-        if current != target:
-            (tp, broker_id) = replica
-            state_change_log.info("%s Changed state of replica %d for partition %s-%d from %s to %s",
-                                  self._prefix(), broker_id, *tp, current, target)
+    def _set_all(self, replicas: list[PartitionAndReplica], target: ReplicaState) -> None:
+        changed = [(replica, previous) for replica, previous
+                   in apply_transitions(self.states, replicas, target, _S.NON_EXISTENT) if previous != target]
+        prefix_ = self._prefix()
+        log_items(changed, lambda c: f"{prefix_} Changed state of replica {c[0][1]} for partition {_name(c[0][0])} "
+                  f"from {c[1]} to {target}", lambda c: f"{_name(c[0][0])} on {c[0][1]}",
+                  f"{prefix_} Changed state of {{count}} replicas to {target}: {{first}}")
 
     def _prefix(self) -> str:
         return prefix(self.controller_id, self.context.epoch)
+

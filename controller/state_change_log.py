@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, Iterable, Sequence, TypeVar
 
 STATE_CHANGE_LOGGER = "odradek.state.change"
 STATE_CHANGE_LOG_DIR_KEY = "odradek.state.change.log.dir"
@@ -24,6 +24,14 @@ STATE_CHANGE_LOG_FILE = "state-change.log"
 state_change_log = logging.getLogger(STATE_CHANGE_LOGGER)
 
 _handler: logging.FileHandler | None = None
+
+T = TypeVar("T")
+
+# Up to this many items, a transition logs Kafka's line per partition or replica at INFO; beyond it one INFO
+# line names the first few and the count, and the per-item lines go to DEBUG. Kafka 2.8 logs partition
+# transitions per partition at INFO (replica transitions and per-partition requests at TRACE); thousands of
+# them per controller action are what Kafka 1.1 had to take out of the hot loops.
+PER_ITEM_LINES = 10
 
 
 def state_change_log_dir(config: Any) -> Path:
@@ -77,3 +85,52 @@ def describe_leader_and_isr(state: Any, zk_version: int | None = None) -> str:
     text = (f"LeaderAndIsr(leader={state.leader}, leaderEpoch={state.leader_epoch}, isr={list(state.isr)}, "
             f"zkVersion={zk_version if zk_version is not None else -1})")
     return f"LeaderIsrAndControllerEpoch({text}, controllerEpoch={state.controller_epoch})"
+
+
+def log_items(items: Sequence[T], line: Callable[[T], str], name: Callable[[T], str], summary: str,
+              level: int = logging.INFO) -> None:
+    """Log one state change per item (``line(item)``) when there are few, else ``summary`` (formatted with the
+    count and the first names) once and the per-item lines at DEBUG."""
+    if not items:
+        return
+    if len(items) <= PER_ITEM_LINES:
+        if state_change_log.isEnabledFor(level):
+            for item in items:
+                state_change_log.log(level, line(item))
+        return
+    if state_change_log.isEnabledFor(level):
+        shown = ", ".join(name(item) for item in items[:PER_ITEM_LINES])
+        state_change_log.log(level, summary.format(count=len(items), first=f"{shown}, ..."))
+    if state_change_log.isEnabledFor(logging.DEBUG):
+        for item in items:
+            state_change_log.debug(line(item))
+
+
+def partition_name(tp: tuple[str, int]) -> str:
+    """``topic-0``, as Kafka's TopicPartition prints."""
+    return f"{tp[0]}-{tp[1]}"
+
+
+def apply_transitions(states: dict, items: Sequence[T], target: Any, absent: Any) -> list[tuple[T, Any]]:
+    """Move ``items`` to ``target`` in a state machine's ``states`` (``absent``: the state of items not in it,
+    which removes them); returns (item, previous state) of each."""
+    moved = []
+    for item in items:
+        moved.append((item, states.get(item, absent)))
+        if target == absent:
+            states.pop(item, None)
+        else:
+            states[item] = target
+    return moved
+
+
+def split_valid(states: dict, items: Iterable[T], allowed: Any, absent: Any) -> tuple[list[T], list[tuple[T, Any]]]:
+    """(items whose current state is in ``allowed``, (item, current state) of the others)."""
+    valid, invalid = [], []
+    for item in items:
+        current = states.get(item, absent)
+        if current in allowed:
+            valid.append(item)
+        else:
+            invalid.append((item, current))
+    return valid, invalid

@@ -1,7 +1,9 @@
 """Kafka's ZooKeeper reads and writes (KafkaZkClient in Kafka 2.8), over kazoo.
 
-This is the only module that imports kazoo. Methods are synchronous and block on ZooKeeper round
-trips: the broker calls them from a thread executor, never on the event loop.
+This module and its bulk helper ``zk_bulk`` are the only ones that import kazoo. Methods are synchronous
+and block on ZooKeeper round trips: the broker calls them from a thread executor, never on the event
+loop. Reads and writes of many znodes (partition states, topic assignments) go in bulk: multiRead and
+chunked multis (``zk_bulk``), as Kafka 1.1 sent them asynchronously, many outstanding at once.
 
 Threads: kazoo runs its own threads. Every callback given here (``on_event``, ``watch_*``) is
 called on kazoo's thread; it must only hand the event over, e.g. with
@@ -23,11 +25,13 @@ from kazoo.exceptions import (BadVersionError, ConnectionLoss, KazooException, N
 from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.recipe.watchers import ChildrenWatch, DataWatch
 
+from . import zk_bulk
 from .zk_data import (PERSISTENT_PATHS, BrokerIdsZNode, BrokerIdZNode, BrokerInfo, BrokerSequenceIdZNode,
                       ClusterIdZNode, ConfigChangeNotificationZNode, ConfigEntityZNode, ConsumerOffsetZNode,
                       ControllerEpochZNode, ControllerZNode, DeleteTopicsZNode, IsrChangeNotificationZNode, LeaderIsrAndControllerEpoch,
                       PreferredReplicaElectionZNode, ProducerIdBlock, ProducerIdBlockZNode, ReassignPartitionsZNode,
-                      TopicAssignment, TopicPartitionsZNode, TopicPartitionStateZNode, TopicsZNode, TopicZNode)
+                      TopicAssignment, TopicPartitionsZNode, TopicPartitionStateZNode, TopicPartitionZNode, TopicsZNode,
+                      TopicZNode)
 
 log = logging.getLogger(__name__)
 
@@ -88,6 +92,7 @@ class KafkaZkClient:
         self.connection_timeout_ms = connection_timeout_ms
         self.on_event = on_event
         self._closing = False
+        self._multi_read: bool | None = None  # does the server speak multiRead (asked once, when first needed)
         self._zk = KazooClient(hosts=connect, timeout=session_timeout_ms / 1000)
         self._zk.add_listener(self._state_changed)
 
@@ -136,15 +141,10 @@ class KafkaZkClient:
             return None, None
 
     def _get_many(self, paths: dict[Any, str]) -> dict[Any, tuple[bytes, Any]]:
-        """Pipelined reads: key -> (data, stat) for the paths that exist."""
-        pending = [(key, self._zk.get_async(path)) for key, path in paths.items()]
-        found = {}
-        for key, result in pending:
-            try:
-                found[key] = result.get()
-            except NoNodeError:
-                continue
-        return found
+        """Reads in bulk (multiRead, else pipelined): key -> (data, stat) for the paths that exist."""
+        if len(paths) >= zk_bulk.PIPELINED_BELOW and self._multi_read is None:
+            self._multi_read = zk_bulk.supports_multi_read(self._zk)
+        return zk_bulk.read_many(self._zk, paths, bool(self._multi_read))
 
     def _children(self, path: str) -> list[str]:
         try:
@@ -349,12 +349,30 @@ class KafkaZkClient:
     def create_partition_states(self, states: dict[TopicPartition, LeaderIsrAndControllerEpoch],
                                 epoch_zk_version: int | None = None) -> dict[TopicPartition, bool]:
         """Create .../partitions/<p>/state for each partition: (t, p) -> created (False if it existed)."""
-        if epoch_zk_version is not None:
-            self._check_epoch_version(epoch_zk_version)
+        # Kafka's createTopicPartitionStatesRaw: the topics' partitions znodes, then per partition its znode and
+        # its state, in chunked multis behind a check of /controller_epoch's version.
+        topics = {tp[0] for tp in states}
+        for result in [self._zk.create_async(TopicPartitionsZNode.path(t), b"", makepath=True) for t in topics]:
+            try:
+                result.get()
+            except NodeExistsError:
+                pass
+
+        def create(tp: TopicPartition, data: bytes) -> zk_bulk.Op:
+            def add(tx: Any) -> None:
+                tx.create(TopicPartitionZNode.path(*tp), b"")
+                tx.create(TopicPartitionStateZNode.path(*tp), data)
+            return add
+
+        items = [(tp, create(tp, TopicPartitionStateZNode.encode(state)), 2) for tp, state in states.items()]
+        done, failed, moved = zk_bulk.commit_chunks(self._zk, items, self._epoch_check(epoch_zk_version))
+        if moved is not None:
+            raise ControllerMovedError(f"controller epoch znode version is no longer {epoch_zk_version}")
+        created = {tp: True for tp in done}
+        # a partition znode (or its state) that exists already: one at a time, an existing state is no error
         pending = [(tp, self._zk.create_async(TopicPartitionStateZNode.path(*tp),
-                                              TopicPartitionStateZNode.encode(state), makepath=True))
-                   for tp, state in states.items()]
-        created = {}
+                                              TopicPartitionStateZNode.encode(states[tp]), makepath=True))
+                   for tp in failed]
         for tp, result in pending:
             try:
                 result.get()
@@ -362,6 +380,13 @@ class KafkaZkClient:
             except NodeExistsError:
                 created[tp] = False
         return created
+
+    @staticmethod
+    def _epoch_check(epoch_zk_version: int | None) -> list[zk_bulk.Op]:
+        """The operation that fences a multi on /controller_epoch's version (none without a version)."""
+        if epoch_zk_version is None:
+            return []
+        return [lambda tx: tx.check(ControllerEpochZNode.path, epoch_zk_version)]
 
     def _check_epoch_version(self, epoch_zk_version: int) -> None:
         _, stat = self._get(ControllerEpochZNode.path)
@@ -388,38 +413,21 @@ class KafkaZkClient:
         """Many conditional writes, pipelined (Kafka's updateLeaderAndIsr): (t, p) -> (state, expected version)
         in, (t, p) -> new znode version or None (version conflict or no such znode: re-read) out.
 
-        With ``epoch_zk_version`` each write is a transaction checking /controller_epoch's version too;
-        ControllerMovedError if any of those checks failed."""
-        pending = []
-        for tp, (state, version) in updates.items():
-            path, data = TopicPartitionStateZNode.path(*tp), TopicPartitionStateZNode.encode(state)
-            if epoch_zk_version is None:
-                pending.append((tp, self._zk.set_async(path, data, version)))
-            else:
-                tx = self._zk.transaction()
-                tx.check(ControllerEpochZNode.path, epoch_zk_version)
-                tx.set_data(path, data, version)
-                pending.append((tp, tx.commit_async()))
-        written: dict[TopicPartition, int | None] = {}
-        moved = False
-        for tp, result in pending:
-            if epoch_zk_version is None:
-                try:
-                    written[tp] = result.get().version
-                except (BadVersionError, NoNodeError):
-                    written[tp] = None
-                continue
-            check, outcome = result.get()
-            if isinstance(check, BadVersionError):
-                moved = True
-            elif isinstance(outcome, (BadVersionError, NoNodeError)):
-                written[tp] = None
-            elif isinstance(outcome, Exception):
-                raise outcome
-            else:
-                written[tp] = outcome.version
-        if moved:
+        With ``epoch_zk_version`` each multi checks /controller_epoch's version too; ControllerMovedError if
+        that check failed."""
+        def set_state(path: str, data: bytes, version: int) -> zk_bulk.Op:
+            return lambda tx: tx.set_data(path, data, version)
+
+        items = [(tp, set_state(TopicPartitionStateZNode.path(*tp), TopicPartitionStateZNode.encode(state), version), 1)
+                 for tp, (state, version) in updates.items()]
+        done, failed, moved = zk_bulk.commit_chunks(self._zk, items, self._epoch_check(epoch_zk_version))
+        if moved is not None:
             raise ControllerMovedError(f"controller epoch znode version is no longer {epoch_zk_version}")
+        written: dict[TopicPartition, int | None] = {tp: stat.version for tp, stat in done.items()}
+        for tp, error in failed.items():
+            if not isinstance(error, (BadVersionError, NoNodeError)):
+                raise error
+            written[tp] = None
         return written
 
     # --- topic deletion ---------------------------------------------------------------------------
@@ -561,6 +569,13 @@ class KafkaZkClient:
     def get_entity_config(self, entity_type: str, entity_name: str) -> dict[str, str]:
         """The overrides in /config/<type>/<name> ({} if none)."""
         return ConfigEntityZNode.decode(self._get(ConfigEntityZNode.path(entity_type, entity_name))[0])
+
+    @_zk
+    def get_entity_configs(self, entity_type: str, entity_names: Iterable[str]) -> dict[str, dict[str, str]]:
+        """``get_entity_config`` of many entities in one pipelined round: name -> overrides ({} if none)."""
+        names = list(entity_names)
+        found = self._get_many({n: ConfigEntityZNode.path(entity_type, n) for n in names})
+        return {n: ConfigEntityZNode.decode(found[n][0] if n in found else None) for n in names}
 
     @_zk
     def set_entity_config(self, entity_type: str, entity_name: str, config: dict[str, str]) -> None:

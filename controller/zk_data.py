@@ -169,6 +169,12 @@ class TopicPartitionsZNode:
         return f"/brokers/topics/{topic}/partitions"
 
 
+class TopicPartitionZNode:
+    @staticmethod
+    def path(topic: str, partition: int) -> str:
+        return f"/brokers/topics/{topic}/partitions/{partition}"
+
+
 @dataclass
 class LeaderIsrAndControllerEpoch:
     leader: int

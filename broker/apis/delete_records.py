@@ -143,6 +143,7 @@ class DeleteRecordsApi:
             raise OffsetOutOfRangeError(f"The offset {requested} for partition {topic}-{partition_index} is not valid")
         changed = log_.maybe_increment_log_start_offset(requested)  # OFFSET_OUT_OF_RANGE above the HW
         if changed:
+            self.services.replica_manager.note_change(partition.key)  # fetch sessions tell the followers
             log.info("Incremented log start offset of %s-%d to %d due to client delete records request",
                      topic, partition_index, requested)
         return partition, requested, changed

@@ -65,7 +65,8 @@ class FetchApi:
         self.auth = services.auth
         self.fetch_max_bytes = services.config.get("fetch.max.bytes")
         self.fetch_manager = FetchManager(FetchSessionCache(
-            services.config.get("max.incremental.fetch.session.cache.slots")))
+            services.config.get("max.incremental.fetch.session.cache.slots")), changes=self.replica_manager)
+        self.replica_manager.session_watch_keys = self.fetch_manager.cache.watch_keys_of
         self.client_quotas = getattr(services, "client_quotas", None)  # broker.quota.client_quotas.ClientQuotas, or None
         self.down_converter = FetchDownConverter(self.replica_manager.log_manager)  # Fetch v0-3
 
@@ -94,10 +95,15 @@ class FetchApi:
         # Before v7 the session fields keep their defaults (0, -1): sessionless, as Kafka.
         context = self.fetch_manager.new_context(body.session_id, body.session_epoch, specs, forgotten,
                                                  is_follower=body.replica_id >= 0)
-        to_read, refused = context.specs(), None
+        params.previous_fetch_ms = context.previous_fetch_ms
+        specs, to_read, refused = context.specs(), context.to_read, None
         if self.auth.authorizer is not None:
-            to_read, refused = self._authorized(request, to_read)
-        result = self.replica_manager.fetch_messages(params, to_read)
+            specs, refused = self._authorized(request, specs)
+            allowed = {(s.topic, s.partition) for s in specs}
+
+            def to_read() -> list[FetchSpec]:
+                return [s for s in context.to_read() if (s.topic, s.partition) in allowed]
+        result = self.replica_manager.fetch_messages(params, specs, to_read, context.watch_keys, context.spec_of)
         if isinstance(result, dict):
             return self._response(request, context, result, refused)
         return self._respond_when_done(request, context, result, refused)

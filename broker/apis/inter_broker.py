@@ -86,12 +86,12 @@ class InterBrokerApis:
         configs = await self.services.in_executor(self._topic_configs, new_topics) if new_topics else {}
         # Followers start fetching from the leaders the request names (Kafka's liveLeaders).
         leaders = {b.broker_id: (b.host_name, b.port) for b in body.live_leaders or []}
-        errors = {**rm.become_leader_or_follower(body.controller_epoch, states, configs, leaders), **invalid}
+        errors = {**await rm.apply_leader_and_isr(body.controller_epoch, states, configs, leaders), **invalid}
         return self._leader_and_isr_response(request, lambda key: errors[key])
 
     def _topic_configs(self, topics: list[str]) -> dict[str, dict[str, str]]:
         zk = self.services.zk
-        return {t: zk.get_entity_config("topics", t) for t in topics} if zk is not None else {}
+        return zk.get_entity_configs("topics", topics) if zk is not None else {}
 
     def _leader_and_isr_response(self, request: "Request", code_of: Any, top_error: int = 0) -> Any:
         body, version = request.body, request.api_version
@@ -110,11 +110,12 @@ class InterBrokerApis:
 
     # -- StopReplica ------------------------------------------------------------------------------
 
-    def stop_replica(self, request: "Request") -> Any:
+    async def stop_replica(self, request: "Request") -> Any:
         self._check_sender(request)
         body, version = request.body, request.api_version
-        errors = self.services.replica_manager.stop_replicas(body.controller_epoch,
-                                                             stop_replica_partitions(body, version))
+        rm = self.services.replica_manager
+        async with rm.state_change_lock:  # not in the middle of a LeaderAndIsr being applied
+            errors = rm.stop_replicas(body.controller_epoch, stop_replica_partitions(body, version))
         return StopReplicaResponse(error_code=0, partition_errors=[
             _StopPartition(topic_name=t, partition_index=p, error_code=code) for (t, p), code in errors.items()])
 

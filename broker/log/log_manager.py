@@ -8,6 +8,10 @@ once the logs are loaded, so its absence on start means an unclean stop: every l
 recovered from its checkpointed recovery point. Deleted partitions are renamed
 ``<topic>-<partition>.<uuid>-delete`` and removed ``file.delete.delay.ms`` later by the scheduler
 (Kafka's asynchronous delete); leftovers are removed on start.
+
+Logs are loaded (and recovered) at start-up, and flushed and closed at shutdown, by
+``num.recovery.threads.per.data.dir`` threads per log dir, as Kafka: recovery is mostly CPU here (one
+GIL), flushing is fsyncs, which threads overlap.
 """
 
 from __future__ import annotations
@@ -17,7 +21,8 @@ import os
 import shutil
 import threading
 import uuid
-from typing import Any, Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Callable, Iterable, Mapping, TypeVar
 
 from .checkpoints import (
     LOG_START_OFFSET_CHECKPOINT, RECOVERY_POINT_CHECKPOINT, REPLICATION_OFFSET_CHECKPOINT, CheckpointError,
@@ -40,6 +45,7 @@ FUTURE_DIR_SUFFIX = "-future"  # reserved for moving a replica between log dirs
 PRODUCER_ID_EXPIRATION_CHECK_INTERVAL_MS = 600_000
 
 TopicPartition = tuple[str, int]
+T = TypeVar("T")
 
 
 def delete_dir_name(topic: str, partition: int) -> str:
@@ -83,7 +89,7 @@ class LogManager:
                  topic_configs: Mapping[str, Mapping[str, Any]] | None = None,
                  clock: Callable[[], int] = now_ms,
                  max_producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS,
-                 scheduler: Any = INLINE) -> None:
+                 scheduler: Any = INLINE, recovery_threads: int = 1) -> None:
         if not log_dirs:
             raise ValueError("at least one log dir is needed")
         self.log_dirs = [os.path.abspath(d) for d in log_dirs]
@@ -99,6 +105,7 @@ class LogManager:
         self.scheduler = scheduler
         # transactional.id.expiration.ms: producer ids idle this long are forgotten by every log
         self.max_producer_id_expiration_ms = max_producer_id_expiration_ms
+        self.recovery_threads = max(1, recovery_threads)  # per log dir (num.recovery.threads.per.data.dir)
         self._lock = threading.RLock()
         self._logs: dict[TopicPartition, Log] = {}
         self.cleaner: LogCleaner | None = None  # started by start_cleaner (log.cleaner.enable)
@@ -109,8 +116,7 @@ class LogManager:
             os.makedirs(d, exist_ok=True)
             self._lock_dir(d)
         self._check_meta_properties()
-        for d in self.log_dirs:
-            self._load_logs(d)
+        self._load_all_logs()
 
     # -- start ------------------------------------------------------------------------------------
 
@@ -176,13 +182,41 @@ class LogManager:
         except (CheckpointError, OSError):
             return {}  # unreadable: recover everything from 0, as Kafka does
 
-    def _load_logs(self, d: str) -> None:
+    def _in_parallel(self, jobs: Iterable[Callable[[], T]]) -> list[T]:
+        """Run the jobs on recovery_threads x log dirs threads (here when that is one); the first error raises."""
+        jobs = list(jobs)
+        threads = min(self.recovery_threads * len(self.log_dirs), len(jobs))
+        if threads <= 1:
+            return [job() for job in jobs]
+        with ThreadPoolExecutor(threads, thread_name_prefix="log-recovery") as pool:
+            return [future.result() for future in [pool.submit(job) for job in jobs]]
+
+    def _load_all_logs(self) -> None:
+        jobs: list[Callable[[], tuple[TopicPartition, Log, str]]] = []
+        markers = []
+        for d in self.log_dirs:
+            jobs += self._load_jobs(d)
+            marker = os.path.join(d, CLEAN_SHUTDOWN_FILE)
+            if self.had_clean_shutdown[d]:
+                markers.append(marker)
+        for tp, log, d in self._in_parallel(jobs):
+            if tp in self._logs:
+                raise InconsistentBrokerMetadataError(
+                    f"duplicate log directories for {log.name}: {self._dir_of[tp]} and {d}")
+            log.on_truncated = self._on_truncated
+            self._logs[tp] = log
+            self._dir_of[tp] = d
+        for marker in markers:
+            os.unlink(marker)
+
+    def _load_jobs(self, d: str) -> list[Callable[[], tuple[TopicPartition, Log, str]]]:
         marker = os.path.join(d, CLEAN_SHUTDOWN_FILE)
         clean = os.path.exists(marker)
         self.had_clean_shutdown[d] = clean
         recovery_points = self._read_checkpoint(os.path.join(d, RECOVERY_POINT_CHECKPOINT))
         start_offsets = self._read_checkpoint(os.path.join(d, LOG_START_OFFSET_CHECKPOINT))
         high_watermarks = self._read_checkpoint(os.path.join(d, REPLICATION_OFFSET_CHECKPOINT))
+        jobs = []
         for name in sorted(os.listdir(d)):
             path = os.path.join(d, name)
             if not os.path.isdir(path):
@@ -196,18 +230,15 @@ class LogManager:
                 tp = parse_topic_partition(name)
             except ValueError:
                 continue
-            if tp in self._logs:
-                raise InconsistentBrokerMetadataError(
-                    f"duplicate log directories for {name}: {self._dir_of[tp]} and {d}")
-            log = Log(path, self._config_for(tp[0]), recovery_point=recovery_points.get(tp, 0),
-                      log_start_offset=start_offsets.get(tp, 0), high_watermark=high_watermarks.get(tp, 0),
-                      had_clean_shutdown=clean, clock=self._clock,
-                      max_producer_id_expiration_ms=self.max_producer_id_expiration_ms, scheduler=self.scheduler)
-            log.on_truncated = self._on_truncated
-            self._logs[tp] = log
-            self._dir_of[tp] = d
-        if clean:
-            os.unlink(marker)
+
+            def load(path: str = path, tp: TopicPartition = tp) -> tuple[TopicPartition, Log, str]:
+                return tp, Log(path, self._config_for(tp[0]), recovery_point=recovery_points.get(tp, 0),
+                               log_start_offset=start_offsets.get(tp, 0), high_watermark=high_watermarks.get(tp, 0),
+                               had_clean_shutdown=clean, clock=self._clock,
+                               max_producer_id_expiration_ms=self.max_producer_id_expiration_ms,
+                               scheduler=self.scheduler), d
+            jobs.append(load)
+        return jobs
 
     def _config_for(self, topic: str, overrides: Mapping[str, Any] | None = None) -> LogConfig:
         topic_overrides = dict(self.topic_configs.get(topic, {}))
@@ -243,6 +274,8 @@ class LogManager:
             self.cleaner.on_log_truncated(log)
 
     def _next_log_dir(self) -> str:
+        if len(self.log_dirs) == 1:  # the count below is O(logs): thousands of creations would be quadratic
+            return self.log_dirs[0]
         counts = {d: 0 for d in self.log_dirs}
         for d in self._dir_of.values():
             counts[d] += 1
@@ -343,13 +376,11 @@ class LogManager:
         if self.scheduler is not INLINE:
             self.scheduler.shutdown()  # flushes already asked for complete first; delayed deletes wait for restart
         with self._lock:
-            for log in self._logs.values():
-                log.flush()
+            self._in_parallel(log.flush for log in self._logs.values())
             self.checkpoint_recovery_points()
             self.checkpoint_log_start_offsets()
             self.checkpoint_high_watermarks()
-            for log in self._logs.values():
-                log.close()
+            self._in_parallel(log.close for log in self._logs.values())
             for d in self.log_dirs:
                 write_atomically(os.path.join(d, CLEAN_SHUTDOWN_FILE), b"")
             self._release_locks()

@@ -6,11 +6,17 @@ the byte position of a batch in the ``.log`` file. One entry is written every
 position, so ``lookup(target)`` gives a position from which a forward scan of batch headers
 finds the batch containing ``target``.
 
-Files here are append-only and always hold exactly their entries (Kafka preallocates and mmaps
+Files here are append-only and hold exactly their entries (Kafka preallocates and mmaps
 ``segment.index.bytes`` and trims on roll; we keep entries in memory and only enforce the same
 maximum, ``max_index_size``, as the "index full" roll trigger). A file whose length is not a
 whole number of entries, or whose entries are not increasing, fails ``sanity_check()`` and is
 rebuilt by the segment's recovery.
+
+No descriptor is held (Kafka's mmapped indexes hold none either): the file is read the first time the
+index is used (Kafka 2.8's lazy index), and new entries are written in bunches (open, append, close) when
+``PENDING_BYTES`` have gathered, on ``flush()`` (roll, flush.ms, shutdown: with fsync) and on ``close()``.
+Entries not yet written are lost by a crash only in the part of the log that recovery rebuilds anyway:
+a segment's index is flushed before the recovery point passes it.
 """
 
 from __future__ import annotations
@@ -37,6 +43,9 @@ class OffsetPosition(NamedTuple):
     position: int
 
 
+PENDING_BYTES = 4096
+
+
 class AppendOnlyIndex:
     """Shared machinery: a file of fixed-size entries mirrored by two in-memory key/value lists."""
 
@@ -48,16 +57,23 @@ class AppendOnlyIndex:
         self.max_entries = max(1, max_index_size // self.ENTRY.size)
         self._keys: list[int] = []
         self._values: list[int] = []
-        self._file_length = 0
-        self._fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
-        self._load()
+        self._file_length = 0          # bytes in the file
+        self._pending = bytearray()    # entries appended after those, not yet written
+        self._loaded = False
 
     # -- loading and checks -----------------------------------------------------------------------
 
     def _load(self) -> None:
-        size = os.fstat(self._fd).st_size
-        self._file_length = size
-        data = os.pread(self._fd, size, 0) if size else b""
+        """Read the file on first use (Kafka 2.8's LazyIndex)."""
+        if self._loaded:
+            return
+        self._loaded = True
+        try:
+            with open(self.path, "rb") as f:
+                data = f.read()
+        except FileNotFoundError:
+            data = b""
+        self._file_length = len(data)
         whole = len(data) - len(data) % self.ENTRY.size
         for key, value in self.ENTRY.iter_unpack(data[:whole]):
             self._decode_into(key, value)
@@ -67,6 +83,7 @@ class AppendOnlyIndex:
 
     def sanity_check(self) -> None:
         """Raise CorruptIndexError when the file is not a clean sequence of increasing entries."""
+        self._load()
         if self._file_length % self.ENTRY.size:
             raise CorruptIndexError(
                 f"{self.path}: length {self._file_length} is not a multiple of {self.ENTRY.size}")
@@ -79,14 +96,17 @@ class AppendOnlyIndex:
 
     @property
     def entries(self) -> int:
+        self._load()
         return len(self._keys)
 
     @property
     def is_full(self) -> bool:
+        self._load()
         return len(self._keys) >= self.max_entries
 
     @property
     def size_in_bytes(self) -> int:
+        self._load()
         return len(self._keys) * self.ENTRY.size
 
     def _relative(self, offset: int) -> int:
@@ -97,29 +117,57 @@ class AppendOnlyIndex:
         return relative
 
     def _write(self, a: int, b: int) -> None:
-        os.write(self._fd, self.ENTRY.pack(a, b))
-        self._file_length += self.ENTRY.size
+        self._pending += self.ENTRY.pack(a, b)
+        if len(self._pending) >= PENDING_BYTES:
+            self._write_pending()
+
+    def _write_pending(self, fsync: bool = False) -> None:
+        """Append the pending entries to the file (creating it), then close it."""
+        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        try:
+            if self._pending:
+                os.write(fd, self._pending)
+                self._file_length += len(self._pending)
+                self._pending = bytearray()
+            if fsync:
+                os.fsync(fd)
+        finally:
+            os.close(fd)
 
     def _truncate_entries(self, count: int) -> None:
+        self._load()
         del self._keys[count:]
         del self._values[count:]
-        os.ftruncate(self._fd, count * self.ENTRY.size)
-        self._file_length = count * self.ENTRY.size
+        length = count * self.ENTRY.size
+        if length < self._file_length:
+            self._pending = bytearray()
+            try:
+                os.truncate(self.path, length)
+            except FileNotFoundError:
+                pass
+            self._file_length = length
+        else:
+            del self._pending[length - self._file_length:]
 
     def reset(self) -> None:
         """Drop every entry (before a rebuild)."""
         self._truncate_entries(0)
 
     def flush(self) -> None:
-        os.fsync(self._fd)
+        if self._loaded or not os.path.exists(self.path):
+            self._write_pending(fsync=True)
 
     def close(self) -> None:
-        if self._fd >= 0:
-            os.close(self._fd)
-            self._fd = -1
+        """Write what is pending (the file exists afterwards, entries or not, so a restart trusts it)."""
+        if self._pending or not os.path.exists(self.path):
+            self._write_pending()
+
+    def discard(self) -> None:
+        """Forget what is pending (the segment is being deleted)."""
+        self._pending = bytearray()
 
     def delete(self) -> None:
-        self.close()
+        self.discard()
         try:
             os.unlink(self.path)
         except FileNotFoundError:
@@ -147,15 +195,18 @@ class OffsetIndex(AppendOnlyIndex):
 
     @property
     def last_offset(self) -> int:
+        self._load()
         return self._keys[-1] if self._keys else self.base_offset
 
     @property
     def last_entry(self) -> OffsetPosition:
+        self._load()
         if not self._keys:
             return OffsetPosition(self.base_offset, 0)
         return OffsetPosition(self._keys[-1], self._values[-1])
 
     def append(self, offset: int, position: int) -> None:
+        self._load()
         if self._keys and offset <= self._keys[-1]:
             raise ValueError(f"offset {offset} is not larger than the last indexed offset {self._keys[-1]}")
         if self.is_full:
@@ -166,6 +217,7 @@ class OffsetIndex(AppendOnlyIndex):
 
     def lookup(self, target_offset: int) -> OffsetPosition:
         """The largest entry whose offset is <= target, else (base_offset, 0)."""
+        self._load()
         i = bisect_right(self._keys, target_offset)
         if i == 0:
             return OffsetPosition(self.base_offset, 0)
@@ -173,4 +225,5 @@ class OffsetIndex(AppendOnlyIndex):
 
     def truncate_to(self, offset: int) -> None:
         """Remove every entry whose offset is >= ``offset``."""
+        self._load()
         self._truncate_entries(bisect_left(self._keys, offset))

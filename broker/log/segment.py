@@ -4,7 +4,9 @@ Files are named by the segment's base offset, zero-padded to 20 digits
 (``00000000000000000000.log``). Batches are written and read as bytes: only their headers are
 parsed here (base offset, length, last offset delta, max timestamp), except by ``recover()``, which
 also checks each batch's CRC, and ``find_offset_by_timestamp()``, which decodes one batch.
-All I/O is synchronous (``os.pread`` / ``os.write``); callers serialise writes per log.
+All I/O is synchronous (``os.pread`` / ``os.write``); callers serialise writes per log. The ``.log``
+descriptor comes from ``file_handles.HANDLES`` for each use (opened on demand, within the process's
+descriptor budget); the index files hold no descriptor (offset_index.py).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from odradek.protocol.records import (
     LOG_OVERHEAD, MIN_BATCH_LENGTH, RecordBatchError, RecordBatchView, decode_batch,
 )
 
+from .file_handles import HANDLES
 from .offset_index import DEFAULT_MAX_INDEX_SIZE, CorruptIndexError, OffsetIndex
 from .time_index import NO_TIMESTAMP, TimeIndex
 from .txn_index import AbortedTxn, TransactionIndex
@@ -102,8 +105,13 @@ class LogSegment:
         self.index_interval_bytes = index_interval_bytes
         self._clock = clock
         self.log_path = segment_path(directory, base_offset, LOG_SUFFIX + file_suffix)
-        self._fd = os.open(self.log_path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
-        self._size = os.fstat(self._fd).st_size
+        self._closed = False
+        try:  # a segment found on disk is opened when first read or written (file_handles)
+            self._size = os.stat(self.log_path).st_size
+        except FileNotFoundError:
+            with HANDLES.use(self) as fd:  # a new one: the file exists from now on, as Kafka makes it
+                self._size = os.fstat(fd).st_size
+        HANDLES.add_owner()
         index_path = segment_path(directory, base_offset, INDEX_SUFFIX + file_suffix)
         time_index_path = segment_path(directory, base_offset, TIME_INDEX_SUFFIX + file_suffix)
         self.indexes_were_missing = not (os.path.exists(index_path) and os.path.exists(time_index_path))
@@ -122,8 +130,9 @@ class LogSegment:
         # finding them here saves the index lookup and the scan from the indexed position.
         self._recent: deque[BatchHeader] = deque(maxlen=_RECENT_BATCHES)
         self.txn_index_needs_rebuild = False  # set by recover() when markers or index entries were seen
-        if self._size:
-            self._load_tail()
+        # Where the last batch ends and the largest timestamp: read from the indexes and the log's tail when
+        # first needed (a segment loaded at start-up that nobody reads costs no index read, as Kafka 2.8).
+        self._tail_pending = bool(self._size)
 
     # -- facts ------------------------------------------------------------------------------------
 
@@ -134,15 +143,21 @@ class LogSegment:
     @property
     def next_offset(self) -> int:
         """Offset after the last batch in this segment (the base offset when empty)."""
+        if self._tail_pending:
+            self._load_tail()
         return self._next_offset
 
     @property
     def max_timestamp_so_far(self) -> int:
+        if self._tail_pending:
+            self._load_tail()
         return self._max_timestamp
 
     @property
     def largest_timestamp(self) -> int:
         """The largest batch max timestamp, else the file's modification time (as Kafka)."""
+        if self._tail_pending:
+            self._load_tail()
         if self._max_timestamp >= 0:
             return self._max_timestamp
         return self.last_modified_ms
@@ -189,8 +204,11 @@ class LogSegment:
         """Write whole batches; index one batch every ``index.interval.bytes``."""
         if not self.can_convert_to_relative_offset(largest_offset):
             raise ValueError(f"offset {largest_offset} overflows segment {self.base_offset}")
+        if self._tail_pending:
+            self._load_tail()
         position = self._size
-        written = os.write(self._fd, records)
+        with HANDLES.use(self) as fd:
+            written = os.write(fd, records)
         if written != len(records):  # regular files write fully or raise; guard anyway
             raise OSError(f"short write to {self.log_path}: {written} of {len(records)} bytes")
         if position == 0 and self._rolling_based_timestamp is None:
@@ -230,13 +248,13 @@ class LogSegment:
         end = self._size if end_position is None else min(end_position, self._size)
         pos = start_position
         while end - pos >= _HEAD_SIZE:
-            chunk = os.pread(self._fd, min(_READ_CHUNK, end - pos), pos)
+            chunk = self._pread(min(_READ_CHUNK, end - pos), pos)
             consumed = 0
             for header in walk_headers(chunk):
                 yield header._replace(position=pos + header.position)
                 consumed = header.position + header.size
             if consumed == 0:  # a batch larger than the chunk, or a torn tail
-                head = os.pread(self._fd, _HEAD_SIZE, pos)
+                head = self._pread(_HEAD_SIZE, pos)
                 if len(head) < _HEAD_SIZE:
                     return
                 base, length, _, _, _, _, delta, _, max_ts = _HEAD.unpack(head)
@@ -281,7 +299,7 @@ class LogSegment:
         start = first.position
         if start >= limit or (max_offset is not None and first.last_offset >= max_offset):
             return SegmentRead(first.base_offset, start, b"")
-        data = os.pread(self._fd, min(max_bytes, limit - start), start)
+        data = self._pread(min(max_bytes, limit - start), start)
         end = 0
         for header in walk_headers(data):
             if max_offset is not None and header.last_offset >= max_offset:
@@ -290,7 +308,7 @@ class LogSegment:
         if end == 0:
             if not min_one_batch or start + first.size > limit:
                 return SegmentRead(first.base_offset, start, b"")
-            data = os.pread(self._fd, first.size, start)
+            data = self._pread(first.size, start)
             end = len(data)
         elif end < len(data):
             data = data[:end]
@@ -303,7 +321,7 @@ class LogSegment:
         for header in self.iter_headers(position):
             if header.max_timestamp < timestamp or header.last_offset < start_offset:
                 continue
-            batch = RecordBatchView(os.pread(self._fd, header.size, header.position))
+            batch = RecordBatchView(self._pread(header.size, header.position))
             for record in decode_batch(batch):
                 if record.timestamp >= timestamp and record.offset >= start_offset:
                     return record.timestamp, record.offset
@@ -312,6 +330,8 @@ class LogSegment:
     # -- recovery and truncation ------------------------------------------------------------------
 
     def sanity_check(self) -> None:
+        if self._tail_pending:
+            self._load_tail()
         self.offset_index.sanity_check()
         self.time_index.sanity_check()
         self.txn_index.sanity_check()
@@ -326,6 +346,7 @@ class LogSegment:
         Returns the number of bytes truncated. The transaction index is emptied here and rebuilt by
         the Log's producer-state replay, which knows where each aborted transaction began.
         """
+        self._tail_pending = False
         self.offset_index.reset()
         self.time_index.reset()
         self.txn_index_needs_rebuild = bool(self.txn_index.entries)
@@ -338,7 +359,7 @@ class LogSegment:
         self._rolling_based_timestamp = None
         valid, size, expected, want = 0, self._size, self.base_offset, _RECOVER_CHUNK
         while valid < size:
-            chunk = os.pread(self._fd, min(want, size - valid), valid)
+            chunk = self._pread(min(want, size - valid), valid)
             at_eof = valid + len(chunk) >= size
             pos, bad, want = 0, False, _RECOVER_CHUNK
             while pos < len(chunk):
@@ -374,7 +395,8 @@ class LogSegment:
                 break
         truncated = size - valid
         if truncated:
-            os.ftruncate(self._fd, valid)
+            with HANDLES.use(self) as fd:
+                os.ftruncate(fd, valid)
             self._size = valid
         self.indexes_were_missing = False
         return truncated
@@ -392,6 +414,7 @@ class LogSegment:
 
     def _load_tail(self) -> None:
         """Restore in-memory state of a segment opened from disk, scanning from the last index entry."""
+        self._tail_pending = False
         last = self.offset_index.last_entry
         position = last.position if last.position <= self._size else 0
         ts_entry = self.time_index.last_entry
@@ -413,7 +436,8 @@ class LogSegment:
         self.txn_index.truncate_to(offset)
         removed = self._size - header.position
         self._recent.clear()
-        os.ftruncate(self._fd, header.position)
+        with HANDLES.use(self) as fd:
+            os.ftruncate(fd, header.position)
         self._size = header.position
         self._bytes_since_last_index_entry = 0
         if self._size == 0:
@@ -426,11 +450,14 @@ class LogSegment:
 
     def on_become_inactive(self) -> None:
         """On roll: record the final max timestamp in the time index (as Kafka does)."""
+        if self._tail_pending:
+            return  # never read since loaded: its time index already ends with it
         if self._max_timestamp >= 0:
             self.time_index.maybe_append(self._max_timestamp, self._offset_of_max_timestamp, skip_full_check=True)
 
     def flush(self) -> None:
-        os.fsync(self._fd)
+        with HANDLES.use(self) as fd:
+            os.fsync(fd)
         self.offset_index.flush()
         self.time_index.flush()
         self.txn_index.flush()
@@ -442,22 +469,31 @@ class LogSegment:
         return [os.dup(fd) for fd in fds if fd >= 0]
 
     def close(self) -> None:
-        if self._fd >= 0:
+        if not self._closed:
             self.on_become_inactive()
-            os.close(self._fd)
-            self._fd = -1
+            self._closed = True
+            HANDLES.close(self, for_good=True)
         self.offset_index.close()
         self.time_index.close()
         self.txn_index.close()
 
     def close_handlers(self) -> None:
         """Close the files without writing anything (for a directory being deleted)."""
-        if self._fd >= 0:
-            os.close(self._fd)
-            self._fd = -1
-        self.offset_index.close()
-        self.time_index.close()
+        if not self._closed:
+            self._closed = True
+            HANDLES.close(self, for_good=True)
+        self.offset_index.discard()
+        self.time_index.discard()
         self.txn_index.close()
+
+    # -- the log file's descriptor (file_handles) -------------------------------------------------
+
+    def open_file(self) -> int:
+        return os.open(self.log_path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
+
+    def _pread(self, size: int, position: int) -> bytes:
+        with HANDLES.use(self) as fd:
+            return os.pread(fd, size, position)
 
     def change_file_suffixes(self, old: str, new: str) -> None:
         """Rename the segment's files, e.g. ("", ".deleted") before removing them."""
@@ -481,4 +517,4 @@ class LogSegment:
                 pass
 
     def __repr__(self) -> str:
-        return f"LogSegment(base_offset={self.base_offset}, size={self._size}, next_offset={self._next_offset})"
+        return f"LogSegment(base_offset={self.base_offset}, size={self._size}, next_offset={self.next_offset})"

@@ -3,7 +3,7 @@
 Format (Kafka's): 12-byte big-endian entries. An entry (t, o) says that ``t`` is the largest
 timestamp seen up to offset ``o`` (the offset of the record carrying it). Entries are only added
 when the timestamp grows, so both columns are non-decreasing. Same file policy as the offset index
-(append-only, exact length).
+(append-only, exact length, read on first use, no descriptor held).
 """
 
 from __future__ import annotations
@@ -44,12 +44,14 @@ class TimeIndex(AppendOnlyIndex):
 
     @property
     def last_entry(self) -> TimestampOffset:
+        self._load()
         if not self._keys:
             return TimestampOffset(NO_TIMESTAMP, self.base_offset)
         return TimestampOffset(self._keys[-1], self._values[-1])
 
     def maybe_append(self, timestamp: int, offset: int, skip_full_check: bool = False) -> bool:
         """Append (timestamp, offset) if the timestamp is larger than the last one; True if written."""
+        self._load()
         if not skip_full_check and self.is_full:
             raise ValueError(f"{self.path} is full ({self.entries} entries)")
         if self._keys:
@@ -64,6 +66,7 @@ class TimeIndex(AppendOnlyIndex):
 
     def lookup(self, target_timestamp: int) -> TimestampOffset:
         """The largest entry whose timestamp is <= target, else (-1, base_offset)."""
+        self._load()
         i = bisect_right(self._keys, target_timestamp)
         if i == 0:
             return TimestampOffset(NO_TIMESTAMP, self.base_offset)
@@ -71,4 +74,5 @@ class TimeIndex(AppendOnlyIndex):
 
     def truncate_to(self, offset: int) -> None:
         """Remove every entry whose offset is >= ``offset``."""
+        self._load()
         self._truncate_entries(bisect_left(self._values, offset))

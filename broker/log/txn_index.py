@@ -65,7 +65,7 @@ class TransactionIndex:
     def __init__(self, path: str, base_offset: int) -> None:
         self.path = path
         self.base_offset = base_offset
-        self._fd = -1
+        self._unflushed = False  # entries written since the last fsync (the file is opened only to write)
         self.entries: list[AbortedTxn] = []
         self._torn_bytes = 0
         if os.path.exists(path):
@@ -98,10 +98,13 @@ class TransactionIndex:
         if txn.last_offset <= self.last_offset:
             raise ValueError(f"{self.path}: aborted transaction at {txn.last_offset} is not after the last "
                              f"indexed one at {self.last_offset}")
-        if self._fd < 0:
-            self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
-        os.write(self._fd, _ENTRY.pack(TXN_INDEX_VERSION, *txn))
+        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)  # held only while written
+        try:
+            os.write(fd, _ENTRY.pack(TXN_INDEX_VERSION, *txn))
+        finally:
+            os.close(fd)
         self.entries.append(txn)
+        self._unflushed = True
 
     def append_if_new(self, txn: AbortedTxn) -> bool:
         """Rebuilding from the log: skip entries already indexed (replays may overlap the index)."""
@@ -113,7 +116,7 @@ class TransactionIndex:
     def _rewrite(self, entries: Iterable[AbortedTxn]) -> None:
         self.entries = list(entries)
         self._torn_bytes = 0
-        self._close_fd()
+        self._forget_unflushed()
         if not self.entries:
             try:
                 os.unlink(self.path)
@@ -142,17 +145,20 @@ class TransactionIndex:
 
     # -- lifecycle --------------------------------------------------------------------------------
 
-    def _close_fd(self) -> None:
-        if self._fd >= 0:
-            os.close(self._fd)
-            self._fd = -1
+    def _forget_unflushed(self) -> None:
+        self._unflushed = False
 
     def flush(self) -> None:
-        if self._fd >= 0:
-            os.fsync(self._fd)
+        if self._unflushed:
+            fd = os.open(self.path, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            self._unflushed = False
 
     def close(self) -> None:
-        self._close_fd()
+        self._forget_unflushed()
 
     def rename(self, new_path: str) -> None:
         if os.path.exists(self.path):
@@ -160,7 +166,7 @@ class TransactionIndex:
         self.path = new_path
 
     def delete(self) -> None:
-        self._close_fd()
+        self._forget_unflushed()
         try:
             os.unlink(self.path)
         except FileNotFoundError:

@@ -82,7 +82,7 @@ class ReplicaManagerCollector:
         max_lag = 0
         if manager is not None:
             for fetcher in list(manager.fetchers.values()):
-                client_id = f"ReplicaFetcherThread-0-{fetcher.source_id}"
+                client_id = f"ReplicaFetcherThread-{fetcher.fetcher_id}-{fetcher.source_id}"
                 for (topic, partition), state in list(fetcher.partitions.items()):
                     value = getattr(state, "lag", 0)
                     max_lag = max(max_lag, value)

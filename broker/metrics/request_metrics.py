@@ -63,8 +63,8 @@ def count_errors(body: Any, counts: dict[int, int]) -> dict[int, int]:
             if name == "error_code":
                 counts[value] = counts.get(value, 0) + 1
             elif isinstance(value, list):
-                for item in value:
-                    if isinstance(item, Struct):
+                if value and isinstance(value[0], Struct):  # not a list of ids (thousands in Metadata)
+                    for item in value:
                         count_errors(item, counts)
             elif isinstance(value, Struct):
                 count_errors(value, counts)

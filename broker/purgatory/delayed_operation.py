@@ -86,6 +86,11 @@ class DelayedOperation(TimerTask):
         except Exception:
             log.exception("Delayed operation %r could not be failed", self)
 
+    def try_complete_for(self, key: Hashable) -> bool:
+        """``try_complete`` when woken by a change of ``key``; an operation watching many keys may check
+        just that one (DelayedFetch)."""
+        return self.try_complete()
+
     def run(self) -> None:
         # Called by the timer on expiration; loses quietly if a completion got there first.
         if self.force_complete():
@@ -107,13 +112,14 @@ class _Watchers:
     def watch(self, op: DelayedOperation) -> None:
         self.ops[op] = None
 
-    def try_complete_watched(self) -> int:
+    def try_complete_watched(self, hint: Hashable = None) -> int:
         completed = 0
+        key = self.key if hint is None else hint
         # Iterate over a snapshot: completing one op may watch or complete others under this key.
         for op in list(self.ops):
             if op.is_completed:
                 self.ops.pop(op, None)  # completed through another key or by expiration
-            elif op.safe_try_complete():
+            elif op.try_complete_for(key):
                 self.ops.pop(op, None)
                 completed += 1
         return completed
@@ -149,17 +155,19 @@ class DelayedOperationPurgatory:
         self._estimated_total = 0
         self.purges = 0
 
-    def try_complete_else_watch(self, op: DelayedOperation, keys: Iterable[Hashable]) -> bool:
+    def try_complete_else_watch(self, op: DelayedOperation, keys: Iterable[Hashable], tried: bool = False) -> bool:
         """True if ``op`` completed now; otherwise it is watched under every key and timed.
 
         Order matters (Kafka's contract): try; watch under each key; try again, because an event
         between the first try and the watch would otherwise call check_and_complete before the op
-        was watched and the op would sit until it expires; then add to the timer.
+        was watched and the op would sit until it expires; then add to the timer. ``tried``: the caller
+        found the condition false just now, on this event loop, with nothing run since; both tries are
+        skipped (a fetch of thousands of partitions would walk them all twice for nothing).
         """
         keys = list(keys)
         if not keys:
             raise ValueError("an operation must be watched under at least one key")
-        if op.safe_try_complete():
+        if not tried and op.safe_try_complete():
             return True
         watched = False
         for key in keys:
@@ -169,7 +177,7 @@ class DelayedOperationPurgatory:
             if not watched:
                 watched = True
                 self._estimated_total += 1
-        if op.safe_try_complete():
+        if not tried and op.safe_try_complete():
             return True
         if not op.is_completed:
             self.timer.add(op)
@@ -178,13 +186,31 @@ class DelayedOperationPurgatory:
         self._maybe_purge()
         return False
 
-    def check_and_complete(self, key: Hashable) -> int:
-        """Try the operations watched under ``key``; return how many this call completed."""
+    def check_and_complete(self, key: Hashable, hint: Hashable = None) -> int:
+        """Try the operations watched under ``key``; return how many this call completed. ``hint``: what
+        changed, when the operations are watched under a key that stands for many (a fetch session)."""
         watchers = self._watchers.get(key)
         if watchers is None:
             return 0
-        completed = watchers.try_complete_watched()
+        completed = watchers.try_complete_watched(hint)
         self._remove_key_if_empty(key, watchers)
+        return completed
+
+    def check_and_complete_all(self, keys: Iterable[Hashable]) -> int:
+        """``check_and_complete`` for many keys at once, trying each operation once however many of the
+        keys it watches: after a LeaderAndIsr of thousands of partitions, a follower's parked fetch
+        watches all of them, and a try per key would cost partitions x partitions."""
+        ops: Dict[DelayedOperation, None] = {}
+        touched = []
+        for key in keys:
+            watchers = self._watchers.get(key)
+            if watchers is not None:
+                touched.append((key, watchers))
+                ops.update(watchers.ops)
+        completed = sum(1 for op in ops if op.safe_try_complete())
+        for key, watchers in touched:
+            watchers.purge_completed()
+            self._remove_key_if_empty(key, watchers)
         return completed
 
     def cancel_for_key(self, key: Hashable) -> List[DelayedOperation]:

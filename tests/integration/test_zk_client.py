@@ -207,6 +207,32 @@ def test_pipelined_partition_state_updates(zk_client_factory):
     assert controller.get_partition_states([("t", 0)])[("t", 0)][1] == 2  # the fenced write did nothing
 
 
+def test_thousands_of_partition_states_in_bulk(zk_client_factory):
+    """Creates, conditional writes and reads of more partitions than one multi or multiRead carries: a conflict
+    fails only its own partition, a missing znode only its own read, and the epoch fence holds for every chunk."""
+    controller, other = zk_client_factory(), zk_client_factory()
+    epoch, epoch_version = controller.register_controller_and_increment_epoch(1)
+    count = 1300
+    states = {(f"t{p % 3}", p): LeaderIsrAndControllerEpoch(1, 0, [1, 2], epoch) for p in range(count)}
+    early = {("t0", 0), ("t1", 700)}  # another writer got there first: created, not ours
+    assert other.create_partition_states({tp: states[tp] for tp in early}) == {tp: True for tp in early}
+    created = controller.create_partition_states(states, epoch_zk_version=epoch_version)
+    assert {tp for tp, made in created.items() if not made} == early and len(created) == count
+    stale = {("t2", 5), ("t0", 600), ("t2", 1298)}
+    for tp in stale:
+        other.update_partition_state(*tp, states[tp], 0)
+    moved = LeaderIsrAndControllerEpoch(2, 1, [2], epoch)
+    written = controller.update_partition_states({tp: (moved, 0) for tp in states}, epoch_zk_version=epoch_version)
+    assert {tp for tp, version in written.items() if version is None} == stale
+    assert {version for version in written.values() if version is not None} == {1}
+    read = other.get_partition_states(list(states) + [("t0", count + 1), ("nope", 0)])
+    assert len(read) == count
+    assert all(read[tp] == ((states[tp], 1) if tp in stale else (moved, 1)) for tp in states)
+    with pytest.raises(ControllerMovedError):
+        controller.update_partition_states({tp: (moved, 1) for tp in states}, epoch_zk_version=epoch_version + 1)
+    assert other.get_partition_states([("t1", 1)])[("t1", 1)] == (moved, 1)
+
+
 def test_topic_create_exists_delete(zk_client_factory):
     client, other = zk_client_factory(), zk_client_factory()
     client.create_top_level_paths()

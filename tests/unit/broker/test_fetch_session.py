@@ -22,6 +22,7 @@ class Result:
     last_stable_offset: int = 10
     log_start_offset: int = 0
     records: bytes = b""
+    withheld: bool = False
 
 
 class Clock:
@@ -283,3 +284,50 @@ def test_a_throttled_incremental_fetch_keeps_the_session_and_sends_the_changes_l
     again = fm.new_context(sid, 2, [], [], is_follower=False)
     assert isinstance(again, IncrementalFetchContext)
     assert [k for k, _ in again.answer(changed).partitions] == [("t", 0)]
+
+
+# -- what an incremental fetch reads ---------------------------------------------------------------
+
+class Changes:
+    """The replica manager's change log (ChangeSource), by hand."""
+
+    def __init__(self) -> None:
+        self.change_seq = 0
+        self.log: dict = {}
+
+    def note(self, key) -> None:
+        self.change_seq += 1
+        self.log.pop(key, None)
+        self.log[key] = self.change_seq
+
+    def changed_since(self, seq: int):
+        return [key for key, at in reversed(self.log.items()) if at > seq]
+
+
+def test_incremental_fetch_reads_what_changed_what_it_names_and_what_was_held_back_not_the_whole_session():
+    clock, changes = Clock(), Changes()
+    fm = FetchManager(FetchSessionCache(10, rng=random.Random(7)), clock, changes)
+    keys = [("t", i) for i in range(100)]
+    full = fm.new_context(0, INITIAL_EPOCH, [spec(*k) for k in keys], [], is_follower=True)
+    assert len(full.to_read()) == 100
+    sid = full.answer(results_for(keys)).session_id
+
+    def read(epoch: int, named=(), results=None) -> list:
+        ctx = fm.new_context(sid, epoch, [spec(*k, 3) for k in named], [], is_follower=True)
+        keys_read = [(s.topic, s.partition) for s in ctx.to_read()]
+        ctx.answer(results or results_for(keys_read))
+        return keys_read
+
+    assert read(1) == []                                   # idle: nothing read
+    changes.note(("t", 5))
+    changes.note(("t", 9))
+    assert sorted(read(2)) == [("t", 5), ("t", 9)]        # the changes since the last answer
+    assert read(3, named=[("t", 1)]) == [("t", 1)]        # a partition the request names
+    changes.note(("t", 2))
+    assert read(4) == [("t", 2)]
+    # held back (a throttle, max_bytes): read again until it goes out
+    assert read(5, named=[("t", 4)], results={("t", 4): Result(withheld=True)}) == [("t", 4)]
+    assert read(6) == [("t", 4)]
+    assert read(7) == []
+    clock.now += 60_000                                    # once in a while the whole session
+    assert len(read(8)) == 100

@@ -242,6 +242,9 @@ class FakeZk:
         self.znode = new_state
         return self.version
 
+    def update_partition_states(self, updates):
+        return {(t, p): self.update_partition_state(t, p, state, version) for (t, p), (state, version) in updates.items()}
+
     def get_partition_states(self, keys):
         return {k: (self.znode, self.version) for k in keys}
 
@@ -373,3 +376,25 @@ def test_an_isr_write_is_no_longer_retried_once_a_leader_and_isr_replaced_the_st
         assert len(zk.writes) == writes and not manager._tasks  # stopped: the controller's state won
         assert p.isr == [LEADER, F1, F2] and p.partition_epoch == 7
     run(main())
+
+
+def test_a_partition_a_fetch_session_left_unread_keeps_its_followers_in_sync_when_it_grows(make_rm, clock):
+    """A fetch session reads only changed partitions: an idle partition's followers are caught up as of
+    their latest fetch of anything, so its first append after a long quiet spell shrinks no ISR."""
+    rm = make_rm()
+    rm.append_records(1, 1000, {KEY: batch(b"a")})
+    follower_fetch(rm, F1, 1)
+    follower_fetch(rm, F2, 1)
+    for _ in range(5):  # the followers keep fetching (other partitions of their sessions) for a long time
+        clock.now += LAG_MS
+        rm.follower_fetch_ms[F1] = rm.follower_fetch_ms[F2] = clock()
+    rm.append_records(1, 1000, {KEY: batch(b"b")})
+    clock.now += 1
+    assert rm.maybe_shrink_isr(LAG_MS) == 0
+    assert rm.online_partition(*KEY).isr == [LEADER, F1, F2]
+    # a follower that stopped fetching does fall out, LAG_MS after its last fetch
+    clock.now += LAG_MS
+    rm.follower_fetch_ms[F1] = clock()
+    follower_fetch(rm, F1, 2)
+    assert rm.maybe_shrink_isr(LAG_MS) == 1
+    assert rm.online_partition(*KEY).isr == [LEADER, F1]

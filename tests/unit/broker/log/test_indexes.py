@@ -14,6 +14,7 @@ def test_offset_index_lookup_is_largest_entry_at_or_below(tmp_path):
     assert index.lookup(105) == (105, 0)
     assert index.lookup(115) == (110, 4096)
     assert index.lookup(10**9) == (120, 8200)
+    index.flush()
     assert os.path.getsize(index.path) == 3 * 8
     with pytest.raises(ValueError):
         index.append(120, 9000)
@@ -35,6 +36,7 @@ def test_offset_index_truncate_and_full(tmp_path):
     for i in range(3):
         index.append(i * 10, i * 100)
     assert index.is_full
+    index.flush()
     index.truncate_to(10)
     assert index.entries == 1 and os.path.getsize(index.path) == 8
     assert index.lookup(25) == (0, 0)
@@ -67,3 +69,28 @@ def test_time_index_only_grows_and_looks_up(tmp_path):
     reloaded.sanity_check()
     reloaded.truncate_to(9)
     assert reloaded.entries == 1 and reloaded.last_entry == (1000, 5)
+
+
+def test_indexes_hold_no_descriptor_read_their_file_on_first_use_and_write_entries_in_bunches(tmp_path):
+    def open_fds() -> int:
+        return len(os.listdir("/proc/self/fd"))
+
+    before = open_fds()
+    indexes = [OffsetIndex(str(tmp_path / f"{i:020d}.index"), i * 1000) for i in range(50)]
+    for i, index in enumerate(indexes):
+        index.append(i * 1000 + 5, 100)
+    times = [TimeIndex(str(tmp_path / f"{i:020d}.timeindex"), i * 1000) for i in range(50)]
+    for i, index in enumerate(times):
+        index.maybe_append(1_000_000 + i, i * 1000 + 5)
+    assert open_fds() == before
+    assert not os.path.exists(indexes[0].path)  # one entry: still pending
+    for index in indexes + times:
+        index.close()
+    assert os.path.getsize(indexes[0].path) == 8 and os.path.getsize(times[0].path) == 12
+    reloaded = OffsetIndex(indexes[3].path, 3000)
+    os.unlink(indexes[3].path)  # not read yet: the file is only opened when the index is first used
+    assert reloaded.entries == 0
+    busy = OffsetIndex(str(tmp_path / "busy.index"), 0)
+    for i in range(1, 1000):  # past the pending bunch: written without being asked
+        busy.append(i, i * 10)
+    assert 0 < os.path.getsize(busy.path) < 999 * 8

@@ -94,6 +94,30 @@ def test_unclean_start_recovers_past_the_recovery_point(tmp_path):
     again.shutdown()
 
 
+def test_recovery_threads_load_and_recover_every_log_and_close_them(tmp_path):
+    """num.recovery.threads.per.data.dir: logs of two dirs load (recovering a crash) and flush and close on
+    threads, with the same outcome as one at a time."""
+    dirs = [str(tmp_path / "a"), str(tmp_path / "b")]
+    manager = LogManager(dirs, {"segment.bytes": "1000"}, broker_id=0, recovery_threads=3)
+    for p in range(24):
+        log = manager.get_or_create_log("t", p)
+        for _ in range(p % 5 + 1):
+            log.append_as_leader(make_batch(3), 0)
+        if p % 4 == 0:
+            with open(log.active_segment.log_path, "ab") as f:
+                f.write(b"junk")  # torn tails, cut by recovery
+    ends = {p: manager.get_log("t", p).log_end_offset for p in range(24)}
+    manager._release_locks()  # crash: no shutdown, no marker
+    recovered = LogManager(dirs, {"segment.bytes": "1000"}, broker_id=0, recovery_threads=3)
+    assert {p: recovered.get_log("t", p).log_end_offset for p in range(24)} == ends
+    assert sum(recovered.get_log("t", p).recovered_bytes_truncated for p in range(24)) == 4 * 6
+    recovered.shutdown()
+    assert all(os.path.exists(os.path.join(d, ".kafka_cleanshutdown")) for d in dirs)
+    again = LogManager(dirs, {"segment.bytes": "1000"}, broker_id=0, recovery_threads=2)
+    assert {p: again.get_log("t", p).log_end_offset for p in range(24)} == ends
+    again.shutdown()
+
+
 def test_delete_log_and_retention_pass(tmp_path):
     d = str(tmp_path / "d")
     manager = LogManager([d], {"segment.bytes": "500", "retention.ms": "1000"}, broker_id=0,

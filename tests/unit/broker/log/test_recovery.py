@@ -37,10 +37,14 @@ def test_recovery_after_crash_keeps_valid_prefix_and_rebuilds_indexes(tmp_path):
     assert [b.base_offset for b in batches] == list(range(0, leo - 4, 4))
     assert all(b.verify_crc() for b in batches)
     for segment in reopened.segments:
-        assert os.path.exists(segment.offset_index.path) and os.path.exists(segment.time_index.path)
         if segment.size > 400:
             assert segment.offset_index.entries > 0
     assert reopened.append_as_leader(make_batch(1), 1).first_offset == leo - 4
+    reopened.close()  # the rebuilt indexes reach their files when written (flush, roll, close)
+    for segment in reopened.segments:
+        assert os.path.exists(segment.offset_index.path) and os.path.exists(segment.time_index.path)
+        if segment.size > 400:
+            assert os.path.getsize(segment.offset_index.path) == 8 * segment.offset_index.entries
 
 
 def test_corrupt_index_is_rebuilt_on_clean_open(tmp_path):

@@ -33,6 +33,7 @@ class RecordingReplicaManager:
 
     def __init__(self) -> None:
         self.calls: list[str] = []
+        self.state_change_lock = asyncio.Lock()
 
     def stop_replicas(self, controller_epoch, partitions):
         self.calls.append("stop_replicas")
@@ -44,6 +45,9 @@ class RecordingReplicaManager:
     def become_leader_or_follower(self, controller_epoch, states, configs, leaders):
         self.calls.append("become_leader_or_follower")
         return {(t, s.partition_index): 0 for t, s in states}
+
+    async def apply_leader_and_isr(self, controller_epoch, states, configs, leaders):
+        return self.become_leader_or_follower(controller_epoch, states, configs, leaders)
 
     def check_controller_epoch(self, epoch, what):
         self.calls.append("check_controller_epoch")
