@@ -157,6 +157,17 @@ class AppendOnlyIndex:
         if self._loaded or not os.path.exists(self.path):
             self._write_pending(fsync=True)
 
+    def descriptor_to_sync(self) -> int:
+        """What ``flush`` would fsync, as a descriptor for an fsync outside the log's lock (the caller
+        closes it): the pending entries are written first. -1 when nothing changed since loaded."""
+        if not (self._loaded or not os.path.exists(self.path)):
+            return -1
+        self._write_pending()
+        try:
+            return os.open(self.path, os.O_RDONLY)
+        except FileNotFoundError:
+            return -1
+
     def close(self) -> None:
         """Write what is pending (the file exists afterwards, entries or not, so a restart trusts it)."""
         if self._pending or not os.path.exists(self.path):

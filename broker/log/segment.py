@@ -465,8 +465,15 @@ class LogSegment:
     def duplicate_descriptors(self) -> list[int]:
         """Copies of the open files' descriptors, for an fsync outside the log's lock: they stay valid
         when the segment is closed, deleted or truncated meanwhile (the caller closes them)."""
-        fds = (self._fd, self.offset_index._fd, self.time_index._fd, self.txn_index._fd)
-        return [os.dup(fd) for fd in fds if fd >= 0]
+        fds = []
+        if not self._closed:
+            with HANDLES.use(self) as fd:
+                fds.append(os.dup(fd))  # the budget may close its own copy meanwhile
+        for index in (self.offset_index, self.time_index, self.txn_index):
+            fd = index.descriptor_to_sync()
+            if fd >= 0:
+                fds.append(fd)
+        return fds
 
     def close(self) -> None:
         if not self._closed:

@@ -157,6 +157,16 @@ class TransactionIndex:
                 os.close(fd)
             self._unflushed = False
 
+    def descriptor_to_sync(self) -> int:
+        """A descriptor to fsync outside the log's lock (the caller closes it), -1 when nothing is unflushed."""
+        if not self._unflushed:
+            return -1
+        self._unflushed = False
+        try:
+            return os.open(self.path, os.O_RDONLY)
+        except FileNotFoundError:
+            return -1
+
     def close(self) -> None:
         self._forget_unflushed()
 

@@ -63,12 +63,14 @@ class DelayedOperation(TimerTask):
             self._failed(exc, "completing")
         return True
 
-    def safe_try_complete(self) -> bool:
+    def safe_try_complete(self, key: Hashable = None) -> bool:
+        """``try_complete`` (``try_complete_for(key)`` when woken by a key), failing this operation alone
+        if it raises."""
         # Kafka takes the op's lock here; on one loop thread only the "already done" check remains.
         if self._completed:
             return False
         try:
-            return self.try_complete()
+            return self.try_complete() if key is None else self.try_complete_for(key)
         except Exception as exc:
             if self._completed:  # on_complete ran (and is guarded); the raise came after it
                 log.exception("%r failed after completing", self)
@@ -119,7 +121,7 @@ class _Watchers:
         for op in list(self.ops):
             if op.is_completed:
                 self.ops.pop(op, None)  # completed through another key or by expiration
-            elif op.try_complete_for(key):
+            elif op.safe_try_complete(key):
                 self.ops.pop(op, None)
                 completed += 1
         return completed
