@@ -6,10 +6,12 @@
 #   docker build -t odradek .                      # the broker image (target "broker", the default)
 #   docker build --target spark-job -t odradek-spark .   # + Java 17 and pyspark, runs examples/
 #
-# Stage 1 builds our wheel only; the dependencies come as binary wheels from PyPI in stage 2.
+# Stage 1 builds our wheel only (with gcc for the compiled record codec); the dependencies come as binary
+# wheels from PyPI in stage 2.
 FROM python:3.12-slim-bookworm AS build
+RUN apt-get update && apt-get install -y --no-install-recommends gcc libc6-dev && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
-COPY pyproject.toml README.md ./
+COPY pyproject.toml setup.py README.md ./
 COPY protocol ./protocol
 COPY broker ./broker
 COPY controller ./controller
@@ -26,7 +28,7 @@ ENV PYTHONUNBUFFERED=1 \
 COPY --from=build /wheels /tmp/wheels
 RUN pip install --no-cache-dir /tmp/wheels/odradek-*.whl \
     && rm -rf /tmp/wheels \
-    && python -c "import uvloop, cramjam, crc32c, odradek.broker.server"
+    && python -c "import uvloop, cramjam, crc32c, odradek.broker.server, odradek.protocol.records._codec"
 RUN groupadd --system --gid 1001 odradek \
     && useradd --system --uid 1001 --gid odradek --home-dir /var/lib/odradek --shell /usr/sbin/nologin odradek \
     && mkdir -p /var/lib/odradek/data /var/lib/odradek/logs /var/lib/odradek/secrets /opt/odradek/config /opt/odradek/bin \

@@ -3,8 +3,8 @@
 #   bash cluster.sh start  [odradek-cluster start flags]   # default: --brokers 3 --data-dir ./.odradek-cluster
 #   bash cluster.sh status [flags]
 #   bash cluster.sh stop   [flags]
-# `start` first installs what is missing: Debian's zookeeper package (apt-get, through sudo when not root)
-# and this checkout with pip (`pip install -e .`, into ./.venv when the system Python is externally managed).
+# `start` first installs what is missing: Debian's zookeeper, gcc and python3-dev packages (apt-get, through
+# sudo when not root) and this checkout with pip (`pip install -e .`, into ./.venv when the system Python is externally managed).
 # Environment: PYTHON (default python3), ODRADEK_BROKERS (3), ODRADEK_DATA_DIR (./.odradek-cluster).
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -29,6 +29,15 @@ install_zookeeper() {
     apt_install zookeeper
 }
 
+# gcc and the Python headers build the compiled record codec (without them the pure-Python one runs, slower).
+install_build_tools() {
+    if command -v gcc >/dev/null 2>&1 && "$PYTHON" -c 'import os, sys, sysconfig
+sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")))'; then return; fi
+    if ! command -v apt-get >/dev/null 2>&1; then return; fi
+    echo "Installing gcc and python3-dev (for the compiled record codec) ..." >&2
+    apt_install gcc python3-dev
+}
+
 # Installs this checkout unless the chosen Python already imports Odradek from here.
 install_odradek() {
     local here
@@ -43,6 +52,7 @@ case "$COMMAND" in
     start)
         install_zookeeper
         choose_python
+        install_build_tools
         install_odradek
         exec "$PYTHON" -m odradek.clients.cli.cluster start --brokers "$BROKERS" --data-dir "$DATA_DIR" "$@"
         ;;

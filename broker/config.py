@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
 from .config_keys import (BROKER_KEYS, SECURITY_PROTOCOLS, TOPIC_KEYS, TOPIC_SYNONYMS, Invalid, Key,
-                          is_unsupported)
+                          is_fail_closed, is_unsupported, not_implemented)
 from .security import listener_config
 
 __all__ = ["ConfigError", "KafkaConfig", "Endpoint", "ZkConnect", "load_config", "parse_properties",
@@ -234,6 +234,19 @@ def parse_listeners(value: str, protocol_map: Mapping[str, str], key: str = "lis
     return eps
 
 
+def parse_connection_overrides(value: str) -> dict[str, int]:
+    """max.connections.per.ip.overrides: ``host:count,host:count`` (Kafka's parseCsvMap); raises ValueError."""
+    overrides: dict[str, int] = {}
+    for item in (part.strip() for part in value.split(",")):
+        if not item:
+            continue
+        host, sep, count = item.rpartition(":")
+        if not sep or not host.strip():
+            raise ValueError(f"{item!r} is not host:count")
+        overrides[host.strip()] = int(count)
+    return overrides
+
+
 def parse_zookeeper_connect(value: str, key: str = "zookeeper.connect") -> ZkConnect:
     expected = "expected host:port[,host:port...][/chroot]"
     s = value.strip()
@@ -299,6 +312,8 @@ class KafkaConfig:
             if spec is None and listener_config.is_listener_scoped(key):
                 continue  # listener.name.<l>.* and <mechanism>.sasl.jaas.config: checked with the listeners
             if spec is None:
+                if is_fail_closed(key, raw):
+                    raise _fail_closed(key, self.sources.get(key))
                 self.unknown[key] = raw
                 self.warnings.append(_unknown_warning(key, self.sources.get(key)))
                 continue
@@ -306,6 +321,12 @@ class KafkaConfig:
                 values[key] = spec.parse(raw)
             except Invalid as e:
                 raise _invalid(key, raw, "expected " + str(e), self.sources.get(key)) from None
+            instead = not_implemented(key, values[key])
+            if instead is not None:
+                self.warnings.append(f"Configuration '{key}' is accepted but not implemented: {instead}"
+                                     f"{_from(self.sources.get(key))}")
+        if values.get("zookeeper.set.acl"):
+            raise _fail_closed("zookeeper.set.acl", self.sources.get("zookeeper.set.acl"))
         for key, spec in BROKER_KEYS.items():
             if key not in values:
                 if spec.required:
@@ -404,10 +425,30 @@ class KafkaConfig:
         if not -1 <= acks <= v["offsets.topic.replication.factor"] or acks == 0:
             raise _invalid("offsets.commit.required.acks", acks, "expected -1 or an integer in [1, "
                            "offsets.topic.replication.factor]", self._src("offsets.commit.required.acks"))
+        self._check_connection_limits(v)
         if v["group.min.session.timeout.ms"] > v["group.max.session.timeout.ms"]:
             raise _invalid("group.min.session.timeout.ms", v["group.min.session.timeout.ms"], "expected at most "
                            f"group.max.session.timeout.ms ({v['group.max.session.timeout.ms']})",
                            self._src("group.min.session.timeout.ms"))
+
+    def _check_connection_limits(self, v: dict[str, Any]) -> None:
+        """Kafka 2.8's KafkaConfig.validateValues for the socket server's limits."""
+        queued, largest = v["queued.max.request.bytes"], v["socket.request.max.bytes"]
+        if 0 < queued < largest:
+            raise _invalid("queued.max.request.bytes", queued, f"expected -1 (no limit) or at least "
+                           f"socket.request.max.bytes ({largest})", self._src("queued.max.request.bytes"))
+        key = "max.connections.per.ip.overrides"
+        try:
+            overrides = parse_connection_overrides(v[key])
+        except ValueError:
+            raise _invalid(key, v[key], "expected host:count[,host:count...]", self._src(key)) from None
+        bad = [h for h in overrides if not _HOST_PATTERN.fullmatch(h)] + \
+            [h for h, count in overrides.items() if count < 0]
+        if bad:
+            raise _invalid(key, v[key], f"expected valid hosts and counts >= 0 (not {', '.join(bad)})", self._src(key))
+        if v["max.connections.per.ip"] == 0 and not overrides:
+            raise _invalid("max.connections.per.ip", 0, f"expected an integer >= 1, or 0 with {key} set",
+                           self._src("max.connections.per.ip"))
 
     # -- access --------------------------------------------------------------------------------------------------
 
@@ -502,6 +543,19 @@ def _expected_for(key: str) -> str:
     if key == "zookeeper.connect":
         return "expected host:port[,host:port...][/chroot]"
     return "expected " + BROKER_KEYS[key].expected()
+
+
+# Kafka's Utils.validHostPattern: a host name or an IPv4/IPv6 address
+_HOST_PATTERN = re.compile(r"[0-9a-zA-Z\-%._:]+")
+
+
+def _from(source: str | None) -> str:
+    return f" (from {source})" if source else ""
+
+
+def _fail_closed(key: str, source: str | None) -> ConfigError:
+    return ConfigError(f"Configuration '{key}' asks for security Odradek does not implement yet; refusing to start "
+                       f"without it (remove the setting to run unprotected){_from(source)}")
 
 
 def _unknown_warning(key: str, source: str | None) -> str:

@@ -459,6 +459,42 @@ def is_unsupported(key: str) -> bool:
     return any(key == p or (p.endswith(".") and key.startswith(p)) for p in UNSUPPORTED_PREFIXES)
 
 
+# Security settings Odradek does not implement (TLS to ZooKeeper, znode ACLs, a custom principal builder,
+# delegation tokens): a broker given one refuses to start (fail closed) rather than run without the protection
+# it asks for. A blank or false value asks for nothing. (zookeeper.set.acl=true is refused by KafkaConfig.)
+FAIL_CLOSED = ("zookeeper.ssl.client.enable", "principal.builder.class", "delegation.token.master.key",
+               "delegation.token.secret.key")
+
+
+def is_fail_closed(key: str, value: str) -> bool:
+    return key in FAIL_CLOSED and value.strip().lower() not in ("", "false")
+
+
+# Real Kafka keys that parse and validate but have no effect here: warned about once, by name, at start-up,
+# when set to something other than what the broker does anyway. key -> (the value it behaves as, or None:
+# whatever is set; what the broker does instead).
+NOT_IMPLEMENTED: dict[str, tuple[Any, str]] = {
+    "log.preallocate": (False, "segment files are never preallocated (it matters on Windows' NTFS only)"),
+    "num.recovery.threads.per.data.dir": (1, "the logs of a dir are recovered one after another"),
+    "num.replica.fetchers": (1, "a follower has one fetcher per leader broker"),
+    "replica.socket.receive.buffer.bytes": (None, "follower connections keep the operating system's buffer size"),
+    "zookeeper.max.in.flight.requests": (None, "ZooKeeper requests are bounded by the broker's executor threads"),
+    "offsets.topic.compression.codec": (0, "offset commits are written uncompressed"),
+    "metrics.num.samples": (None, "metrics keep their own windows (request timings: 1028-sample reservoirs)"),
+    "metrics.sample.window.ms": (None, "metrics keep their own windows (request timings: 1028-sample reservoirs)"),
+}
+
+
+def not_implemented(key: str, value: Any) -> str | None:
+    """What the broker does instead of ``key=value``, or None when the setting works (or changes nothing)."""
+    if key == "inter.broker.protocol.version":
+        return None if str(value).startswith("2.8") else "brokers always speak Kafka 2.8's inter-broker protocol"
+    entry = NOT_IMPLEMENTED.get(key)
+    if entry is None or (entry[0] is not None and value == entry[0]):
+        return None
+    return entry[1]
+
+
 def _throttled(val: list[str]) -> None:
     if val == ["*"]:
         return

@@ -5,6 +5,10 @@ A fetch that cannot gather ``min_bytes`` waits until a produce to one of its par
 (``check_and_complete``) or ``max_wait_ms`` passes; an acks=-1 produce waits until the high watermark
 of each of its partitions passes the appended records. Each operation resolves an asyncio future
 that the request's handler awaits, so no handler task is held while the request waits.
+
+An operation that raises while being checked or completed fails alone (``on_error``, see
+``purgatory/delayed_operation.py``): a fetch's future gets the exception (its request is answered
+UNKNOWN_SERVER_ERROR), a produce's waiting partitions get UNKNOWN_SERVER_ERROR.
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..protocol.errors import (  # type: ignore[attr-defined]
-    KafkaError, NotEnoughReplicasAfterAppendError, NotLeaderOrFollowerError, RequestTimedOutError,
+    NotEnoughReplicasAfterAppendError, NotLeaderOrFollowerError, RequestTimedOutError, UnknownServerError,
 )
 from .purgatory import DelayedOperation
 
@@ -37,6 +41,11 @@ class FetchSpec:
 def _resolve(future: asyncio.Future, value: Any) -> None:
     if not future.done():
         future.set_result(value)
+
+
+def _fail(future: asyncio.Future, exc: BaseException) -> None:
+    if not future.done():
+        future.set_exception(exc)
 
 
 class DelayedFetch(DelayedOperation):
@@ -77,11 +86,18 @@ class DelayedFetch(DelayedOperation):
             if end > spec.fetch_offset:
                 if min_bytes <= 1:
                     return self.force_complete()
+                if spec.max_bytes <= 0:
+                    # Kafka adds min(bytes available, partition max bytes): a negative limit counts
+                    # against min_bytes. Nothing is read (the answer's read reports the bad size).
+                    accumulated += spec.max_bytes
+                    continue
                 try:
                     data = partition.read(spec.fetch_offset, spec.max_bytes,
                                           committed_only=self.params.committed_only, min_one_batch=False,
                                           read_committed=self.params.read_committed)
-                except KafkaError:
+                except Exception:
+                    # A failing partition completes the fetch now; the answer's read gives that
+                    # partition its error (read_from_local_log) and the others their data.
                     return self.force_complete()
                 accumulated += len(data.records)
         if accumulated >= min_bytes:
@@ -92,6 +108,12 @@ class DelayedFetch(DelayedOperation):
         if self.future.done():  # the client went away; nothing to read for
             return
         _resolve(self.future, self.replica_manager.read_from_local_log(self.specs, self.params))
+
+    def on_error(self, exc: BaseException) -> None:
+        _fail(self.future, exc)
+
+    def __repr__(self) -> str:
+        return f"DelayedFetch({[(s.topic, s.partition) for s in self.specs]}, {self.params})"
 
 
 @dataclass
@@ -147,6 +169,20 @@ class DelayedPartitionsWait(DelayedOperation):
             if status.acks_pending:
                 self.fail(status, RequestTimedOutError.code)
         self.resolve()
+
+    def on_error(self, exc: BaseException) -> None:
+        """The partitions still waiting get UNKNOWN_SERVER_ERROR; the others keep their answers."""
+        for status in self.statuses.values():
+            if status.acks_pending:
+                status.acks_pending = False
+                self.fail(status, UnknownServerError.code)
+        try:
+            self.resolve()
+        except Exception as failure:
+            _fail(self.future, failure)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({list(self.statuses)})"
 
 
 class DelayedProduce(DelayedPartitionsWait):

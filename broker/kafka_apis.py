@@ -47,6 +47,29 @@ def set_error_codes(obj: Any, code: int) -> Any:
     return obj
 
 
+MAX_ERROR_MESSAGE = 1024
+
+
+def clip_error_messages(obj: Any, limit: int = MAX_ERROR_MESSAGE) -> bool:
+    """Shorten every ``error_message`` over ``limit`` characters in ``obj`` and its nested structs; True if
+    one was. Messages quote what the client sent (a 32,767-character topic name), and a string field has
+    an int16 length on the wire."""
+    clipped = False
+    if isinstance(obj, Struct):
+        for name in obj._fields:
+            value = getattr(obj, name)
+            if name == "error_message" and isinstance(value, str) and len(value) > limit:
+                setattr(obj, name, value[:limit - 3] + "...")
+                clipped = True
+            elif isinstance(value, (list, Struct)):
+                clipped |= clip_error_messages(value, limit)
+    elif isinstance(obj, list):
+        for item in obj:
+            if isinstance(item, Struct):
+                clipped |= clip_error_messages(item, limit)
+    return clipped
+
+
 def generic_error_response(request: Request, code: int) -> Any:
     """A default response of the request's API with every error_code set.
 
@@ -118,8 +141,7 @@ class KafkaApis:
             return Response.noop(request)  # acks=0: never answered, whatever the handler built
         if self.on_response is not None:
             self.on_response(request, result)
-        version = 0 if request.unsupported_version else request.header.api_version
-        return Response.send(request, encode_response_parts(result, version, request.header.correlation_id))
+        return Response.send(request, _encode(request, result))
 
     def error_response(self, request: Request, exc: BaseException) -> Response:
         """The one error path: the request's own error response, or CLOSE when there is none."""
@@ -138,8 +160,17 @@ class KafkaApis:
                 self.throttle(request, body)
             if self.on_response is not None:
                 self.on_response(request, body)
-            version = 0 if request.unsupported_version else request.header.api_version
-            return Response.send(request, encode_response_parts(body, version, request.header.correlation_id))
+            return Response.send(request, _encode(request, body))
         except Exception:
             log.exception("Cannot build the error response of %r; closing its connection", request)
             return Response.close(request, "no error response could be built")
+
+
+def _encode(request: Request, body: Any) -> list[Any]:
+    version = 0 if request.unsupported_version else request.header.api_version
+    try:
+        return encode_response_parts(body, version, request.header.correlation_id)
+    except ValueError:
+        if not clip_error_messages(body):
+            raise
+        return encode_response_parts(body, version, request.header.correlation_id)

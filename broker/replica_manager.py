@@ -25,10 +25,11 @@ from ..protocol.errors import (  # type: ignore[attr-defined]
     NotLeaderOrFollowerError,
     OutOfOrderSequenceNumberError,
     StaleControllerEpochError,
+    UnknownServerError,
     UnknownTopicOrPartitionError,
 )
 from .delayed_ops import DelayedFetch, DelayedProduce, FetchSpec, ProduceStatus
-from .log import LogManager
+from .log import InvalidReadSizeError, LogManager
 from .metrics.topic_stats import BrokerTopicStats
 from .metadata_cache import MetadataCache
 from .partition import Partition, monotonic_ms
@@ -48,6 +49,7 @@ class ProducePartitionResult:
     log_append_time: int = -1
     log_start_offset: int = -1
     error_message: str | None = None
+    record_errors: list[tuple[int, str]] | None = None  # (index in the batch, message): Produce v8+
 
 
 # Kafka's Request.DebuggingConsumerId: the replica verification tool. Kafka 2.8 lets any consumer with
@@ -90,7 +92,8 @@ class FetchPartitionResult:
 
 class ReplicaManager:
     def __init__(self, broker_id: int, log_manager: LogManager, metadata_cache: MetadataCache,
-                 clock: Callable[[], int] = monotonic_ms) -> None:
+                 clock: Callable[[], int] = monotonic_ms, *, fetch_purge_interval: int = 1000,
+                 produce_purge_interval: int = 1000, delete_records_purge_interval: int = 1) -> None:
         self.broker_id = broker_id
         self.log_manager = log_manager
         self.metadata_cache = metadata_cache
@@ -108,10 +111,13 @@ class ReplicaManager:
         self.replication_quotas = ReplicationQuotas(broker_id)
         self.isr_shrinks = 0  # ISR changes started as leader (IsrShrinksPerSec / IsrExpandsPerSec)
         self.isr_expands = 0
-        self.fetch_purgatory = DelayedOperationPurgatory("Fetch", Timer())
-        self.produce_purgatory = DelayedOperationPurgatory("Produce", Timer())
+        # *.purgatory.purge.interval.requests: completed operations are dropped from the watch lists once
+        # this many more were watched than wait in the timer
+        self.fetch_purgatory = DelayedOperationPurgatory("Fetch", Timer(), fetch_purge_interval)
+        self.produce_purgatory = DelayedOperationPurgatory("Produce", Timer(), produce_purge_interval)
         # DeleteRecords waiting for the replicas' log start offsets (apis/delete_records.py)
-        self.delete_records_purgatory = DelayedOperationPurgatory("DeleteRecords", Timer(), purge_interval=1)
+        self.delete_records_purgatory = DelayedOperationPurgatory("DeleteRecords", Timer(),
+                                                                  delete_records_purge_interval)
         self._purgatories = (self.fetch_purgatory, self.produce_purgatory, self.delete_records_purgatory)
         self._drivers = [AsyncTimerDriver(p.timer) for p in self._purgatories]
 
@@ -291,7 +297,13 @@ class ReplicaManager:
                 if exc.code == OutOfOrderSequenceNumberError.code:  # Kafka 2.8 logs it at ERROR too
                     log.error("Error processing append operation on partition %s-%d (leader epoch %d, log end "
                               "offset %d): %s", *key, partition.leader_epoch, partition.log_end_offset, exc)
-                results[key] = ProducePartitionResult(exc.code, error_message=exc.detail or None)
+                results[key] = ProducePartitionResult(exc.code, error_message=exc.detail or None,
+                                                      record_errors=getattr(exc, "record_errors", None))
+                self.topic_stats.record_failed_produce(key[0])
+                continue
+            except Exception as exc:  # Kafka's appendToLocalLog: "case t: Throwable", this partition only
+                log.error("Error processing append operation on partition %s-%d", *key, exc_info=exc)
+                results[key] = ProducePartitionResult(UnknownServerError.code)
                 self.topic_stats.record_failed_produce(key[0])
                 continue
             self.topic_stats.record_append(key[0], info.last_offset - info.first_offset + 1, len(records))
@@ -333,7 +345,10 @@ class ReplicaManager:
 
     def read_from_local_log(self, specs: list[FetchSpec], params: FetchParams
                             ) -> dict[tuple[str, int], FetchPartitionResult]:
-        """Kafka's readFromLocalLog: the first batch may exceed the limits (KIP-74) unless Fetch v0-2."""
+        """Kafka's readFromLocalLog: the first batch may exceed the limits (KIP-74) unless Fetch v0-2.
+
+        Each partition is read under its own guard: whatever goes wrong with one (a negative partition
+        max bytes, a storage failure, a bug) is that partition's error, never the request's."""
         results: dict[tuple[str, int], FetchPartitionResult] = {}
         limit = params.max_bytes
         min_one = not params.hard_max_bytes_limit
@@ -352,7 +367,7 @@ class ReplicaManager:
                         results[key] = diverged
                         continue
                 leader_end = partition.log_end_offset
-                data = partition.read(spec.fetch_offset, max(0, min(spec.max_bytes, limit)),
+                data = partition.read(spec.fetch_offset, min(spec.max_bytes, limit),
                                       committed_only=committed_only, min_one_batch=min_one,
                                       read_committed=read_committed,
                                       leader_only=params.replica_id != DEBUGGING_CONSUMER_ID)
@@ -374,6 +389,13 @@ class ReplicaManager:
                     limit = max(0, limit - len(data.records))
             except KafkaError as exc:
                 results[key] = FetchPartitionResult(exc.code)
+            except Exception as exc:
+                # Kafka's "case e: Throwable": UNKNOWN_SERVER_ERROR for this partition, logged.
+                results[key] = FetchPartitionResult(UnknownServerError.code)
+                log.error("Error processing fetch with max size %d from replica %d on partition %s-%d "
+                          "(offset %d): %s", min(spec.max_bytes, limit), params.replica_id, spec.topic,
+                          spec.partition, spec.fetch_offset, exc,
+                          exc_info=None if isinstance(exc, InvalidReadSizeError) else exc)
         return results
 
     # -- the leader's view of its followers -------------------------------------------------------

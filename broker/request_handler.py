@@ -47,6 +47,8 @@ class KafkaRequestHandlerPool:
                 except Exception:  # dispatch() has its own error path; this is a bug guard
                     log.exception("KafkaApis.dispatch failed on %r", request)
                     response = Response.close(request, "internal error")
+                finally:
+                    request.release_memory()  # handled: its bytes are in the log now (Kafka releases here too)
                 local_done = monotonic()
                 if isinstance(response, Response):
                     send(response)
@@ -55,6 +57,9 @@ class KafkaRequestHandlerPool:
                 else:
                     request.local_complete_time = local_done  # request quotas count handler time only
                     self._park(request, response, dequeued, local_done)
+            except Exception:  # never let one request end a handler task: the others would wait forever
+                log.exception("Request handler failed on %r; closing its connection", request)
+                request.connection.close()
             finally:
                 self.busy -= 1
 
@@ -65,15 +70,21 @@ class KafkaRequestHandlerPool:
 
         def done(t: asyncio.Task) -> None:
             self.waiting.discard(t)
-            if t.cancelled():
+            if t.cancelled():  # only stop() cancels; anything else would leave the connection muted
+                if self.tasks:
+                    request.connection.close()
                 return
-            exc = t.exception()
-            remote_done = monotonic()
-            self.channel.send_response(Response.close(request, "internal error") if exc else t.result())
-            if self.metrics is not None:
-                self.metrics.record(request, dequeued, local_done, remote_done, monotonic())
-            if exc:
-                log.error("Request %r failed: %r", request, exc)
+            try:
+                exc = t.exception()
+                remote_done = monotonic()
+                self.channel.send_response(Response.close(request, "internal error") if exc else t.result())
+                if self.metrics is not None:
+                    self.metrics.record(request, dequeued, local_done, remote_done, monotonic())
+                if exc:
+                    log.error("Request %r failed: %r", request, exc)
+            except Exception:
+                log.exception("Answering %r failed; closing its connection", request)
+                request.connection.close()
 
         task.add_done_callback(done)
 

@@ -50,6 +50,7 @@ from .kafka_apis import KafkaApis
 from .log import LogManager
 from .log.cleaner import CleanerConfig, cleaner_log
 from .log.log_manager import PRODUCER_ID_EXPIRATION_CHECK_INTERVAL_MS
+from .log.scheduler import Scheduler
 from .metadata_cache import MetadataCache
 from .broker_state import BrokerState
 from .metrics import BrokerMetrics
@@ -131,7 +132,8 @@ class KafkaServer:
             cfg.log_dirs, dynamic.effective_config.topic_defaults(), broker_id=self.broker_id,
             cluster_id=cluster_id,
             topic_configs=topic_configs,
-            max_producer_id_expiration_ms=cfg.get("transactional.id.expiration.ms")))
+            max_producer_id_expiration_ms=cfg.get("transactional.id.expiration.ms"),
+            scheduler=Scheduler(cfg.get("background.threads"))))
         cleaner_log.configure_from(cfg)
         try:
             self.log_manager.start_cleaner(CleanerConfig.from_kafka_config(dynamic.effective_config))
@@ -139,7 +141,11 @@ class KafkaServer:
             raise FatalStartupError(str(exc)) from None
         cache = MetadataCache(self.broker_id)
         cache.cluster_id = cluster_id
-        self.replica_manager = ReplicaManager(self.broker_id, self.log_manager, cache)
+        self.replica_manager = ReplicaManager(
+            self.broker_id, self.log_manager, cache,
+            fetch_purge_interval=cfg.get("fetch.purgatory.purge.interval.requests"),
+            produce_purge_interval=cfg.get("producer.purgatory.purge.interval.requests"),
+            delete_records_purge_interval=cfg.get("delete.records.purgatory.purge.interval.requests"))
         self.replica_manager.topic_stats = self.metrics.topic_stats
         self._start_replication_quotas(dynamic, topic_configs)
         self.replica_manager.start()
@@ -310,7 +316,8 @@ class KafkaServer:
         while True:
             await asyncio.sleep(period_ms / 1000.0)
             try:
-                await self._blocking(fn)
+                # On the log scheduler's background.threads workers, as Kafka's KafkaScheduler jobs.
+                await asyncio.get_running_loop().run_in_executor(self.log_manager.scheduler.executor, fn)
             except Exception:
                 log.exception("Periodic task %s failed", name)
 

@@ -11,7 +11,8 @@ from typing import Any
 
 _EXPORTS = {
     "AIOProducer": "producer", "RecordMetadata": "producer",
-    "Producer": "sync_producer", "FutureRecordMetadata": "sync_producer",
+    "Producer": "sync_producer", "FutureRecordMetadata": "record_futures", "FutureBatchMetadata": "record_futures",
+    "SendBatchResult": "batch_input",
     "AIOConsumer": "consumer", "Consumer": "sync_consumer",
     "AIOAdmin": "admin", "Admin": "admin", "NewTopic": "admin", "NewPartitions": "admin",
     "TopicPartition": "types", "OffsetAndMetadata": "types", "OffsetAndTimestamp": "types",

@@ -3,6 +3,7 @@
     async with AIOConsumer(bootstrap_servers="127.0.0.1:9092", auto_offset_reset="earliest") as consumer:
         consumer.assign([TopicPartition("events", 0)])
         batches = await consumer.getmany(timeout_ms=1000)   # {TopicPartition: [ConsumerRecord]}
+        columns = await consumer.poll_arrow(timeout_ms=1000)  # {TopicPartition: pyarrow.RecordBatch}
         async for record in consumer: ...
 
 Partitions are assigned by hand (``assign``) or by ``subscribe(topics=..., pattern=..., listener=...)``:
@@ -18,25 +19,30 @@ seek, reset and reassignment, and a response for an older epoch is dropped. Lead
 connection failures mark the metadata stale; the fetch loop refreshes it before the next round.
 Positions are found lazily: the committed offset (when a group_id is given) else
 auto_offset_reset (earliest/latest; "none" raises ``NoOffsetForPartitionError``).
+
+Fetched batches stay undecoded until the application takes them (``fetch_buffer.py``): getmany/poll
+decode them into ConsumerRecords and poll_arrow into one Arrow RecordBatch per partition (Spark's Kafka
+schema, no Python object per record), both in the compiled record codec. Each partition has two
+positions: ``fetch_position``, where the fetcher goes on, and ``position``, after the last record the
+application was given; getmany and poll_arrow move both, iteration hands out a taken chunk one record at
+a time and moves ``position`` with each, so a commit never covers a record the application has not seen.
 """
 
 from __future__ import annotations
 
 import asyncio
-import bisect
 import logging
 import re
-from collections import deque
 from typing import Any, AsyncIterator, Callable, Iterable
 
 from ..protocol.errors import KafkaError, for_code
 from ..protocol.messages import FetchRequest
-from ..protocol.records import iter_batches
 from .group.assignors import DEFAULT_STRATEGY, resolve_assignors
+from .fetch_buffer import PartitionBuffer, batch_specs
 from .group.coordinator import ConsumerCoordinator
 from .group.offsets import CoordinatorLink, commit_offsets, fetch_committed
 from .security.client_security import SECURITY_DEFAULTS, client_security
-from .simple_client import SimpleClient, parse_bootstrap_servers, records_from_fetch
+from .simple_client import SimpleClient, parse_bootstrap_servers
 from .types import (
     ConsumerRecord, KafkaConfigurationError, OffsetAndMetadata, OffsetAndTimestamp, TopicPartition, check_configs,
 )
@@ -87,31 +93,36 @@ class IllegalStateError(KafkaError):
 
 
 class _PartitionState:
-    __slots__ = ("position", "reset", "paused", "epoch", "high_watermark", "log_start_offset",
-                 "last_stable_offset", "buffer", "error", "fetched_end")
+    __slots__ = ("position", "fetch_position", "reset", "paused", "epoch", "high_watermark", "log_start_offset",
+                 "last_stable_offset", "buffer", "error", "handed")
 
-    def __init__(self) -> None:
-        self.position: int | None = None
+    def __init__(self, tp: TopicPartition) -> None:
+        self.position: int | None = None  # after the last record the application was given
+        self.fetch_position: int | None = None  # where fetching goes on (ahead while a chunk is handed out)
         self.reset: int | None = None  # EARLIEST/LATEST when a seek_to_* is pending
         self.paused = False
         self.epoch = 0
         self.high_watermark = -1
         self.log_start_offset = -1
         self.last_stable_offset = -1
-        self.buffer: deque[ConsumerRecord] = deque()
+        self.buffer = PartitionBuffer(tp.topic, tp.partition)
         self.error: BaseException | None = None  # raised to the application by the next getmany
-        # The offset after the last batch of the buffered fetch: the position once its records are all
-        # taken (a compacted log's gaps and trailing markers are stepped over, as Java's nextFetchOffset).
-        self.fetched_end = -1
+        self.handed: list[ConsumerRecord] | None = None  # the records an iteration is handing out
 
     def move(self, position: int | None) -> None:
-        """A new position that is not the continuation of the last fetch: drop what is buffered."""
-        self.position = position
+        """A new position that is not the continuation of the last fetch: drop what is buffered, and what
+        an iteration has not handed out yet (clearing the list ends its loop over it)."""
+        self.position = self.fetch_position = position
         self.reset = None
         self.epoch += 1
         self.buffer.clear()
         self.error = None
-        self.fetched_end = -1
+        if self.handed is not None:
+            self.handed.clear()
+            self.handed = None
+
+    def advance(self, position: int) -> None:
+        self.position = self.fetch_position = position
 
 
 class AIOConsumer:
@@ -135,6 +146,7 @@ class AIOConsumer:
                                     retry_backoff=self.config["retry_backoff_ms"] / 1000.0,
                                     security=client_security(self.config))
         self._states: dict[TopicPartition, _PartitionState] = {}
+        self._handed_out: list[_PartitionState] = []  # partitions of the chunk an iteration is handing out
         self._subscription: list[str] = []
         self._in_flight: dict[int, asyncio.Task] = {}  # leader id -> its one Fetch
         self._wake = asyncio.Event()  # the fetch loop has something new to look at
@@ -198,13 +210,15 @@ class AIOConsumer:
 
     def _assign_partitions(self, partitions: Iterable[TopicPartition]) -> None:
         """Replace the assignment; partitions no longer assigned lose their buffered records at once."""
+        self._settle()
         wanted = {TopicPartition(*tp) for tp in partitions}
-        self._states = {tp: self._states.get(tp) or _PartitionState() for tp in sorted(wanted)}
+        self._states = {tp: self._states.get(tp) or _PartitionState(tp) for tp in sorted(wanted)}
         self._wake.set()
 
     def _stop_handing_out(self) -> None:
         """Before revocation: no more records of the assigned partitions reach the application (buffers
         dropped, fetches stopped), but their positions stay for the listener's and auto-commit's commits."""
+        self._settle()
         for state in self._states.values():
             state.paused = True
             state.buffer.clear()
@@ -270,6 +284,7 @@ class AIOConsumer:
     def seek(self, partition: TopicPartition, offset: int) -> None:
         if offset < 0:
             raise ValueError(f"offset must be >= 0, not {offset}")
+        self._settle()
         self._state(partition).move(offset)
         self._wake.set()
 
@@ -280,6 +295,7 @@ class AIOConsumer:
         await self._seek_to(LATEST, partitions)
 
     async def _seek_to(self, timestamp: int, partitions: tuple[TopicPartition, ...]) -> None:
+        self._settle()
         for tp in partitions or tuple(self._states):
             state = self._state(tp)
             state.move(None)
@@ -289,7 +305,7 @@ class AIOConsumer:
     async def position(self, partition: TopicPartition) -> int:
         """The offset of the next record the application will get (found first if unknown)."""
         state = self._state(partition)
-        if state.position is None:
+        if state.fetch_position is None:
             await self._update_positions()
         if state.position is None:
             raise state.error or NoOffsetForPartitionError(f"no position for {partition}")
@@ -305,6 +321,7 @@ class AIOConsumer:
         return lso if lso >= 0 else None
 
     def pause(self, *partitions: TopicPartition) -> None:
+        self._settle()
         for tp in partitions:
             self._state(tp).paused = True
 
@@ -320,21 +337,21 @@ class AIOConsumer:
 
     async def _update_positions(self) -> None:
         """Give every assigned partition without a position one: committed offset, else the reset policy."""
-        missing = [tp for tp, state in self._states.items() if state.position is None and state.error is None]
+        missing = [tp for tp, state in self._states.items() if state.fetch_position is None and state.error is None]
         if not missing:
             return
         if self.config["group_id"] is not None:
             pending = [tp for tp in missing if self._states[tp].reset is None]
             committed = await self._fetch_committed(pending) if pending else {}
             for tp, offsets in committed.items():
-                if offsets is not None and tp in self._states and self._states[tp].position is None:
-                    self._states[tp].position = offsets.offset
+                if offsets is not None and tp in self._states and self._states[tp].fetch_position is None:
+                    self._states[tp].advance(offsets.offset)
         policy = {"earliest": EARLIEST, "latest": LATEST}.get(self.config["auto_offset_reset"])
         to_reset: dict[TopicPartition, int] = {}
         epochs = {tp: self._states[tp].epoch for tp in missing}  # a seek meanwhile wins over this answer
         for tp in missing:
             state = self._states.get(tp)
-            if state is None or state.position is not None:
+            if state is None or state.fetch_position is not None:
                 continue
             timestamp = state.reset if state.reset is not None else policy
             if timestamp is None:
@@ -345,8 +362,8 @@ class AIOConsumer:
         found = await self._list_offsets(to_reset)
         for tp, (offset, _) in found.items():
             state = self._states.get(tp)
-            if state is not None and state.position is None and state.epoch == epochs[tp]:
-                state.position = offset
+            if state is not None and state.fetch_position is None and state.epoch == epochs[tp]:
+                state.advance(offset)
                 state.reset = None
         self._wake.set()
 
@@ -380,27 +397,44 @@ class AIOConsumer:
                       max_records: int | None = None) -> dict[TopicPartition, list[ConsumerRecord]]:
         """Records buffered for the (given or all) assigned partitions, waiting up to ``timeout_ms``
         for some; positions advance past what is returned. A fetch error for a partition raises."""
+        return await self._poll(partitions, timeout_ms, max_records, self._take_records)
+
+    async def poll(self, timeout_ms: int = 0, max_records: int | None = None
+                   ) -> dict[TopicPartition, list[ConsumerRecord]]:
+        """kafka-python's name for getmany."""
+        return await self.getmany(timeout_ms=timeout_ms, max_records=max_records)
+
+    async def poll_arrow(self, timeout_ms: int = 0, max_records: int | None = None) -> dict[TopicPartition, Any]:
+        """getmany's records as one ``pyarrow.RecordBatch`` per partition, in Spark's Kafka source schema
+        (key, value, topic, partition, offset, timestamp, timestampType, headers; ``odradek.protocol.records
+        .arrow.KAFKA_SCHEMA``), decoded without a Python object per record. Positions advance as getmany's;
+        the deserializers do not apply (keys and values stay bytes). Needs pyarrow."""
+        return await self._poll((), timeout_ms, max_records, self._take_arrow)
+
+    async def _poll(self, partitions: tuple[TopicPartition, ...], timeout_ms: int, max_records: int | None,
+                    take: Callable[[_PartitionState, int], tuple[Any, int]]) -> dict[TopicPartition, Any]:
         self._check_open()
         group = self._group
         if group is None:
-            return await self._getmany(partitions, timeout_ms, max_records)
+            return await self._wait_and_drain(partitions, timeout_ms, max_records, take)
         group.poll_started()  # a rebalance may revoke partitions now (Java rebalances inside poll)
         try:
-            return await self._getmany(partitions, timeout_ms, max_records)
+            return await self._wait_and_drain(partitions, timeout_ms, max_records, take)
         finally:
             group.poll_finished()
 
-    async def _getmany(self, partitions: tuple[TopicPartition, ...], timeout_ms: int,
-                       max_records: int | None) -> dict[TopicPartition, list[ConsumerRecord]]:
+    async def _wait_and_drain(self, partitions: tuple[TopicPartition, ...], timeout_ms: int,
+                              max_records: int | None, take: Callable) -> dict[TopicPartition, Any]:
         limit = max_records or self.config["max_poll_records"] or 2**31
         loop = asyncio.get_running_loop()
         deadline = loop.time() + max(timeout_ms, 0) / 1000.0
+        self._settle()
         while True:
             self._raise_group_error()
             self._data.clear()
-            if any(state.position is None for state in self._states.values()):
+            if any(state.fetch_position is None for state in self._states.values()):
                 await self._update_positions()
-            result = self._drain(partitions, limit)
+            result = self._drain(partitions, limit, take)
             remaining = deadline - loop.time()
             if result or remaining <= 0:
                 return result
@@ -408,12 +442,7 @@ class AIOConsumer:
                 async with asyncio.timeout(remaining):
                     await self._data.wait()
             except TimeoutError:
-                return self._drain(partitions, limit)
-
-    async def poll(self, timeout_ms: int = 0, max_records: int | None = None
-                   ) -> dict[TopicPartition, list[ConsumerRecord]]:
-        """kafka-python's name for getmany."""
-        return await self.getmany(timeout_ms=timeout_ms, max_records=max_records)
+                return self._drain(partitions, limit, take)
 
     async def getone(self, *partitions: TopicPartition) -> ConsumerRecord:
         """The next record (waits as long as it takes)."""
@@ -426,13 +455,70 @@ class AIOConsumer:
 
     async def _iterate(self) -> AsyncIterator[ConsumerRecord]:
         while not self._closed:
-            for records in (await self.getmany(timeout_ms=1000)).values():
-                for record in records:
+            for state, records in await self._take_chunk(1000):
+                for record in records:  # ends early if the partition is sought or revoked meanwhile
+                    state.position = record.offset + 1
                     yield record
 
-    def _drain(self, only: tuple[TopicPartition, ...], limit: int) -> dict[TopicPartition, list[ConsumerRecord]]:
+    async def _take_chunk(self, timeout_ms: int) -> list[tuple[_PartitionState, list[ConsumerRecord]]]:
+        """For iteration: the buffered records, without moving ``position``; the iterator moves it as it
+        hands each record out. Records of the previous chunk not handed out are fetched again."""
+        chunk = await self._poll((), timeout_ms, None, self._take_unconsumed)
+        handed = [(self._states[tp], records) for tp, records in chunk.items()]
+        for state, records in handed:
+            state.handed = records
+        self._handed_out = [state for state, _ in handed]
+        return handed
+
+    def _settle(self) -> None:
+        """Close the chunk an iteration was handing out: positions catch up with the fetch positions
+        (records skipped after it, such as transaction markers), or go back to the first record not
+        handed out (the iteration stopped early), which is then fetched again."""
+        for state in self._handed_out:
+            records, state.handed = state.handed, None
+            if records is None:
+                continue  # moved (seek, reset, revocation) meanwhile
+            if records and state.position is not None and records[-1].offset >= state.position:
+                records.clear()  # the iteration stops handing them out
+                state.move(state.position)
+            else:
+                state.position = state.fetch_position
+        self._handed_out = []
+
+    def _take_records(self, state: _PartitionState, limit: int) -> tuple[list[ConsumerRecord], int]:
+        records = state.buffer.take_records(limit, self.config["key_deserializer"], self.config["value_deserializer"])
+        self._moved_past(state, records[-1].offset + 1 if records else None, True)
+        return records, len(records)
+
+    def _take_unconsumed(self, state: _PartitionState, limit: int) -> tuple[list[ConsumerRecord], int]:
+        records = state.buffer.take_records(limit, self.config["key_deserializer"], self.config["value_deserializer"])
+        self._moved_past(state, records[-1].offset + 1 if records else None, False)
+        return records, len(records)
+
+    def _take_arrow(self, state: _PartitionState, limit: int) -> tuple[Any, int]:
+        batch = state.buffer.take_arrow(limit)
+        self._moved_past(state, batch.column(4)[-1].as_py() + 1 if batch is not None else None, True)
+        return batch, 0 if batch is None else batch.num_rows
+
+    @staticmethod
+    def _moved_past(state: _PartitionState, next_position: int | None, consumed: bool,
+                    drained_to: int | None = None) -> None:
+        """Move the fetch position (and ``position`` when the application has the records) past what was
+        taken; once the buffer is empty, past the Fetch answer's last batch (transaction markers, or a
+        compacted batch's empty end), as Java's Fetcher does."""
+        if not state.buffer:
+            end = state.buffer.next_offset if drained_to is None else drained_to
+            if end > (state.fetch_position or 0):
+                next_position = end if next_position is None else max(next_position, end)
+        if next_position is None:
+            return
+        state.fetch_position = next_position
+        if consumed:
+            state.position = next_position
+
+    def _drain(self, only: tuple[TopicPartition, ...], limit: int, take: Callable) -> dict[TopicPartition, Any]:
         wanted = [TopicPartition(*tp) for tp in only] if only else list(self._states)
-        result: dict[TopicPartition, list[ConsumerRecord]] = {}
+        result: dict[TopicPartition, Any] = {}
         woke = False
         for tp in wanted:
             state = self._states.get(tp)
@@ -445,13 +531,19 @@ class AIOConsumer:
                 raise error
             if not state.buffer or limit <= 0:
                 continue
-            buffer = state.buffer
-            count = min(limit, len(buffer))
-            taken = [buffer.popleft() for _ in range(count)]
-            result[tp] = taken
-            limit -= count
-            state.position = taken[-1].offset + 1 if buffer else max(taken[-1].offset + 1, state.fetched_end)
-            woke = woke or not buffer
+            try:
+                taken, count = take(state, limit)
+            except Exception as exc:  # corrupt records or a failing deserializer: the application sees it
+                state.buffer.clear()
+                self._wake.set()
+                if result:
+                    state.error = exc
+                    break
+                raise
+            if count:
+                result[tp] = taken
+                limit -= count
+            woke = woke or not state.buffer
         if woke:
             self._wake.set()  # emptied buffers may be fetched again
         if result:
@@ -490,7 +582,7 @@ class AIOConsumer:
                 if self._metadata_stale:
                     self._metadata_stale = False
                     await self._client.metadata(sorted({tp.topic for tp in self._states}))
-                if any(s.position is None and s.error is None for s in self._states.values()):
+                if any(s.fetch_position is None and s.error is None for s in self._states.values()):
                     await self._update_positions()
             except (OSError, KafkaError) as exc:
                 log.debug("fetcher: metadata or positions failed: %s", exc)
@@ -512,13 +604,13 @@ class AIOConsumer:
         cluster = self._client.cluster
         by_leader: dict[int, list[tuple[TopicPartition, int, int]]] = {}
         for tp, state in self._states.items():
-            if state.paused or state.position is None or state.buffer or state.error is not None:
+            if state.paused or state.fetch_position is None or state.buffer or state.error is not None:
                 continue
             leader = cluster.leader_for(tp.topic, tp.partition)
             if leader is None or leader not in cluster.brokers:
                 self._metadata_stale = True
                 continue
-            by_leader.setdefault(leader, []).append((tp, state.position, state.epoch))
+            by_leader.setdefault(leader, []).append((tp, state.fetch_position, state.epoch))
         return by_leader
 
     async def _fetch_from(self, leader: int, partitions: list[tuple[TopicPartition, int, int]]) -> None:
@@ -554,7 +646,7 @@ class AIOConsumer:
         for tp, offset, epoch in partitions:
             state = self._states.get(tp)
             answer = answers.get((tp.topic, tp.partition))
-            if state is None or answer is None or state.epoch != epoch or state.position != offset:
+            if state is None or answer is None or state.epoch != epoch or state.fetch_position != offset:
                 continue  # unassigned, sought or reset while the fetch was out: its answer is stale
             got_data |= self._take(tp, state, offset, answer)
         if got_data:
@@ -581,40 +673,18 @@ class AIOConsumer:
         state.last_stable_offset = answer.last_stable_offset
         aborted = (answer.aborted_transactions or []) if self._isolation else None
         try:
-            records = records_from_fetch(answer.records, offset, aborted)
-            # Java's Fetcher moves its next fetch offset past every batch it consumed, records or not.
-            after = max((batch.next_offset for batch in iter_batches(answer.records or b"")), default=offset)
-            if not records:
-                # Only control batches, aborted transactions or batches emptied by compaction: step over
-                # them, else this offset is fetched forever.
-                if after > offset:
-                    state.position = after
-                return False
-            state.buffer.extend(self._consumer_records(tp, answer.records, records))
-            state.fetched_end = after
-        except Exception as exc:  # corrupt data or a failing deserializer: the application sees it
+            specs, after = batch_specs(answer.records, offset, aborted)
+        except Exception as exc:  # a corrupt batch: the application sees it
             state.buffer.clear()
             state.error = exc
+            return True
+        if not specs:
+            # Only control batches or aborted transactions: step over them, as Java's Fetcher does
+            # (its next fetch offset is the last batch's next offset); else this offset is fetched forever.
+            self._moved_past(state, None, state.position == state.fetch_position, after)
+            return False
+        state.buffer.extend(specs, after)
         return True
-
-    def _consumer_records(self, tp: TopicPartition, data: Any, records: list[Any]) -> Iterable[ConsumerRecord]:
-        # records_from_fetch drops batch attributes; the timestamp type is per batch, so map offsets back.
-        ends, types = [], []
-        for batch in iter_batches(data):
-            ends.append(batch.last_offset)
-            types.append(batch.timestamp_type)
-        single = types[0] if len(set(types)) == 1 else None
-        key_deserializer: Callable[[bytes], Any] | None = self.config["key_deserializer"]
-        value_deserializer: Callable[[bytes], Any] | None = self.config["value_deserializer"]
-        topic, partition = tp
-        for r in records:
-            key, value = r.key, r.value
-            ts_type = single if single is not None else types[min(bisect.bisect_left(ends, r.offset), len(types) - 1)]
-            yield ConsumerRecord(
-                topic, partition, r.offset, r.timestamp, ts_type,
-                key_deserializer(key) if key_deserializer is not None and key is not None else key,
-                value_deserializer(value) if value_deserializer is not None and value is not None else value,
-                r.headers, -1 if key is None else len(key), -1 if value is None else len(value))
 
     # -- committed offsets ------------------------------------------------------------------------
     def _coordinator_link(self) -> CoordinatorLink:

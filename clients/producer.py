@@ -44,11 +44,15 @@ import logging
 import time
 from typing import Any, Callable, Iterable
 
-from ..protocol.errors import KafkaError, MessageTooLargeError, RequestTimedOutError, for_code
+from ..protocol.errors import KafkaError, RequestTimedOutError, for_code
 from ..protocol.records import Compression
+from ..protocol.records.codec import pure_python_forced
 from .errors import KafkaConnectionError
 from .partitioner import DefaultPartitioner
-from .producer_batch import BATCH_OVERHEAD as _BATCH_OVERHEAD, RecordMetadata, _Batch, _Record  # noqa: F401 (_Batch: tests)
+from .batch_input import BatchInput, SendBatchCall, batch_input
+from .partitioner import partition_for_key
+from .producer_batch import Columns, RecordMetadata, _Batch
+from .record_futures import bind
 from .producer_sender import Sender
 from .producer_sequences import ProducerSequences
 from .record_accumulator import RecordAccumulator
@@ -60,8 +64,6 @@ from .types import KafkaConfigurationError, TopicPartition, check_configs
 log = logging.getLogger(__name__)
 
 _INT32_MAX = 2**31 - 1
-# Per-record overhead when estimating a batch's size (varints and attributes; Java's estimate too is loose).
-_RECORD_OVERHEAD = 21
 
 
 _DEFAULTS: dict[str, Any] = {
@@ -153,6 +155,41 @@ def _serialize(serializer: Callable[[Any], Any] | None, value: Any) -> bytes | N
     return bytes(value) if isinstance(value, (bytearray, memoryview)) else value
 
 
+def run_end_py(rows: list[tuple], start: int, end: int) -> int:
+    """Where the run of rows that go into batches together ends: keyless rows without a partition, of one
+    topic, are appended in one codec call; any other row alone."""
+    topic, _, key, partition = rows[start][:4]
+    if key is not None or partition is not None:
+        return start + 1
+    index = start + 1
+    while index < end:
+        row = rows[index]
+        if row[2] is not None or row[3] is not None or row[0] != topic:
+            break
+        index += 1
+    return index
+
+
+try:  # the same in C (clients/producer_c/producer.c): this pass runs over every row a blocking Producer sends
+    if pure_python_forced():
+        raise ImportError("ODRADEK_PURE_PYTHON")
+    from ._producer import run_end as _run_end
+except ImportError:
+    _run_end = run_end_py
+
+
+def _check_target(topic: Any, partition: Any) -> None:
+    if not isinstance(topic, str) or not topic:
+        raise TypeError("topic must be a non-empty str")
+    if partition is not None and (not isinstance(partition, int) or partition < 0):
+        raise ValueError(f"partition must be a non-negative int, not {partition!r}")
+
+
+def _fail(future: Any, error: BaseException) -> None:
+    if not future.done():
+        future.set_exception(error)
+
+
 class AIOProducer:
     def __init__(self, **configs: Any) -> None:
         self.config = producer_config(configs)
@@ -170,7 +207,7 @@ class AIOProducer:
         self._sequences = ProducerSequences() if self._idempotent else None
         self._topics: set[str] = set()  # topics waited for: kept in the sender's metadata refreshes
         self._accumulator = RecordAccumulator(batch_size=c["batch_size"], compression=c["compression_type"],
-                                              buffer_memory=c["buffer_memory"],
+                                              buffer_memory=c["buffer_memory"], max_request_size=c["max_request_size"],
                                               delivery_timeout_ms=c["delivery_timeout_ms"], on_ready=self._wake)
         self._sender = Sender(c, self._client, self._accumulator, self._sequences, self._txn, self._topics)
         self._closing = False  # sends are refused
@@ -236,7 +273,7 @@ class AIOProducer:
         """Send everything queued now, without waiting for linger, and wait until every record sent so far is
         done: acknowledged or failed (``delivery_timeout_ms`` bounds that). RequestTimedOutError if that takes
         more than ``timeout`` s; the records are not affected."""
-        waiting = [batch.done for batch in self._accumulator.incomplete]
+        waiting = [batch.done for batch in self._accumulator.incomplete if batch.done is not None]
         if not waiting:
             return
         self._sender.flushing += 1
@@ -248,7 +285,7 @@ class AIOProducer:
             self._sender.flushing -= 1
         if pending:
             raise RequestTimedOutError(f"flush did not finish within {timeout} s: "
-                                       f"{sum(len(b.records) for b in self._accumulator.incomplete)} records pending")
+                                       f"{sum(b.record_count for b in self._accumulator.incomplete)} records pending")
 
     async def close(self, timeout: float | None = None) -> None:
         """Send what is queued (waiting up to ``timeout`` s, None = as long as it takes), then disconnect.
@@ -357,122 +394,257 @@ class AIOProducer:
             raise
 
     # -- sending ----------------------------------------------------------------------------------
-    def serialize(self, topic: str, value: Any = None, key: Any = None, headers: Iterable | None = None) -> _Record:
-        """Serialize and size a record (raises at once on bad input; used by the blocking Producer)."""
-        if not isinstance(topic, str) or not topic:
-            raise TypeError("topic must be a non-empty str")
+    # A record on its way to a batch is a row (topic, value, key, partition, timestamp_ms, headers) with a
+    # future (its ``futures[i]``, or the row's for the blocking Producer): runs of rows are encoded in one
+    # codec call.
+
+    def row(self, topic: str, value: Any = None, key: Any = None, partition: int | None = None,
+            timestamp_ms: int | None = None, headers: Iterable | None = None) -> tuple:
+        """A checked and serialized row (raises at once on bad input; the blocking Producer sends these)."""
+        _check_target(topic, partition)
         key_bytes = _serialize(self.config["key_serializer"], key)
         value_bytes = _serialize(self.config["value_serializer"], value)
-        header_list = [(k, _serialize(None, v)) for k, v in headers or ()]
-        header_size = sum(len(k.encode("utf-8")) + len(v or b"") for k, v in header_list)
-        key_size = len(key_bytes) if key_bytes is not None else -1
-        value_size = len(value_bytes) if value_bytes is not None else -1
-        size = _RECORD_OVERHEAD + max(key_size, 0) + max(value_size, 0) + header_size + 2 * len(header_list)
-        return _Record(key_bytes, value_bytes, header_list, size, key_size, value_size, header_size)
+        header_list = None
+        if headers:
+            header_list = []
+            for header_key, header_value in headers:
+                if not isinstance(header_key, str):
+                    raise TypeError(f"header keys must be str, not {type(header_key).__name__}")
+                header_list.append((header_key, _serialize(None, header_value)))
+        return (topic, value_bytes, key_bytes, partition, timestamp_ms, header_list)
 
     async def send(self, topic: str, value: Any = None, key: Any = None, partition: int | None = None,
                    timestamp_ms: int | None = None, headers: Iterable | None = None) -> asyncio.Future:
         """Queue a record; returns a future of its RecordMetadata (aiokafka's shape)."""
-        return await self.send_serialized(topic, self.serialize(topic, value, key, headers), partition, timestamp_ms)
+        future = asyncio.get_running_loop().create_future()
+        rows, futures = [self.row(topic, value, key, partition, timestamp_ms, headers)], [future]
+        if self._started and not self._closing and not self._accumulator.is_full:
+            partitions = self._client.cluster.partitions_for(topic)
+            if partitions:  # nothing to wait for: no await on the way (each costs a task step)
+                if self._txn is not None:
+                    self._txn.check_send()
+                self._append_rows(rows, futures, 0, 1, partitions, lazy=False)
+                return future
+        await self.append_waiting(rows, futures, 0, lazy=False)
+        return future
 
     async def send_and_wait(self, topic: str, value: Any = None, key: Any = None, partition: int | None = None,
                             timestamp_ms: int | None = None, headers: Iterable | None = None) -> RecordMetadata:
         return await (await self.send(topic, value, key, partition, timestamp_ms, headers))
 
-    async def send_serialized(self, topic: str, record: _Record, partition: int | None = None,
-                              timestamp_ms: int | None = None, future: Any = None, deadline: float | None = None) -> Any:
-        """Queue a record ``serialize`` made; its outcome goes to ``future`` (a new asyncio future if
-        None; the blocking Producer passes its own, anything with done/set_result/set_exception).
-        Waiting for the topic's metadata or for buffer_memory ends at ``deadline`` (loop time; default
-        ``max_block_ms`` from now, the time Java's send may block) with RequestTimedOutError."""
+    async def append_waiting(self, rows: list[tuple], futures: list, index: int, deadline: float | None = None,
+                             lazy: bool = True) -> None:
+        """Append row ``index`` after waiting, if needed, for the producer to start, for its topic's metadata
+        and for buffer_memory; those waits end at ``deadline`` (loop time; default ``max_block_ms`` from now,
+        the time Java's send may block) with RequestTimedOutError, raised here. Its future (a blocking
+        Producer's when ``lazy``, else an asyncio one) gets the record's own errors."""
+        await self._ready_to_send()
+        if deadline is None:
+            deadline = self._time() + self.config["max_block_ms"] / 1000
+        await self._wait_for_partitions(rows[index][0], deadline)
+        if self._accumulator.is_full:
+            await self._accumulator.wait_for_space(deadline, self.config["max_block_ms"])
+        self._append_rows(rows, futures, index, index + 1, self._client.cluster.partitions_for(rows[index][0]), lazy)
+
+    def _by_key(self, topic: str, given: BatchInput, partitions: list[int]) -> list[tuple[int, Columns, int]]:
+        """``send_batch``'s records grouped by partition, each group in the call's order, so every partition
+        gets its records in that order: a key's partition by Kafka's murmur2, the keyless ones all the sticky
+        partition's. ``batch_input`` gives every column as Python objects when there are keys."""
+        assert given.keys is not None
+        sticky: int | None = None
+        groups: dict[int, list[int]] = {}
+        for index, key in enumerate(given.keys):
+            if key is not None:
+                partition = partition_for_key(key, len(partitions))
+            else:
+                if sticky is None:
+                    sticky = self._partitioner.partition(topic, None, partitions, self._available(topic, partitions))
+                partition = sticky
+            groups.setdefault(partition, []).append(index)
+        pieces = []
+        for partition, indexes in groups.items():
+            def take(column: Any) -> Any:
+                return [column[i] for i in indexes] if isinstance(column, list) else column
+            pieces.append((partition, Columns(*(take(column) for column in given.columns)), len(indexes)))
+        return pieces
+
+    async def _ready_to_send(self) -> None:
         if self._closing:
             raise KafkaConnectionError("the producer is closed")
         if not self._started:
             await self.start()
         if self._txn is not None:
             self._txn.check_send()
-        if future is None:
-            future = asyncio.get_running_loop().create_future()
-        if self._too_large(record, future):
-            return future
-        if deadline is None:
-            deadline = self._time() + self.config["max_block_ms"] / 1000
-        partitions = await self._wait_for_partitions(topic, deadline)
+
+    async def send_batch(self, topic: str, values: Any, keys: Any = None, headers: Any = None,
+                         partition: int | None = None, timestamps: Any = None, future: Any = None) -> Any:
+        """Queue many records of ``topic`` in one call; returns one future (an asyncio one unless ``future`` is
+        given) that resolves to a ``SendBatchResult`` when every record is acknowledged, or fails with the first
+        error one met. ``values``: a sequence of bytes (or None) or a pyarrow binary/string array, or a pyarrow
+        Table/RecordBatch with ``value`` and optionally ``key``, ``headers`` and ``timestamp`` columns;
+        ``keys``: a sequence or array (records go to their key's partition, as with ``send``); ``headers``:
+        one list of (str, bytes) pairs per record; ``timestamps``: one int (ms) for all, a sequence or an
+        int64/timestamp array; ``partition``: all records there. Runs of records are encoded in one codec
+        call each; ordering, idempotence, transactions, retries and delivery_timeout_ms are send's."""
+        given = batch_input(values, keys, headers, timestamps, self.config["key_serializer"],
+                            self.config["value_serializer"])
+        return await self.send_input(topic, given, partition, future)
+
+    async def send_input(self, topic: str, given: BatchInput, partition: int | None = None, future: Any = None) -> Any:
+        """``send_batch`` for input ``batch_input`` already checked (the blocking Producer does that in its
+        caller's thread)."""
+        _check_target(topic, partition)
+        call = SendBatchCall(asyncio.get_running_loop().create_future() if future is None else future, given.count)
+        if not given.count:
+            return call.future
+        await self._ready_to_send()
+        max_block = self.config["max_block_ms"] / 1000
+        partitions = await self._wait_for_partitions(topic, self._time() + max_block)
         if partition is not None and partition not in partitions:
             raise ValueError(f"{topic!r} has no partition {partition} (it has {len(partitions)})")
-        if self._accumulator.is_full:
-            await self._accumulator.wait_for_space(deadline, self.config["max_block_ms"])
-        self._append_record(topic, record, partitions, partition, timestamp_ms, future)
-        return future
+        if partition is None and given.keys is not None:
+            pieces = self._by_key(topic, given, partitions)
+        else:
+            pieces = [(partition, given.columns, given.count)]
+        accumulator = self._accumulator
+        try:
+            for piece_partition, columns, count in pieces:
+                index = 0
+                while index < count:
+                    if self._closing:
+                        raise KafkaConnectionError("the producer was closed before the records were queued")
+                    if accumulator.is_full:
+                        await accumulator.wait_for_space(self._time() + max_block, self.config["max_block_ms"])
+                    index = self._append_columns(topic, partitions, piece_partition, None, columns, index, count,
+                                                 call.settle, bulk=True)
+        except Exception as exc:  # noqa: BLE001 - the records not queued are not sent: the call has failed
+            call.failed(exc)
+        return call.future
 
-    def append_now(self, entries: list[tuple[str, _Record, int | None, int | None, Any]], start: int = 0) -> int:
-        """``send_serialized`` for many records in a row without awaiting (the blocking Producer's
-        hand-off): queues ``entries[start:]``, each ``(topic, record, partition, timestamp_ms, future)``,
-        in order, and returns the index of the first one that would have to wait (producer not
-        started, topic not known yet, buffer_memory full), ``len(entries)`` if none: send that one
-        with ``await send_serialized(..., future=future)``, then call again after it. What
-        send_serialized would raise for a record goes to its future."""
+    def append_now(self, rows: list[tuple], futures: list, start: int = 0, lazy: bool = True) -> int:
+        """Queue ``rows[start:]`` in order without awaiting (the blocking Producer's hand-off), in runs of
+        many records per codec call; returns the index of the first row that would have to wait (producer
+        not started, topic not known yet, buffer_memory full), ``len(rows)`` if none: send that one with
+        ``await append_waiting(rows, index)``, then call again after it. What ``append_waiting`` would raise
+        for a row goes to its future."""
         if not self._started:
             return start
         cluster = self._client.cluster
         accumulator = self._accumulator
-        limit = accumulator.buffer_memory
         known: dict[str, list[int]] = {}  # the metadata cannot change while this runs (no await)
-        for index in range(start, len(entries)):
-            topic, record, partition, timestamp_ms, future = entries[index]
+        index, end = start, len(rows)
+        while index < end:
+            topic = rows[index][0]
             partitions = known.get(topic)
             if partitions is None:
                 partitions = known[topic] = cluster.partitions_for(topic)
-            if not partitions or accumulator.buffered > limit:
+            if not partitions or accumulator.is_full:
                 return index
             try:
                 if self._closing:
                     raise KafkaConnectionError("the producer is closed")
                 if self._txn is not None:
                     self._txn.check_send()
-                if self._too_large(record, future):
-                    continue
+            except Exception as exc:  # noqa: BLE001 - the row's own error, as append_waiting raises it
+                _fail(futures[index], exc)
+                index += 1
+                continue
+            index = self._append_rows(rows, futures, index, _run_end(rows, index, end), partitions, lazy)
+        return end
+
+    def _append_rows(self, rows: list[tuple], futures: list, start: int, stop: int, partitions: list[int],
+                     lazy: bool) -> int:
+        """Append ``rows[start:stop]`` (one topic; one run of keyless rows without partition, or a single row);
+        a row's error goes to its future. Returns the index after the last row handled: ``stop``, or less
+        when buffer_memory filled up."""
+        columns = Columns((rows, 4), (rows, 2), (rows, 1), (rows, 5))
+        row = rows[start]
+        topic, key, partition = row[0], row[2], row[3]
+
+        def settle(batch: _Batch, first: int, begin: int, count: int) -> None:
+            if lazy:
+                bind(futures, begin, count, batch, first)
+            else:
+                batch.add_futures([(first + i, futures[begin + i]) for i in range(count)])
+
+        index = start
+        while index < stop:
+            try:
                 if partition is not None and partition not in partitions:
                     raise ValueError(f"{topic!r} has no partition {partition} (it has {len(partitions)})")
-                self._append_record(topic, record, partitions, partition, timestamp_ms, future)
-            except Exception as exc:  # noqa: BLE001 - the record's own error, as send_serialized raises it
-                if not future.done():
-                    future.set_exception(exc)
-        return len(entries)
+                index = self._append_columns(topic, partitions, partition, key, columns, index, stop, settle)
+            except Exception as exc:  # noqa: BLE001 - row ``index`` could not be appended (bad value, too large...)
+                if stop - index == 1:
+                    _fail(futures[index], exc)
+                    return stop
+                for single in range(index, stop):  # which row: one at a time from here
+                    if self._accumulator.is_full:
+                        return single
+                    self._append_rows(rows, futures, single, single + 1, partitions, lazy)
+                return stop
+            if self._accumulator.is_full:
+                return index
+        return stop
 
-    def _too_large(self, record: _Record, future: Any) -> bool:
-        if record.size + _BATCH_OVERHEAD <= self.config["max_request_size"]:
-            return False
-        future.set_exception(MessageTooLargeError(
-            f"the record is about {record.size} bytes, more than max_request_size "
-            f"{self.config['max_request_size']}"))
-        return True
+    def _append_columns(self, topic: str, partitions: list[int], partition: int | None, key: bytes | None,
+                        columns: Columns, start: int, stop: int,
+                        settle: Callable[[_Batch, int, int, int], None], bulk: bool = False) -> int:
+        """Append records ``start..stop-1`` of ``columns`` to ``partition`` (None: the key's, or the sticky
+        one, which moves on when its batch is full, as Kafka's sticky partitioner does: KIP-480), in as many
+        batches as they take; ``settle(batch, first index in it, start, count)`` for each piece. Returns the
+        index after the last appended: ``stop``, or less when buffer_memory filled up or a record failed
+        after others were appended (raises if record ``start`` itself cannot be appended)."""
+        accumulator = self._accumulator
+        available = self._available(topic, partitions) if partition is None and key is None else partitions
+        index = start
+        while index < stop:
+            try:
+                batch, first, added = self._append_piece(topic, partitions, available, partition, key, columns, index,
+                                                         stop, bulk)
+            except Exception:
+                if index > start:
+                    return index  # the caller comes back for the failing record
+                raise
+            settle(batch, first, index, added)
+            index += added
+            if accumulator.is_full:
+                break  # the caller waits for buffer_memory
+        return index
 
-    def _append_record(self, topic: str, record: _Record, partitions: list[int], partition: int | None,
-                       timestamp_ms: int | None, future: Any) -> None:
-        if partition is None:
-            partition = self._choose_partition(topic, record, partitions)
-        timestamp = _now_ms() if timestamp_ms is None else timestamp_ms
-        tp = TopicPartition(topic, partition)
-        if self._txn is not None:
-            self._txn.maybe_add_partition(tp)  # raises if the transaction ended while we waited
-        self._accumulator.append(tp, record, timestamp, future)
+    def _append_piece(self, topic: str, partitions: list[int], available: list[int], partition: int | None,
+                      key: bytes | None, columns: Columns, start: int, stop: int,
+                      bulk: bool) -> tuple[_Batch, int, int]:
+        accumulator = self._accumulator
+        if partition is not None or key is not None:
+            if partition is None:
+                partition = self._partitioner.partition(topic, key, partitions, partitions)
+            tp = TopicPartition(topic, partition)
+            if self._txn is not None:
+                self._txn.maybe_add_partition(tp)  # raises if the transaction ended while we waited
+            batch, first, added = accumulator.append(tp, columns, start, stop, bulk=bulk)
+        else:
+            tp = TopicPartition(topic, self._partitioner.partition(topic, None, partitions, available))
+            if self._txn is not None:
+                self._txn.maybe_add_partition(tp)
+            batch, first, added = accumulator.append(tp, columns, start, stop, open_new=False, bulk=bulk)
+            if not added:  # the sticky partition's batch is full: another partition, and a new batch
+                self._partitioner.new_batch(topic, tp.partition, partitions, available)
+                tp = TopicPartition(topic, self._partitioner.partition(topic, None, partitions, available))
+                if self._txn is not None:
+                    self._txn.maybe_add_partition(tp)
+                batch, first, added = accumulator.append(tp, columns, start, stop, bulk=bulk)
+        assert batch is not None
+        return batch, first, added
+
+    def _available(self, topic: str, partitions: list[int]) -> list[int]:
+        cluster = self._client.cluster
+        return [p for p in partitions if cluster.leader_for(topic, p) is not None]
 
     async def partitions_for(self, topic: str) -> set[int]:
         """The topic's partitions (looked up, and auto-created where the broker allows, if unknown)."""
         if not self._started:
             await self.start()
         return set(await self._wait_for_partitions(topic))
-
-    def _choose_partition(self, topic: str, record: _Record, partitions: list[int]) -> int:
-        cluster = self._client.cluster
-        available = [p for p in partitions if cluster.leader_for(topic, p) is not None]
-        partition = self._partitioner.partition(topic, record.key, partitions, available)
-        if record.key is None and not self._accumulator.fits(TopicPartition(topic, partition), record):
-            # Kafka's sticky partitioner moves on when a new batch would be opened (KIP-480).
-            self._partitioner.new_batch(topic, partition, partitions, available)
-            partition = self._partitioner.partition(topic, record.key, partitions, available)
-        return partition
 
     async def _wait_for_partitions(self, topic: str, deadline: float | None = None) -> list[int]:
         """The topic's partitions, asking Metadata (which may auto-create it) until it has some or ``deadline``

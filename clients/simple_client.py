@@ -32,13 +32,12 @@ from ..protocol.messages import (
     CreateTopicsRequest, DeleteTopicsRequest, FetchRequest, InitProducerIdRequest, ListOffsetsRequest,
     MetadataRequest, ProduceRequest,
 )
-from ..protocol.records import (
-    Compression, ControlRecordType, Record, RecordBatchBuilder, decode_batch, iter_batches, read_control_batch,
-)
+from ..protocol.records import Compression, Record, RecordBatchBuilder, decode_batch
 from .cluster_metadata import ClusterMetadata
 from .connection import BrokerConnection
 from .event_loop_thread import EventLoopThread
 from .errors import KafkaConnectionError, NoBrokersAvailableError
+from .fetch_buffer import scan_fetched
 from .security.client_security import AUTHENTICATION_ERRORS, ClientSecurity
 from .throttle import ThrottleState, ThrottleTimeSensor
 
@@ -120,31 +119,10 @@ def build_batch(records: Iterable[tuple[Any, ...]], compression: str = "none", *
 
 
 def records_from_fetch(data: Any, fetch_offset: int, aborted_transactions: list[Any] | None = None) -> list[Record]:
-    """The records at or after ``fetch_offset`` in a Fetch response's record data.
-
-    CRCs are checked (the Java consumer's check.crcs default). Control batches are dropped. Given the
-    response's aborted transactions (read_committed), batches of aborted transactions are dropped as
-    the Java consumer does: a producer is "aborting" from the transaction's first offset until its
-    ABORT marker.
-    """
-    if not data:
-        return []
-    aborted = sorted((a.first_offset, a.producer_id) for a in aborted_transactions or ())
-    aborting: set[int] = set()
-    next_aborted = 0
+    """The records at or after ``fetch_offset`` in a Fetch response's record data (``fetch_buffer.scan_fetched``
+    says which batches: CRCs checked, control batches and, given the aborted transactions, aborted ones dropped)."""
     records: list[Record] = []
-    for batch in iter_batches(data):  # a trailing partial batch (max_bytes cut it) is ignored
-        batch.validate()
-        if aborted_transactions is not None and batch.has_producer_id:
-            while next_aborted < len(aborted) and aborted[next_aborted][0] <= batch.last_offset:
-                aborting.add(aborted[next_aborted][1])
-                next_aborted += 1
-        if batch.is_control:
-            if batch.producer_id in aborting and read_control_batch(batch)[0] == ControlRecordType.ABORT:
-                aborting.discard(batch.producer_id)
-            continue
-        if batch.last_offset < fetch_offset or (batch.is_transactional and batch.producer_id in aborting):
-            continue
+    for batch in scan_fetched(data, fetch_offset, aborted_transactions)[0]:
         records.extend(r for r in decode_batch(batch) if r.offset >= fetch_offset)
     return records
 

@@ -6,8 +6,11 @@
 
 It drives an ``AIOConsumer`` on a private event loop in a daemon thread, so the fetcher keeps
 prefetching between the application's calls. Every AIOConsumer method is available here, blocking;
-``poll(timeout_ms=0, max_records=None)`` and iteration follow kafka-python (iteration ends after
-``consumer_timeout_ms`` without a record, never when it is None).
+``poll(timeout_ms=0, max_records=None)``, ``poll_arrow(timeout_ms=0, max_records=None)`` (one
+``pyarrow.RecordBatch`` per partition) and iteration follow kafka-python (iteration ends after
+``consumer_timeout_ms`` without a record, never when it is None). Iteration takes every buffered record
+from the loop's thread at once and hands them out from the application's thread, moving each partition's
+position record by record (as kafka-python's iterator does), so a commit covers only what was handed out.
 
 A rebalance listener's plain (non-async) methods run in a worker thread, not on the private loop, so
 they may call this Consumer (``commit()`` in ``on_partitions_revoked`` is the usual case) without
@@ -30,6 +33,7 @@ class Consumer:
         self._consumer = AIOConsumer(*topics, **configs)  # checks the configs before a thread starts
         self._thread = EventLoopThread("odradek-consumer")
         self._closed = False
+        self._iterator: Iterator[ConsumerRecord] | None = None
         try:
             self._thread.run(self._consumer.start())
         except BaseException:
@@ -65,18 +69,31 @@ class Consumer:
     def poll(self, timeout_ms: int = 0, max_records: int | None = None) -> dict[Any, list[ConsumerRecord]]:
         return self._thread.run(self._consumer.getmany(timeout_ms=timeout_ms, max_records=max_records))
 
+    def poll_arrow(self, timeout_ms: int = 0, max_records: int | None = None) -> dict[Any, Any]:
+        return self._thread.run(self._consumer.poll_arrow(timeout_ms=timeout_ms, max_records=max_records))
+
     def __iter__(self) -> Iterator[ConsumerRecord]:
-        return self
+        if self._iterator is None:
+            self._iterator = self._records()
+        return self._iterator
 
     def __next__(self) -> ConsumerRecord:
-        # One record per call, so the position never runs ahead of what the application has seen.
+        return next(iter(self))
+
+    def _records(self) -> Iterator[ConsumerRecord]:
         timeout = self._consumer.config["consumer_timeout_ms"]
-        while True:
-            batches = self.poll(timeout_ms=1000 if timeout is None else timeout, max_records=1)
-            for records in batches.values():
-                return records[0]
-            if timeout is not None:
-                raise StopIteration
+        take = self._consumer._take_chunk
+        try:
+            while True:
+                chunk = self._thread.run(take(1000 if timeout is None else timeout))
+                if not chunk and timeout is not None:
+                    return
+                for state, records in chunk:
+                    for record in records:  # ends early if the partition is sought or revoked meanwhile
+                        state.position = record.offset + 1
+                        yield record
+        finally:
+            self._iterator = None
 
     def close(self, autocommit: bool = True) -> None:
         if self._closed:

@@ -8,15 +8,16 @@
 
 The AIOProducer runs on a private event loop in a daemon thread (an EventLoopThread). ``send``
 serializes in the caller's thread, so bad input raises at once as with kafka-python, and appends the
-record to a hand-off queue; the loop is woken once per burst, not once per record, and moves the
-whole burst into the AIOProducer's batches in one go (``AIOProducer.append_now``), awaiting only for a
+record (a row: topic, value, key, partition, timestamp, headers, future) to a hand-off queue; the loop is
+woken once per burst, not once per record, and moves the whole burst into the AIOProducer's batches in one
+go (``AIOProducer.append_now``: runs of keyless records are encoded in one codec call), awaiting only for a
 record whose topic is not known yet or while buffer_memory is full (the records behind it wait, so
-each partition keeps the order of the sends). Such waits end ``max_block_ms`` after the loop took the
+each partition keeps the order of the sends). ``send_batch`` hands many records over in one call. Such waits end ``max_block_ms`` after the loop took the
 burst, for the whole burst: the time Java's ``send`` would have blocked, not that much per record (a
 burst to a topic that never appears fails within max_block_ms, not after one wait per record). Once in
-a batch, ``delivery_timeout_ms`` bounds a record. The batches complete each record's
-``FutureRecordMetadata`` directly. Callbacks run in the producer's thread, as kafka-python's run in
-its sender thread: keep them short.
+a batch, ``delivery_timeout_ms`` bounds a record. A record's ``FutureRecordMetadata``
+(``record_futures.py``) is bound to its batch, whose answer settles all its records at once. Callbacks run
+in the producer's thread, as kafka-python's run in its sender thread: keep them short.
 
 With a ``transactional_id`` it has kafka-python's transactional methods, and ``with
 producer.transaction(): ...`` (commit on success, abort on an exception):
@@ -31,157 +32,20 @@ producer.transaction(): ...`` (commit on success, abort on an exception):
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import contextlib
 import logging
-import threading
 from collections import deque
 from typing import Any, Callable, Iterable, Iterator
 
 from ..protocol.errors import RequestTimedOutError
+from .batch_input import batch_input
 from .errors import KafkaConnectionError
 from .event_loop_thread import EventLoopThread
-from .producer import AIOProducer, RecordMetadata
+from .producer import AIOProducer
+from .record_futures import FutureBatchMetadata, FutureRecordMetadata, rows_of
 from .transaction_manager import TransactionState
 
 log = logging.getLogger(__name__)
-
-_PENDING, _SUCCEEDED, _FAILED = 0, 1, 2
-
-
-class FutureRecordMetadata:
-    """The future ``send`` returns: kafka-python's methods (``get``, ``add_callback``, ``add_errback``,
-    ``is_done``, ``succeeded``, ``failed``) and concurrent.futures.Future's (``result``, ``exception``,
-    ``done``, ``add_done_callback``; it cannot be cancelled, as a record handed over cannot).
-
-    Lighter than a concurrent.futures.Future (no Condition per record): one is made per record, and a
-    thread that blocks on one makes its Event only then. The producer's loop completes it.
-    """
-
-    __slots__ = ("_state", "_value", "_callbacks", "_event")
-    # Guards the hand-over of callbacks and of a waiter's Event between the loop and the application's
-    # threads; held only for a few attribute reads and writes, uncontended nearly always.
-    _lock = threading.Lock()
-
-    def __init__(self) -> None:
-        self._state = _PENDING
-        self._value: Any = None
-        self._callbacks: list[Callable[["FutureRecordMetadata"], Any]] | None = None
-        self._event: threading.Event | None = None
-
-    # -- completion (the producer's loop) -------------------------------------------------------------
-    def set_result(self, metadata: RecordMetadata) -> None:
-        self._complete(_SUCCEEDED, metadata)
-
-    def set_exception(self, exception: BaseException) -> None:
-        self._complete(_FAILED, exception)
-
-    def _complete(self, state: int, value: Any) -> None:
-        with self._lock:
-            if self._state is not _PENDING:
-                return
-            self._value, self._state = value, state
-            callbacks, self._callbacks = self._callbacks, None
-            event = self._event
-        if event is not None:
-            event.set()
-        if callbacks:
-            for callback in callbacks:
-                self._run(callback)
-
-    def _run(self, callback: Callable[["FutureRecordMetadata"], Any]) -> None:
-        try:
-            callback(self)
-        except Exception:  # noqa: BLE001 - as concurrent.futures: a failing callback does not stop the others
-            log.exception("exception calling callback for %r", self)
-
-    # -- waiting ----------------------------------------------------------------------------------------
-    def _wait(self, timeout: float | None) -> bool:
-        if self._state is not _PENDING:
-            return True
-        with self._lock:
-            if self._state is not _PENDING:
-                return True
-            if self._event is None:
-                self._event = threading.Event()
-            event = self._event
-        return event.wait(timeout)
-
-    def get(self, timeout: float | None = None) -> RecordMetadata:
-        """The RecordMetadata; raises the send's KafkaError, or RequestTimedOutError after ``timeout`` s."""
-        if not self._wait(timeout):
-            raise RequestTimedOutError(f"no answer for the record within {timeout} s")
-        if self._state is _FAILED:
-            raise self._value
-        return self._value
-
-    def result(self, timeout: float | None = None) -> RecordMetadata:
-        """concurrent.futures' ``result``: raises the send's error, or TimeoutError after ``timeout`` s."""
-        if not self._wait(timeout):
-            raise concurrent.futures.TimeoutError()
-        if self._state is _FAILED:
-            raise self._value
-        return self._value
-
-    def exception(self, timeout: float | None = None) -> BaseException | None:
-        if not self._wait(timeout):
-            raise concurrent.futures.TimeoutError()
-        return self._value if self._state is _FAILED else None
-
-    # -- callbacks ----------------------------------------------------------------------------------------
-    def add_done_callback(self, function: Callable[["FutureRecordMetadata"], Any]) -> None:
-        """``function(future)`` once done: in the producer's thread, or here at once if already done."""
-        with self._lock:
-            if self._state is _PENDING:
-                if self._callbacks is None:
-                    self._callbacks = []
-                self._callbacks.append(function)
-                return
-        self._run(function)
-
-    def add_callback(self, function: Callable[..., Any], *args: Any, **kwargs: Any) -> "FutureRecordMetadata":
-        """``function(*args, metadata, **kwargs)`` on success."""
-        def call(future: FutureRecordMetadata) -> None:
-            if future._state is _SUCCEEDED:
-                function(*args, future._value, **kwargs)
-        self.add_done_callback(call)
-        return self
-
-    def add_errback(self, function: Callable[..., Any], *args: Any, **kwargs: Any) -> "FutureRecordMetadata":
-        """``function(*args, exception, **kwargs)`` on failure."""
-        def call(future: FutureRecordMetadata) -> None:
-            if future._state is _FAILED:
-                function(*args, future._value, **kwargs)
-        self.add_done_callback(call)
-        return self
-
-    # -- state --------------------------------------------------------------------------------------------
-    def done(self) -> bool:
-        return self._state is not _PENDING
-
-    def is_done(self) -> bool:
-        return self._state is not _PENDING
-
-    def succeeded(self) -> bool:
-        return self._state is _SUCCEEDED
-
-    def failed(self) -> bool:
-        return self._state is _FAILED
-
-    def running(self) -> bool:
-        return self._state is _PENDING
-
-    def cancel(self) -> bool:
-        return False  # kafka-python's record futures cannot be cancelled either
-
-    def cancelled(self) -> bool:
-        return False
-
-    def __repr__(self) -> str:
-        state = {_PENDING: "pending", _SUCCEEDED: "succeeded", _FAILED: "failed"}[self._state]
-        return f"<FutureRecordMetadata {state}>" if self._state is _PENDING else \
-            f"<FutureRecordMetadata {state}: {self._value!r}>"
-
 
 class Producer:
     """kafka-python's KafkaProducer over AIOProducer; same keyword arguments as AIOProducer."""
@@ -193,9 +57,11 @@ class Producer:
         self._closed = False
         # Records handed to the loop in bulk: ``send`` appends (deque.append is atomic) and wakes the
         # loop only when no drain is scheduled, so a burst costs one call_soon_threadsafe, not one each.
-        self._handoff: deque[tuple[str, Any, int | None, int | None, FutureRecordMetadata]] = deque()
+        self._handoff: deque[tuple] = deque()
         self._handoff_scheduled = False
         self._handoff_task: asyncio.Task | None = None
+        # send's fast path: no serializer to call, so bytes and None go as they are
+        self._plain = self.config["key_serializer"] is None and self.config["value_serializer"] is None
         try:
             self._thread.run(self._aio.start())
         except BaseException:
@@ -210,9 +76,13 @@ class Producer:
             raise RuntimeError("send after the producer was closed")
         if self._aio._txn is not None:
             self._aio._txn.check_send()  # outside a transaction: raise here, as kafka-python does
-        record = self._aio.serialize(topic, value, key, headers)
-        result = FutureRecordMetadata()
-        self._handoff.append((topic, record, partition, timestamp_ms, result))
+        if (self._plain and headers is None and (partition is None or partition.__class__ is int)
+                and (value is None or value.__class__ is bytes)
+                and (key is None or key.__class__ is bytes) and topic.__class__ is str and topic):
+            result = FutureRecordMetadata((topic, value, key, partition, timestamp_ms, None))
+        else:
+            result = FutureRecordMetadata(self._aio.row(topic, value, key, partition, timestamp_ms, headers))
+        self._handoff.append(result)
         # Appended before the flag is read, and the drain clears the flag before it looks at the
         # queue a last time: one of the two sees the other, so no record is left behind.
         if not self._handoff_scheduled:
@@ -229,7 +99,7 @@ class Producer:
         Records go to the AIOProducer's batches many at a time; only one that must wait (topic
         unknown yet, buffer_memory full) goes through the awaiting path, and the rest wait behind it."""
         handoff, aio = self._handoff, self._aio
-        entries: list[tuple[str, Any, int | None, int | None, FutureRecordMetadata]] = []
+        entries: list[FutureRecordMetadata] = []
         index = 0
         loop = asyncio.get_running_loop()
         max_block = aio.config["max_block_ms"] / 1000
@@ -237,26 +107,25 @@ class Producer:
             while True:
                 while handoff:
                     entries = [handoff.popleft() for _ in range(len(handoff))]
+                    rows = rows_of(entries)
                     deadline = loop.time() + max_block  # for every record of the burst together
-                    index = aio.append_now(entries)
+                    index = aio.append_now(rows, entries)
                     while index < len(entries):
-                        topic, record, partition, timestamp_ms, result = entries[index]
                         try:
-                            await aio.send_serialized(topic, record, partition, timestamp_ms, future=result,
-                                                      deadline=deadline)
+                            await aio.append_waiting(rows, entries, index, deadline=deadline)
                         except Exception as exc:  # noqa: BLE001 - the record's error goes to its future
-                            result.set_exception(exc)
-                        index = aio.append_now(entries, index + 1)
+                            entries[index].set_exception(exc)
+                        index = aio.append_now(rows, entries, index + 1)
                 self._handoff_scheduled = False
                 if not handoff:
                     return
                 self._handoff_scheduled = True  # a send saw the flag still set: this drain takes its record
         except BaseException as exc:  # cancelled (the loop stops) or a bug: no record may wait forever
             error = KafkaConnectionError(f"the record was not handed to the producer: {exc!r}")
-            for *_, result in entries[index:]:
+            for result in entries[index:]:
                 result.set_exception(error)
             while handoff:
-                handoff.popleft()[-1].set_exception(error)
+                handoff.popleft().set_exception(error)
             self._handoff_scheduled = False
             raise
 
@@ -282,6 +151,24 @@ class Producer:
     async def _close(self, timeout: float | None) -> None:
         await self._handed_over()
         await self._aio.close(timeout)
+
+    def send_batch(self, topic: str, values: Any, keys: Any = None, headers: Any = None, partition: int | None = None,
+                   timestamps: Any = None) -> FutureBatchMetadata:
+        """Queue many records of ``topic`` in one call (``AIOProducer.send_batch``: sequences of bytes, pyarrow
+        arrays, or a Table/RecordBatch with key/value columns); returns one future whose ``get(timeout)`` gives
+        a ``SendBatchResult`` once every record is acknowledged. Returns when the records are in batches
+        (blocking, as send would, while buffer_memory is full); records sent before it go first."""
+        if self._closed:
+            raise RuntimeError("send after the producer was closed")
+        given = batch_input(values, keys, headers, timestamps, self.config["key_serializer"],
+                            self.config["value_serializer"])  # bad input raises here, in the caller's thread
+        future = FutureBatchMetadata()
+        self._thread.run(self._send_input(topic, given, partition, future))
+        return future
+
+    async def _send_input(self, topic: str, given: Any, partition: int | None, future: FutureBatchMetadata) -> None:
+        await self._handed_over()
+        await self._aio.send_input(topic, given, partition, future)
 
     def flush(self, timeout: float | None = None) -> None:
         """Send everything queued and wait until every record sent so far is acknowledged or has failed

@@ -22,7 +22,7 @@ from ..protocol.errors import (InvalidConfigError, InvalidPartitionsError,
                                InvalidReplicaAssignmentError, InvalidRequestError, InvalidTopicError,
                                ReassignmentInProgressError, TopicAlreadyExistsError, TopicDeletionDisabledError,
                                UnknownTopicOrPartitionError)
-from .replica_assignment import assign_replicas_to_brokers, validate_replica_assignment
+from .replica_assignment import assign_replicas_to_brokers, check_fits_in_a_znode, validate_replica_assignment
 from .zk_client import KafkaZkClient, TopicExistsError
 from .zk_data import DeleteTopicsZNode, TopicAssignment
 
@@ -46,6 +46,14 @@ def validate_topic_name(topic: str) -> None:
     if not _LEGAL_TOPIC_NAME.fullmatch(topic):
         raise InvalidTopicError(f'Topic name "{topic}" is illegal, it contains a character other than '
                                 "ASCII alphanumerics, '.', '_' and '-'")
+
+
+def _is_legal_topic_name(topic: str) -> bool:
+    try:
+        validate_topic_name(topic)
+    except InvalidTopicError:
+        return False
+    return True
 
 
 def topics_collide(a: str, b: str) -> bool:
@@ -128,6 +136,8 @@ class AdminZkClient:
         CreatePartitions request does) or a partition -> replicas mapping. Without it the new partitions
         continue the round-robin of the existing ones from the broker of partition 0's first replica.
         """
+        if not _is_legal_topic_name(topic):  # no topic has such a name (and it may not even be a znode path)
+            raise UnknownTopicOrPartitionError(f"The topic '{topic}' does not exist.")
         while True:
             if self.zk.get_data(DeleteTopicsZNode.topic_path(topic))[1] is not None:
                 raise InvalidTopicError("The topic is queued for deletion.")  # (Kafka's KafkaApis check)
@@ -162,6 +172,7 @@ class AdminZkClient:
                                          f"currently has {len(existing)} partitions, {new_count} would not be an "
                                          "increase.")
         replication_factor = len(existing[0])
+        check_fits_in_a_znode(new_count, replication_factor)
         live = sorted(self.zk.get_all_brokers())
         if replica_assignment is None:
             # Kafka's start index: the first live broker at or above partition 0's preferred replica
@@ -176,7 +187,7 @@ class AdminZkClient:
         if unknown:
             raise InvalidReplicaAssignmentError(f"Unknown broker(s) in replica assignment: "
                                                 f"{', '.join(map(str, unknown))}.")
-        if sorted(proposed) != list(range(len(existing), new_count)):
+        if len(proposed) != to_add or sorted(proposed) != list(range(len(existing), new_count)):
             raise InvalidReplicaAssignmentError(f"Increasing the number of partitions by {to_add} but "
                                                 f"{len(proposed)} assignments provided.")
         for p, replicas in sorted(proposed.items()):
@@ -197,7 +208,7 @@ class AdminZkClient:
         if not self.config.get("delete.topic.enable"):
             # (A DeleteTopics handler answers v0-v2 requests with INVALID_REQUEST instead, as Kafka does.)
             raise TopicDeletionDisabledError("Topic deletion is disabled.")
-        if not self.zk.topic_exists(topic):
+        if not _is_legal_topic_name(topic) or not self.zk.topic_exists(topic):
             raise UnknownTopicOrPartitionError(f"Topic `{topic}` to delete does not exist")
         self.zk.mark_topic_for_deletion([topic])
         log.info("Topic %s is marked for deletion", topic)

@@ -26,7 +26,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable
 
 from ..protocol.api_keys import ApiKey
-from ..protocol.errors import (BrokerNotAvailableError, NotControllerError,  # type: ignore[attr-defined]
+from ..protocol.errors import (BrokerNotAvailableError, KafkaError, NotControllerError,  # type: ignore[attr-defined]
                                StaleBrokerEpochError)
 from .channel_manager import ControllerBrokerRequestBatch, ControllerChannelManager, inter_broker_connect
 from .controller_context import ControllerContext, ReplicaAssignment, TopicPartition
@@ -244,6 +244,10 @@ class KafkaController:
             value = await event.action()
         except (ControllerMovedError, ZkConnectionError):
             raise  # NOT_CONTROLLER after resigning, or the call runs again once ZooKeeper answers
+        except KafkaError as e:  # the caller's error code (bad input, a topic that is gone, ...)
+            log.info("Controller %d: %s failed: %s", self.broker_id, event.name, e)
+            _fail(event.result, e)
+            return
         except Exception as e:
             log.exception("Controller %d: %s failed", self.broker_id, event.name)
             _fail(event.result, e)

@@ -20,6 +20,20 @@ from ..protocol.errors import InvalidPartitionsError, InvalidReplicaAssignmentEr
 Assignment = dict[int, list[int]]  # partition -> replicas, preferred leader first
 
 
+# ZooKeeper's jute.maxbuffer default: a topic's assignment is one znode, which ZooKeeper refuses beyond it.
+ZNODE_MAX_BYTES = 0xFFFFF
+
+
+def check_fits_in_a_znode(num_partitions: int, replication_factor: int) -> None:
+    """Refuse an assignment whose JSON could not be stored (each entry takes at least ``"p":[b],``), before
+    building it: a request asking for 2**31 - 1 partitions would otherwise take the broker's memory and
+    minutes (Kafka 2.8 builds it, then ZooKeeper refuses the write)."""
+    if num_partitions * (6 + 2 * replication_factor) > ZNODE_MAX_BYTES:
+        raise InvalidPartitionsError(
+            f"{num_partitions} partitions of {replication_factor} replicas would not fit in the topic's "
+            f"ZooKeeper znode ({ZNODE_MAX_BYTES} bytes).")
+
+
 def assign_replicas_to_brokers(broker_ids: Sequence[int], num_partitions: int, replication_factor: int,
                                fixed_start_index: int = -1, start_partition_id: int = -1,
                                rng: random.Random | None = None) -> Assignment:
@@ -37,6 +51,7 @@ def assign_replicas_to_brokers(broker_ids: Sequence[int], num_partitions: int, r
     if replication_factor > len(brokers):
         raise InvalidReplicationFactorError(
             f"Replication factor: {replication_factor} larger than available brokers: {len(brokers)}.")
+    check_fits_in_a_znode(max(0, start_partition_id) + num_partitions, replication_factor)
     n = len(brokers)
     rng = rng or random
     start_index = fixed_start_index if fixed_start_index >= 0 else rng.randrange(n)

@@ -3,8 +3,10 @@
 ``FrameSplitter`` is sans-IO: the network layer feeds it whatever chunks the socket delivered and
 gets back complete frame bodies. Frames that lie wholly inside one chunk are returned as
 memoryview slices of that chunk (no copy); a frame that spans chunks is assembled once into a
-bytearray sized from its length prefix, so each byte is copied at most once. The caller must not
-mutate a chunk after feeding it while it still holds frames sliced from it.
+bytearray sized from its length prefix, so each byte is copied at most once. A frame that declares
+more than ``PREALLOCATE_LIMIT`` bytes grows with what actually arrives instead: a peer cannot make us
+allocate 100 MiB by sending four bytes. The caller must not mutate a chunk after feeding it while it
+still holds frames sliced from it.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ SIZE_PREFIX = struct.Struct(">i")
 PREFIX_SIZE = SIZE_PREFIX.size
 # Kafka's socket.request.max.bytes default (100 MiB).
 DEFAULT_MAX_FRAME_SIZE = 104_857_600
+PREALLOCATE_LIMIT = 1 << 20
 
 _unpack_size = SIZE_PREFIX.unpack_from
 _pack_size = SIZE_PREFIX.pack
@@ -33,12 +36,13 @@ class FrameSplitter:
     (Kafka closes such a connection).
     """
 
-    __slots__ = ("max_frame_size", "_head", "_body", "_filled")
+    __slots__ = ("max_frame_size", "_head", "_body", "_size", "_filled")
 
     def __init__(self, max_frame_size: int = DEFAULT_MAX_FRAME_SIZE) -> None:
         self.max_frame_size = max_frame_size
         self._head = b""  # 0-3 bytes of a size prefix split across chunks
         self._body: bytearray | None = None  # frame being assembled across chunks
+        self._size = 0  # its declared size
         self._filled = 0
 
     @property
@@ -51,7 +55,7 @@ class FrameSplitter:
     @property
     def pending_frame_size(self) -> int | None:
         """Size of the frame being assembled, if its prefix has arrived (for back-pressure)."""
-        return len(self._body) if self._body is not None else None
+        return self._size if self._body is not None else None
 
     def _check(self, size: int) -> None:
         if size < 0 or size > self.max_frame_size:
@@ -88,10 +92,22 @@ class FrameSplitter:
         return frames
 
     def _start_body(self, size: int, part: memoryview) -> None:
-        body = bytearray(size)
-        body[:len(part)] = part
-        self._body = body
-        self._filled = len(part)
+        self._new_body(size)
+        self._append(part)
+
+    def _new_body(self, size: int) -> None:
+        self._body = bytearray(size) if size <= PREALLOCATE_LIMIT else bytearray()
+        self._size = size
+        self._filled = 0
+
+    def _append(self, part: memoryview) -> None:
+        body = self._body
+        assert body is not None
+        if len(body) == self._size:
+            body[self._filled:self._filled + len(part)] = part
+        else:
+            body += part
+        self._filled += len(part)
 
     def _resume(self, view: memoryview, frames: list[memoryview | bytearray]) -> int:
         """Continue a prefix or a body begun by earlier chunks; returns the position reached in view."""
@@ -106,15 +122,13 @@ class FrameSplitter:
             size = _unpack_size(head)[0]
             self._check(size)
             pos = missing
-            self._body = bytearray(size)
-            self._filled = 0
+            self._new_body(size)
         body = self._body
         assert body is not None
-        take = min(len(body) - self._filled, len(view) - pos)
-        body[self._filled:self._filled + take] = view[pos:pos + take]
-        self._filled += take
+        take = min(self._size - self._filled, len(view) - pos)
+        self._append(view[pos:pos + take])
         pos += take
-        if self._filled == len(body):
+        if self._filled == self._size:
             frames.append(body)
             self._body = None
             self._filled = 0

@@ -23,6 +23,10 @@ transaction as consumer-group offsets (atomic with the records, KIP-98's send_of
   after the driver died between Spark's commit and its commit log skips every task at once.
 The marker offsets sit on partition 0 of a topic the task wrote to (offset commits need an existing
 topic); markers are read as the maximum over all of a group's committed offsets.
+
+Rows are written in bulk: each Arrow batch Spark hands over is split by topic and partition (pyarrow compute,
+no Python object per row) and each part goes to ``Producer.send_batch``, whose codec reads the key and value
+(string or binary) columns from their Arrow buffers.
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterator
 
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowWriter, WriterCommitMessage
 from pyspark.sql.types import ArrayType, BinaryType, IntegerType, StringType, StructType
 
@@ -88,25 +93,43 @@ def validate_sink_schema(schema: StructType, options: SinkOptions) -> None:
                              "value BinaryType)")
 
 
-def _bytes(value: Any) -> bytes | None:
-    return value.encode("utf-8") if isinstance(value, str) else value
-
-
-def _rows(batches: Iterator[pa.RecordBatch], default_topic: str | None) -> Iterator[tuple[Any, ...]]:
-    """(topic, key, value, partition, headers) per row."""
+def _groups(batches: Iterator[pa.RecordBatch], default_topic: str | None) -> Iterator[tuple[str, int | None, dict]]:
+    """(topic, partition or None, columns for send_batch) for each run of rows that go to one place: the rows
+    of every Arrow batch grouped by topic (the ``topic`` option wins over the column, as in Spark) and by
+    the ``partition`` column when there is one, each group in the rows' order. No Python object per row."""
     for batch in batches:
-        names = [n.lower() for n in batch.schema.names]
-        columns = {name: batch.column(i).to_pylist() for i, name in enumerate(names)}
-        n = batch.num_rows
-        topics = [default_topic] * n if default_topic is not None else columns["topic"]
-        keys = columns.get("key") or [None] * n
-        partitions = columns.get("partition") or [None] * n
-        headers = columns.get("headers") or [None] * n
-        for topic, key, value, partition, hdrs in zip(topics, keys, columns["value"], partitions, headers):
-            if topic is None:
+        if not batch.num_rows:
+            continue
+        columns = {name.lower(): batch.column(i) for i, name in enumerate(batch.schema.names)}
+        pieces: list[tuple[str, Any]] = []
+        if default_topic is not None:
+            pieces.append((default_topic, None))
+        else:
+            topics = columns["topic"]
+            if topics.null_count:
                 raise ValueError("Null topic present in the data. Use the topic option for setting a topic.")
-            yield (topic, _bytes(key), _bytes(value), partition,
-                   [(h["key"], h["value"]) for h in hdrs] if hdrs else None)
+            for topic in pc.unique(topics).to_pylist():
+                pieces.append((topic, pc.equal(topics, topic)))
+        for topic, mask in pieces:
+            selected = columns if mask is None else {name: pc.filter(column, mask) for name, column in columns.items()}
+            for partition, rows in _by_partition(selected):
+                yield topic, partition, rows
+
+
+def _by_partition(columns: dict) -> Iterator[tuple[int | None, dict]]:
+    partitions = columns.get("partition")
+    if partitions is None or partitions.null_count == len(partitions):
+        yield None, columns
+        return
+    for partition in pc.unique(partitions).to_pylist():
+        mask = pc.is_null(partitions) if partition is None else pc.fill_null(pc.equal(partitions, partition), False)
+        yield partition, {name: pc.filter(column, mask) for name, column in columns.items()}
+
+
+def _send_rows(producer: Producer, topic: str, partition: int | None, columns: dict) -> Any:
+    """One send_batch of the group's key, value and headers columns (strings are sent as their UTF-8)."""
+    return producer.send_batch(topic, columns["value"], keys=columns.get("key"), headers=columns.get("headers"),
+                               partition=partition)
 
 
 def last_marked_batch(admin: Admin, group_id: str) -> int:
@@ -149,9 +172,9 @@ class _TaskWriter:
             producer.begin_transaction()
             count, topics = 0, []
             try:
-                for topic, key, value, partition, headers in _rows(batches, self.options.topic):
-                    producer.send(topic, value=value, key=key, headers=headers, partition=partition)
-                    count += 1
+                for topic, partition, columns in _groups(batches, self.options.topic):
+                    _send_rows(producer, topic, partition, columns)
+                    count += len(columns["value"])
                     if topic not in topics:
                         topics.append(topic)
                 if topics:
@@ -171,21 +194,22 @@ class _TaskWriter:
     def _write_at_least_once(self, batches: Iterator[pa.RecordBatch], prefix: str,
                              partition_id: int) -> KafkaCommitMessage:
         producer = self._producer(None)
-        futures, topics = [], []
+        calls, topics = [], []  # (send_batch future, its record count)
         try:
-            for topic, key, value, partition, headers in _rows(batches, self.options.topic):
-                futures.append(producer.send(topic, value=value, key=key, headers=headers, partition=partition))
+            for topic, partition, columns in _groups(batches, self.options.topic):
+                calls.append((_send_rows(producer, topic, partition, columns), len(columns["value"])))
                 if topic not in topics:
                     topics.append(topic)
             producer.flush()  # returns once every record is acknowledged or failed (delivery.timeout.ms)
         finally:
             producer.close()
-        failed = [future for future in futures if future.failed()]
+        count = sum(size for _, size in calls)
+        failed = [(future, size) for future, size in calls if future.failed()]
         if failed:  # a failed send fails the task, as Spark's sink does; one line for thousands alike
-            first = failed[0].exception()
-            raise SinkWriteError(f"{len(failed)} of {len(futures)} records could not be written to "
-                                 f"{', '.join(topics)}; the first error: {first}") from first
-        return KafkaCommitMessage(partition_id, len(futures), topics, False, prefix)
+            first = failed[0][0].exception()
+            raise SinkWriteError(f"{sum(size for _, size in failed)} of {count} records could not be written "
+                                 f"to {', '.join(topics)}; the first error: {first}") from first
+        return KafkaCommitMessage(partition_id, count, topics, False, prefix)
 
 
 

@@ -110,3 +110,16 @@ def pytest_runtest_makereport(item, call):
                  if isinstance(value, LocalCluster) and value not in clusters]
     for cluster in clusters:
         report.sections.append((f"broker logs of {cluster!r}", cluster.log_tails()))
+
+
+@pytest.fixture(params=["pure", "compiled"])
+def each_codec(request):
+    """Runs the test once with each record codec (``codec.use``); the compiled one must be built."""
+    from odradek.protocol.records import codec
+
+    module = codec.pure_codec if request.param == "pure" else codec.compiled_module()
+    if module is None:
+        pytest.fail("the compiled record codec is not built (pip install -e . needs gcc and python3-dev)")
+    previous = codec.use(module)
+    yield module
+    codec.use(previous)

@@ -28,6 +28,13 @@ if ! command -v ip >/dev/null 2>&1 && [ "$(id -u)" -eq 0 ]; then
 fi
 
 choose_python
+
+# The compiled record codec (protocol/records/codec_c) needs gcc and the Python headers.
+if ! command -v gcc >/dev/null 2>&1 || ! "$PYTHON" -c 'import os, sys, sysconfig
+sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")))'; then
+    apt_install gcc python3-dev
+fi
+
 "$PYTHON" -m pip install --quiet --disable-pip-version-check --root-user-action=ignore -e '.[test]'
 # The tests run the odradek-* commands as a user does: the ones just installed, first on PATH.
 PATH="$("$PYTHON" -c 'import os, sys; print(os.path.dirname(sys.executable))'):$PATH"
@@ -39,11 +46,17 @@ if grep -rnE '^\s*(import|from)\s+(asyncio|socket|selectors|kazoo|uvloop)\b' pro
     exit 1
 fi
 
+status=0
+# A full run first runs the codec and client unit tests with the pure-Python record codec forced.
+if [ $# -eq 0 ]; then
+    ODRADEK_PURE_PYTHON=1 "$PYTHON" -m pytest -q -p no:cacheprovider tests/unit/protocol/records tests/unit/clients \
+        || status=$?
+fi
+
 # Test files are spread over ODRADEK_TEST_WORKERS pytest-xdist workers (0 = one process): most of a
 # test's time is waiting on broker processes, so two workers use 2 cores better than one. --dist loadfile
 # keeps a file's tests in one worker, so module fixtures (shared clusters) are still shared; each worker
 # has its own session ZooKeeper.
-status=0
 "$PYTHON" -m pytest -q -p no:cacheprovider -n "${ODRADEK_TEST_WORKERS:-2}" --dist loadfile "$@" || status=$?
 elapsed=$(( $(date +%s) - started ))
 printf 'tests/run.sh: wall time %dm%02ds\n' $((elapsed / 60)) $((elapsed % 60)) >&2

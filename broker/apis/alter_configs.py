@@ -27,6 +27,7 @@ import logging
 from collections import Counter
 from typing import TYPE_CHECKING, Any
 
+from ...controller.admin_zk import validate_topic_name
 from ...protocol.acl import AclOperation
 from ...protocol.api_keys import ApiKey
 from ...protocol.errors import (  # type: ignore[attr-defined]
@@ -160,6 +161,7 @@ class AlterConfigsApi:
 
     async def _check_topic(self, topic: str) -> None:
         services = self.services
+        validate_topic_name(topic)  # Kafka's validateTopicConfig starts with Topic.validate
         if not services.metadata_cache.contains_topic(topic) and \
                 not await services.in_executor(services.zk.topic_exists, topic):
             raise UnknownTopicOrPartitionError(f"The topic '{topic}' does not exist.")

@@ -56,7 +56,14 @@ Entity = tuple[tuple[str, Any], ...]  # ((entity type, name or None for the defa
 
 
 def _sanitized(name: str | None) -> str:
-    return DEFAULT if name is None else sanitize(name)
+    """The znode name of a user or client id. Kafka's sanitizer keeps dots, and ZooKeeper refuses "." and
+    ".." as path elements (Kafka then answers UNKNOWN_SERVER_ERROR)."""
+    if name is None:
+        return DEFAULT
+    sanitized = sanitize(name)
+    if sanitized in (".", ".."):
+        raise UnknownServerError(f"Invalid path element {name!r} for a quota entity")
+    return sanitized
 
 
 def _desanitized(name: str) -> str | None:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from ...protocol.acl import AclOperation
 from ...protocol.api_keys import ApiKey
 from ...protocol.errors import (ElectionNotNeededError, KafkaError,  # type: ignore[attr-defined]
-                                NotControllerError, RequestTimedOutError)
+                                NotControllerError, RequestTimedOutError, UnknownServerError)
 from ...protocol.messages import ElectLeadersResponse
 
 if TYPE_CHECKING:
@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 _TopicResult = ElectLeadersResponse.ReplicaElectionResult
 _PartitionResult = _TopicResult.PartitionResult
 TopicPartition = tuple[str, int]
-PREFERRED = 0
+PREFERRED, UNCLEAN = 0, 1
 
 
 class ElectLeadersApi:
@@ -38,6 +38,8 @@ class ElectLeadersApi:
         self.services.auth.authorize_cluster(request, AclOperation.ALTER)
         body, version = request.body, request.api_version
         election_type = body.election_type if version >= 1 else PREFERRED
+        if election_type not in (PREFERRED, UNCLEAN):  # Kafka's ElectionType.valueOf fails the request
+            raise UnknownServerError(f"election type {election_type} must be one of 0 (preferred), 1 (unclean)")
         asked = None if body.topic_partitions is None else [
             (t.topic, p) for t in body.topic_partitions for p in t.partitions]
         controller = self.services.controller

@@ -34,7 +34,7 @@ from ...protocol.acl import AclOperation
 from ...protocol.api_keys import ApiKey
 from ...protocol.header import encode_response_parts
 from ...protocol.errors import (  # type: ignore[attr-defined]
-    FetchSessionIdNotFoundError, InvalidFetchSessionEpochError, TopicAuthorizationFailedError,
+    FetchSessionIdNotFoundError, InvalidFetchSessionEpochError, TopicAuthorizationFailedError, UnknownServerError,
     UnsupportedCompressionTypeError,
 )
 from ...protocol.messages import FetchResponse
@@ -63,6 +63,7 @@ class FetchApi:
     def __init__(self, services: "BrokerServices") -> None:
         self.replica_manager = services.replica_manager
         self.auth = services.auth
+        self.fetch_max_bytes = services.config.get("fetch.max.bytes")
         self.fetch_manager = FetchManager(FetchSessionCache(
             services.config.get("max.incremental.fetch.session.cache.slots")))
         self.client_quotas = getattr(services, "client_quotas", None)  # broker.quota.client_quotas.ClientQuotas, or None
@@ -71,7 +72,12 @@ class FetchApi:
     def handle(self, request: "Request") -> Any:
         body = request.body
         version = request.api_version
-        max_bytes, min_bytes = body.max_bytes, body.min_bytes
+        if body.isolation_level not in (0, 1):  # Kafka's IsolationLevel.forId fails the whole request
+            raise UnknownServerError(f"unknown isolation level {body.isolation_level}")
+        # Kafka 2.8's handleFetch: the broker's fetch.max.bytes caps the request's, and min_bytes never
+        # exceeds the cap. A negative max_bytes is kept: partitions that have data then fail alone.
+        max_bytes = min(body.max_bytes, self.fetch_max_bytes)
+        min_bytes = min(body.min_bytes, max_bytes)
         quotas = self.client_quotas
         if quotas is not None and body.replica_id < 0 and quotas.fetch.quotas_enabled:
             # More than one quota window's worth would be throttled for certain (Kafka's maxQuotaWindowBytes).

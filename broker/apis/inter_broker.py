@@ -12,9 +12,10 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING, Any, Iterator
 
+from ...controller.admin_zk import validate_topic_name
 from ...protocol.acl import AclOperation
 from ...protocol.api_keys import ApiKey
-from ...protocol.errors import StaleBrokerEpochError  # type: ignore[attr-defined]
+from ...protocol.errors import InvalidTopicError, StaleBrokerEpochError  # type: ignore[attr-defined]
 from ...protocol.messages import LeaderAndIsrResponse, StopReplicaResponse, UpdateMetadataResponse
 
 if TYPE_CHECKING:
@@ -72,13 +73,20 @@ class InterBrokerApis:
     async def leader_and_isr(self, request: "Request") -> Any:
         self._check_sender(request)
         body, version = request.body, request.api_version
-        states = list(leader_and_isr_states(body, version))
         rm = self.services.replica_manager
+        rm.check_controller_epoch(body.controller_epoch, "LeaderAndIsr")  # before anything is read or made
+        states, invalid = [], {}
+        for topic, state in leader_and_isr_states(body, version):
+            try:
+                validate_topic_name(topic)  # a name becomes a directory: never "../x" (a controller never
+                states.append((topic, state))  # sends one; Kafka trusts the request's authorization)
+            except InvalidTopicError as exc:
+                invalid[(topic, state.partition_index)] = exc.code
         new_topics = sorted({t for t, s in states if rm.online_partition(t, s.partition_index) is None})
         configs = await self.services.in_executor(self._topic_configs, new_topics) if new_topics else {}
         # Followers start fetching from the leaders the request names (Kafka's liveLeaders).
         leaders = {b.broker_id: (b.host_name, b.port) for b in body.live_leaders or []}
-        errors = rm.become_leader_or_follower(body.controller_epoch, states, configs, leaders)
+        errors = {**rm.become_leader_or_follower(body.controller_epoch, states, configs, leaders), **invalid}
         return self._leader_and_isr_response(request, lambda key: errors[key])
 
     def _topic_configs(self, topics: list[str]) -> dict[str, dict[str, str]]:

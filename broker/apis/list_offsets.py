@@ -8,11 +8,14 @@ of offsets.
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import TYPE_CHECKING, Any
 
 from ...protocol.acl import AclOperation
 from ...protocol.api_keys import ApiKey
-from ...protocol.errors import KafkaError, TopicAuthorizationFailedError  # type: ignore[attr-defined]
+from ...protocol.errors import (  # type: ignore[attr-defined]
+    InvalidRequestError, KafkaError, TopicAuthorizationFailedError, UnknownServerError,
+)
 from ...protocol.messages import ListOffsetsResponse
 from .authorization import TOPIC
 
@@ -40,10 +43,14 @@ class ListOffsetsApi:
         version = request.api_version
         # Describe on each topic (Kafka 2.8); the others are answered TOPIC_AUTHORIZATION_FAILED.
         described = self.auth.filter_authorized(request, AclOperation.DESCRIBE, TOPIC, (t.name for t in body.topics))
+        # Kafka 2.8 (v1+): a partition named twice is INVALID_REQUEST, every time it is named
+        seen = Counter((t.name, p.partition_index) for t in body.topics for p in t.partitions)
         topics = []
         for t in body.topics:
             if t.name in described:
-                parts = [self._offset(body, version, t.name, p) for p in t.partitions]
+                parts = [_answer(version, p.partition_index, InvalidRequestError.code, -1, -1, -1)
+                         if version >= 1 and seen[(t.name, p.partition_index)] > 1
+                         else self._offset(body, version, t.name, p) for p in t.partitions]
             else:
                 parts = [_answer(version, p.partition_index, TopicAuthorizationFailedError.code, -1, -1, -1)
                          for p in t.partitions]
@@ -52,9 +59,13 @@ class ListOffsetsApi:
 
     def _offset(self, body: Any, version: int, topic: str, p: Any) -> Any:
         try:
+            isolation_level = getattr(body, "isolation_level", 0)
+            if body.replica_id == CONSUMER_REPLICA_ID and isolation_level not in (0, 1):
+                # Kafka's IsolationLevel.forId throws, inside the partition's try: that partition's error
+                raise UnknownServerError(f"unknown isolation level {isolation_level}")
             partition = self.replica_manager.leader_partition(topic, p.partition_index, p.current_leader_epoch)
             timestamp, offset, epoch = _lookup(partition, p.timestamp, _last_fetchable(
-                partition, body.replica_id, getattr(body, "isolation_level", 0)))
+                partition, body.replica_id, isolation_level))
             return _answer(version, p.partition_index, 0, timestamp, offset, epoch)
         except KafkaError as exc:
             return _answer(version, p.partition_index, exc.code, -1, -1, -1)

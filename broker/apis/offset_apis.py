@@ -54,6 +54,10 @@ def _grouped(codes: dict[tuple[str, int], int], order: list[tuple[str, int]], to
     return [topic_cls(name=name, partitions=parts) for name, parts in topics.items()]
 
 
+def _wrap_int64(value: int) -> int:
+    return (value + 2**63) % 2**64 - 2**63
+
+
 class OffsetApis:
     def __init__(self, services: "BrokerServices", coordinator: "GroupCoordinator") -> None:
         self.services = services
@@ -82,7 +86,8 @@ class OffsetApis:
         for topic in body.topics:
             for p in topic.partitions:
                 commit_ts = p.commit_timestamp if version == 1 and p.commit_timestamp != -1 else now
-                expire = commit_ts + retention if retention != -1 else None
+                # Kafka's currentTimestamp + retentionTime is a Java long: it wraps rather than overflows.
+                expire = _wrap_int64(commit_ts + retention) if retention != -1 else None
                 tp = (topic.name, p.partition_index)
                 order.append(tp)
                 offsets[tp] = OffsetAndMetadata(p.committed_offset, p.committed_leader_epoch,

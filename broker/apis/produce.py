@@ -34,6 +34,7 @@ if TYPE_CHECKING:
 
 _TopicResponse = ProduceResponse.TopicProduceResponse
 _PartitionResponse = _TopicResponse.PartitionProduceResponse
+_RecordError = _PartitionResponse.BatchIndexAndErrorMessage
 _ZSTD = int(Compression.ZSTD)
 MAX_LEGACY_PRODUCE_VERSION = 2  # Kafka's ProduceRequest.validateRecords requires magic 2 from v3
 
@@ -122,7 +123,9 @@ def _response(body: Any, results: dict) -> Any:
             r = results[(topic.name, part.index)]
             parts.append(_PartitionResponse(index=part.index, error_code=r.error_code, base_offset=r.base_offset,
                                             log_append_time_ms=r.log_append_time,
-                                            log_start_offset=r.log_start_offset, error_message=r.error_message))
+                                            log_start_offset=r.log_start_offset, error_message=r.error_message,
+                                            record_errors=[_RecordError(batch_index=i, batch_index_error_message=m)
+                                                           for i, m in r.record_errors or ()]))
         topics.append(_TopicResponse(name=topic.name, partition_responses=parts))
     return ProduceResponse(responses=topics, throttle_time_ms=0)
 

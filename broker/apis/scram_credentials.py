@@ -23,7 +23,7 @@ from ...protocol.acl import AclOperation
 from ...protocol.api_keys import ApiKey
 from ...protocol.errors import (  # type: ignore[attr-defined]
     DuplicateResourceError, NotControllerError, ResourceNotFoundError, UnacceptableCredentialError,
-    UnsupportedSaslMechanismError,
+    UnknownServerError, UnsupportedSaslMechanismError,
 )
 from ...protocol.messages import AlterUserScramCredentialsResponse, DescribeUserScramCredentialsResponse
 from ..kafka_apis import error_code_of
@@ -37,6 +37,10 @@ _DescribeResult = DescribeUserScramCredentialsResponse.DescribeUserScramCredenti
 _CredentialInfo = _DescribeResult.CredentialInfo
 _AlterResult = AlterUserScramCredentialsResponse.AlterUserScramCredentialsResult
 _EMPTY_USER = "Username must not be empty"
+# Kafka's Sanitizer keeps dots, and ZooKeeper refuses "." and ".." as path elements: Kafka answers such a
+# user UNKNOWN_SERVER_ERROR (the ZooKeeper client's IllegalArgumentException); we never build the path.
+_NOT_ZNODE_NAMES = (".", "..")
+_NOT_A_ZNODE = "Invalid user name: not a ZooKeeper path element"
 
 
 def _infos(config: dict[str, str]) -> list[Any]:
@@ -73,6 +77,8 @@ class ScramCredentialsApi:
             elif users.count(user) > 1:
                 results.append(_describe_error(user, DuplicateResourceError.code, "Cannot describe SCRAM "
                                                f"credentials for the same user twice in a single request: {user}"))
+            elif user in _NOT_ZNODE_NAMES:
+                results.append(_describe_error(user, UnknownServerError.code, _NOT_A_ZNODE))
             else:
                 infos = _infos(zk.get_entity_config("users", sanitize_entity_name(user)))
                 results.append(_DescribeResult(user=user, error_code=0, error_message=None, credential_infos=infos)
@@ -101,8 +107,13 @@ class ScramCredentialsApi:
                 failed[d.name] = (UnacceptableCredentialError.code, _EMPTY_USER)
             elif d.mechanism not in MECHANISMS_BY_TYPE:
                 failed[d.name] = (UnsupportedSaslMechanismError.code, "Unknown SCRAM mechanism")
+        for x in (*upsertions, *deletions):
+            if x.name in _NOT_ZNODE_NAMES:
+                failed[x.name] = (UnknownServerError.code, _NOT_A_ZNODE)
         for u in upsertions:
             mechanism = MECHANISMS_BY_TYPE.get(u.mechanism)
+            if u.name in failed:
+                continue
             if not u.name:
                 failed[u.name] = (UnacceptableCredentialError.code, _EMPTY_USER)
             elif mechanism is None:

@@ -30,22 +30,31 @@ class CheckpointError(Exception):
     """A checkpoint file that cannot be parsed."""
 
 
-def fsync_dir(directory: str) -> None:
-    fd = os.open(directory, os.O_RDONLY)
+def fsync_file(path: str) -> None:
+    """fsync a file or a directory by name."""
+    fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)
     finally:
         os.close(fd)
 
 
-def write_atomically(path: str, data: bytes) -> None:
+fsync_dir = fsync_file
+
+
+def write_atomically(path: str, data: bytes, sync: bool = True) -> None:
+    """Temporary file, then rename. ``sync=False`` leaves the fsyncs (``fsync_file``, ``fsync_dir``) to the
+    caller: a crash of the process still leaves the old file or the new one, a power cut may leave an
+    empty one."""
     tmp = path + ".tmp"
     with open(tmp, "wb") as f:
         f.write(data)
         f.flush()
-        os.fsync(f.fileno())
+        if sync:
+            os.fsync(f.fileno())
     os.replace(tmp, path)
-    fsync_dir(os.path.dirname(os.path.abspath(path)))
+    if sync:
+        fsync_dir(os.path.dirname(os.path.abspath(path)))
 
 
 class CheckpointFile(Generic[T]):

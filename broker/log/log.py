@@ -8,8 +8,12 @@ Durability follows Kafka's defaults: no fsync per append (the page cache survive
 crash; replication covers machine loss). Segments are fsynced when they roll, when
 ``flush.messages`` / ``flush.ms`` say so, and on close; ``recovery_point`` is the offset below which
 everything is known to be on disk, and recovery after an unclean stop scans from there.
-Deleted segments are renamed to ``.deleted`` and removed at once (Kafka waits
-``file.delete.delay.ms`` before removing them; we do not need to, reads are serialised by the lock).
+As Kafka does, a roll only asks the scheduler (``scheduler.py``) to flush the segments it leaves, with
+the producer snapshot it wrote: the fsyncs run on a background thread, never on the thread appending
+(the broker's event loop), and the recovery point moves only once they are done. A flush holds the
+log's lock only to pick its files (duplicated descriptors) and to move the recovery point, so appends
+go on during the fsyncs. Deleted segments are renamed to ``.deleted`` at once and removed
+``file.delete.delay.ms`` later by the scheduler (Kafka's asynchronous delete).
 
 Idempotent producers: ``producer_state`` (see producer_state.py) checks every batch with a producer
 id before a leader append and answers a retried batch with its original offsets; its
@@ -29,10 +33,11 @@ producer-state replay (from a snapshot at or below the first such segment) write
 from __future__ import annotations
 
 import os
+import random
 import shutil
 import threading
 from bisect import bisect_left, bisect_right
-from typing import Callable
+from typing import Any, Callable
 
 from odradek.protocol.errors import (  # type: ignore[attr-defined]
     MessageTooLargeError, OffsetOutOfRangeError, RecordListTooLargeError,
@@ -42,16 +47,18 @@ from odradek.protocol.records import (
     set_partition_leader_epoch,
 )
 
-from .checkpoints import LEADER_EPOCH_CHECKPOINT, LeaderEpochCheckpointFile, fsync_dir
+from .checkpoints import LEADER_EPOCH_CHECKPOINT, LeaderEpochCheckpointFile, fsync_dir, fsync_file
 from .leader_epoch_cache import LeaderEpochFileCache
 from .log_config import LogConfig
 from .log_types import (
-    FetchDataInfo, LogAppendInfo, UnexpectedAppendOffsetError, log_dir_name, parse_topic_partition,
+    FetchDataInfo, InvalidReadSizeError, LogAppendInfo, UnexpectedAppendOffsetError, log_dir_name,
+    parse_topic_partition,
 )
 from .offset_index import CorruptIndexError
 from .producer_state import (
     DEFAULT_PRODUCER_ID_EXPIRATION_MS, BatchMetadata, CompletedTxn, ProducerStateEntry, ProducerStateManager,
 )
+from .scheduler import INLINE
 from .segment import (
     CLEANED_SUFFIX, DELETED_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, SWAP_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX,
     LogSegment, now_ms, parse_base_offset, walk_headers,
@@ -59,6 +66,7 @@ from .segment import (
 from .segment_swap import remove_temp_files_and_collect_swaps
 from .time_index import NO_TIMESTAMP
 from .txn_index import AbortedTxn, collect_aborted_across
+from .validator import validate_for_leader
 
 EARLIEST_TIMESTAMP = -2
 LATEST_TIMESTAMP = -1
@@ -71,10 +79,14 @@ class Log:
     def __init__(self, directory: str, config: LogConfig | None = None, *, recovery_point: int = 0,
                  log_start_offset: int = 0, high_watermark: int = 0, had_clean_shutdown: bool = False,
                  clock: Clock = now_ms,
-                 max_producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS) -> None:
+                 max_producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS,
+                 scheduler: Any = INLINE) -> None:
         self.dir = directory
         self.config = config or LogConfig()
         self._clock = clock
+        self._scheduler = scheduler  # background flushes and delayed file deletion (scheduler.py)
+        self._unsynced_files: list[str] = []  # producer snapshots written by rolls, fsynced by their flush
+        self._truncations = 0  # a flush that saw another count does not move the recovery point
         self._lock = threading.RLock()
         os.makedirs(directory, exist_ok=True)
         self.topic, self.partition = parse_topic_partition(directory)
@@ -108,8 +120,12 @@ class Log:
     # -- loading and recovery ---------------------------------------------------------------------
 
     def _new_segment(self, base_offset: int) -> LogSegment:
-        return LogSegment(self.dir, base_offset, index_interval_bytes=self.config.index_interval_bytes,
-                          max_index_size=self.config.max_index_size, clock=self._clock)
+        segment = LogSegment(self.dir, base_offset, index_interval_bytes=self.config.index_interval_bytes,
+                             max_index_size=self.config.max_index_size, clock=self._clock)
+        jitter = min(self.config.segment_jitter_ms, self.config.segment_ms)
+        if jitter > 0:  # Kafka's randomSegmentJitter: each segment rolls at its own time
+            segment.roll_jitter_ms = random.randrange(jitter)
+        return segment
 
     def _add_segment(self, segment: LogSegment) -> None:
         if segment.base_offset not in self._segments:
@@ -236,6 +252,7 @@ class Log:
         ``duplicate=True``.
         """
         with self._lock:
+            records = validate_for_leader(records, self.config, self._clock())  # may rebuild the batch
             headers = self._check_batches(records)
             pending, duplicate = self.producer_state.check_leader_append(records, headers)
             if duplicate is not None:
@@ -353,34 +370,58 @@ class Log:
             active = self.active_segment
             if active.base_offset == new_base and active.size == 0:
                 return active  # nothing to roll away from
-            # A snapshot at the new base offset: recovery of the new segment starts from it.
+            # A snapshot at the new base offset: recovery of the new segment starts from it. Its fsync
+            # waits for the flush below, like the segment's.
             self.producer_state.map_end_offset = new_base
-            self.producer_state.take_snapshot()
+            snapshot = self.producer_state.take_snapshot(sync=False)
+            if snapshot is not None:
+                self._unsynced_files.append(snapshot)
             active.on_become_inactive()
             if new_base in self._segments:
                 self._remove_segment(new_base)
             segment = self._new_segment(new_base)
             self._add_segment(segment)
-            self.flush(new_base)
+            self._scheduler.submit("flush-log", lambda: self.flush(new_base))  # Kafka's asynchronous flush
             return segment
 
     # -- flushing ---------------------------------------------------------------------------------
 
     def flush(self, offset: int | None = None) -> None:
-        """fsync every segment holding offsets in [recovery_point, offset); advance the recovery point."""
+        """fsync every segment holding offsets in [recovery_point, offset) and the snapshots rolls wrote,
+        then advance the recovery point. The lock is held only to pick the files and to move the
+        recovery point: the fsyncs run on duplicated descriptors while appends go on."""
         with self._lock:
             leo = self.log_end_offset
             offset = leo if offset is None else min(offset, leo)
-            if offset <= self.recovery_point:
+            files, self._unsynced_files = self._unsynced_files, []
+            if offset <= self.recovery_point and not files:
                 return
+            fds: list[int] = []
             for i, base in enumerate(self._bases):
                 upper = self._bases[i + 1] if i + 1 < len(self._bases) else None
                 if base < offset and (upper is None or upper > self.recovery_point):
-                    self._segments[base].flush()
-            self.recovery_point = offset
+                    fds += self._segments[base].duplicate_descriptors()
+            truncations = self._truncations
+            unflushed = self._unflushed_messages if offset == leo else 0
+        try:
+            for fd in fds:
+                os.fsync(fd)
+            for path in files:
+                try:
+                    fsync_file(path)
+                except FileNotFoundError:
+                    pass  # deleted since (retention, truncation)
+            if files:
+                fsync_dir(self.dir)
+        finally:
+            for fd in fds:
+                os.close(fd)
+        with self._lock:
+            # A truncation meanwhile may have put new, unflushed records below ``offset``.
+            if truncations == self._truncations and offset > self.recovery_point:
+                self.recovery_point = offset
             self._last_flush_ms = self._clock()
-            if offset == leo:
-                self._unflushed_messages = 0
+            self._unflushed_messages = max(0, self._unflushed_messages - unflushed)
 
     def flush_if_due(self) -> bool:
         """Flush when ``flush.ms`` has passed since the last flush (the log flusher's job)."""
@@ -403,6 +444,8 @@ class Log:
             empty = FetchDataInfo(offset, b"", self.active_segment.base_offset, self.active_segment.size)
             if offset == leo or (max_offset is not None and offset >= max_offset):
                 return empty
+            if max_bytes < 0:  # checked where Kafka checks it: only a read that reaches a segment fails
+                raise InvalidReadSizeError(f"Invalid max size {max_bytes} for log read from {self.name}")
             i = max(bisect_right(self._bases, offset) - 1, 0)
             for base in self._bases[i:]:
                 result = self._segments[base].read(offset, max_bytes, min_one_batch=min_one_batch,
@@ -552,8 +595,8 @@ class Log:
                 if seg.base_offset not in new_bases:
                     del segments[seg.base_offset]
                 seg.close_handlers()
-                seg.change_file_suffixes("", DELETED_SUFFIX)
-                seg.delete()
+                seg.change_file_suffixes("", DELETED_SUFFIX)  # removed later, as Kafka's asyncDeleteSegment
+                self._scheduler.schedule("delete-file", seg.delete, self.config.file_delete_delay_ms)
             # New objects rather than changes in place: readers that do not take the lock (metrics)
             # never see a half-changed dict.
             self._segments, self._bases = segments, sorted(segments)
@@ -562,11 +605,12 @@ class Log:
             fsync_dir(self.dir)
 
     def _remove_segment(self, base: int) -> None:
+        """Kafka's asynchronous delete: renamed ``.deleted`` now, removed ``file.delete.delay.ms`` later."""
         segment = self._segments.pop(base)
         self._bases.remove(base)
         segment.close_handlers()
         segment.change_file_suffixes("", DELETED_SUFFIX)
-        segment.delete()
+        self._scheduler.schedule("delete-file", segment.delete, self.config.file_delete_delay_ms)
 
     # -- truncation (followers) -------------------------------------------------------------------
 
@@ -584,6 +628,7 @@ class Log:
             if target_offset < self._bases[0]:
                 self.truncate_fully_and_start_at(target_offset)
                 return True
+            self._truncations += 1
             for base in [b for b in self._bases if b > target_offset]:
                 self._remove_segment(base)
             self.active_segment.truncate_to(target_offset)
@@ -596,6 +641,7 @@ class Log:
     def truncate_fully_and_start_at(self, new_offset: int) -> None:
         """Delete every segment and restart the log empty at ``new_offset``."""
         with self._lock:
+            self._truncations += 1
             for base in list(self._bases):
                 self._remove_segment(base)
             self._add_segment(self._new_segment(new_offset))

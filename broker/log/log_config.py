@@ -7,8 +7,11 @@ be strings (properties).
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, fields
 from typing import Any, Mapping
+
+log = logging.getLogger(__name__)
 
 _HOUR_MS = 3_600_000
 LONG_MAX = (1 << 63) - 1
@@ -18,6 +21,7 @@ LONG_MAX = (1 << 63) - 1
 class LogConfig:
     segment_bytes: int = 1024 * 1024 * 1024
     segment_ms: int = 7 * 24 * _HOUR_MS
+    segment_jitter_ms: int = 0
     retention_bytes: int = -1
     retention_ms: int = 7 * 24 * _HOUR_MS
     index_interval_bytes: int = 4096
@@ -26,6 +30,8 @@ class LogConfig:
     flush_interval_ms: int = LONG_MAX
     file_delete_delay_ms: int = 60_000
     message_timestamp_type: str = "CreateTime"
+    message_timestamp_difference_max_ms: int = LONG_MAX
+    compression_type: str = "producer"
     max_message_bytes: int = 1024 * 1024 + 12
     cleanup_policy: str = "delete"
     min_insync_replicas: int = 1
@@ -72,6 +78,7 @@ def _convert(kind: Any, value: Any) -> Any:
 _TOPIC_KEYS = {
     "segment.bytes": "segment_bytes",
     "segment.ms": "segment_ms",
+    "segment.jitter.ms": "segment_jitter_ms",
     "retention.bytes": "retention_bytes",
     "retention.ms": "retention_ms",
     "index.interval.bytes": "index_interval_bytes",
@@ -80,6 +87,8 @@ _TOPIC_KEYS = {
     "flush.ms": "flush_interval_ms",
     "file.delete.delay.ms": "file_delete_delay_ms",
     "message.timestamp.type": "message_timestamp_type",
+    "message.timestamp.difference.max.ms": "message_timestamp_difference_max_ms",
+    "compression.type": "compression_type",
     "max.message.bytes": "max_message_bytes",
     "cleanup.policy": "cleanup_policy",
     "min.insync.replicas": "min_insync_replicas",
@@ -89,3 +98,19 @@ _TOPIC_KEYS = {
     "min.cleanable.dirty.ratio": "min_cleanable_ratio",
 }
 _FIELD_NAMES = {f.name for f in fields(LogConfig)}
+
+
+# Topic keys that are accepted but have no effect here: the first topic that sets one gets a warning (once
+# per key and process). key -> (does this value ask for something we do not do?, what we do instead)
+_NOT_IMPLEMENTED = {
+    "preallocate": (lambda v: str(v).lower() == "true", "segment files are never preallocated"),
+}
+_warned: set[str] = set()
+
+
+def warn_not_implemented(topic: str, overrides: Mapping[str, Any]) -> None:
+    for key, value in overrides.items():
+        check = _NOT_IMPLEMENTED.get(key)
+        if check is not None and key not in _warned and value is not None and check[0](value):
+            _warned.add(key)
+            log.warning("Topic configuration '%s' (set on %s) is accepted but not implemented: %s", key, topic, check[1])

@@ -6,7 +6,8 @@ Per log dir: ``meta.properties`` (version=0, broker.id, cluster.id — refused o
 ``replication-offset-checkpoint``) and ``.kafka_cleanshutdown``, written by ``shutdown()`` and removed
 once the logs are loaded, so its absence on start means an unclean stop: every log is then
 recovered from its checkpointed recovery point. Deleted partitions are renamed
-``<topic>-<partition>.<uuid>-delete`` and removed; leftovers are removed on start.
+``<topic>-<partition>.<uuid>-delete`` and removed ``file.delete.delay.ms`` later by the scheduler
+(Kafka's asynchronous delete); leftovers are removed on start.
 """
 
 from __future__ import annotations
@@ -24,8 +25,9 @@ from .checkpoints import (
 )
 from .cleaner import CleanerConfig, LogCleaner
 from .log import Log, log_dir_name, parse_topic_partition
-from .log_config import LogConfig
+from .log_config import LogConfig, warn_not_implemented
 from .producer_state import DEFAULT_PRODUCER_ID_EXPIRATION_MS
+from .scheduler import INLINE
 from .segment import now_ms
 
 META_PROPERTIES = "meta.properties"
@@ -38,6 +40,13 @@ FUTURE_DIR_SUFFIX = "-future"  # reserved for moving a replica between log dirs
 PRODUCER_ID_EXPIRATION_CHECK_INTERVAL_MS = 600_000
 
 TopicPartition = tuple[str, int]
+
+
+def delete_dir_name(topic: str, partition: int) -> str:
+    """``<topic>-<partition>.<uuid>-delete``, the topic cut so that the name fits in 255 characters (Kafka's
+    logDeleteDirName: a 249-character topic name would not fit otherwise)."""
+    suffix = f"-{partition}.{uuid.uuid4().hex}{DELETE_DIR_SUFFIX}"
+    return topic[:255 - len(suffix)] + suffix
 
 
 class InconsistentBrokerMetadataError(Exception):
@@ -73,7 +82,8 @@ class LogManager:
                  broker_id: int | None = None, cluster_id: str | None = None,
                  topic_configs: Mapping[str, Mapping[str, Any]] | None = None,
                  clock: Callable[[], int] = now_ms,
-                 max_producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS) -> None:
+                 max_producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS,
+                 scheduler: Any = INLINE) -> None:
         if not log_dirs:
             raise ValueError("at least one log dir is needed")
         self.log_dirs = [os.path.abspath(d) for d in log_dirs]
@@ -84,6 +94,9 @@ class LogManager:
         self.broker_id = broker_id
         self.cluster_id = cluster_id
         self._clock = clock
+        # background.threads: the logs' flushes after a roll and delayed deletes (and, in the broker, the
+        # periodic jobs); shut down with the logs
+        self.scheduler = scheduler
         # transactional.id.expiration.ms: producer ids idle this long are forgotten by every log
         self.max_producer_id_expiration_ms = max_producer_id_expiration_ms
         self._lock = threading.RLock()
@@ -189,7 +202,7 @@ class LogManager:
             log = Log(path, self._config_for(tp[0]), recovery_point=recovery_points.get(tp, 0),
                       log_start_offset=start_offsets.get(tp, 0), high_watermark=high_watermarks.get(tp, 0),
                       had_clean_shutdown=clean, clock=self._clock,
-                      max_producer_id_expiration_ms=self.max_producer_id_expiration_ms)
+                      max_producer_id_expiration_ms=self.max_producer_id_expiration_ms, scheduler=self.scheduler)
             log.on_truncated = self._on_truncated
             self._logs[tp] = log
             self._dir_of[tp] = d
@@ -199,6 +212,7 @@ class LogManager:
     def _config_for(self, topic: str, overrides: Mapping[str, Any] | None = None) -> LogConfig:
         topic_overrides = dict(self.topic_configs.get(topic, {}))
         topic_overrides.update(overrides or {})
+        warn_not_implemented(topic, topic_overrides)
         return LogConfig.from_props(self.topic_defaults, topic_overrides)
 
     # -- logs -------------------------------------------------------------------------------------
@@ -248,7 +262,7 @@ class LogManager:
             d = self._next_log_dir()
             log = Log(os.path.join(d, log_dir_name(topic, partition)), self._config_for(topic),
                       had_clean_shutdown=True, clock=self._clock,
-                      max_producer_id_expiration_ms=self.max_producer_id_expiration_ms)
+                      max_producer_id_expiration_ms=self.max_producer_id_expiration_ms, scheduler=self.scheduler)
             log.on_truncated = self._on_truncated
             self._logs[tp] = log
             self._dir_of[tp] = d
@@ -279,9 +293,9 @@ class LogManager:
             if self.cleaner is not None:
                 self.cleaner.on_log_deleted(tp, d)
             log.close()
-            doomed = os.path.join(d, f"{log_dir_name(topic, partition)}.{uuid.uuid4().hex}{DELETE_DIR_SUFFIX}")
+            doomed = os.path.join(d, delete_dir_name(topic, partition))
             log.rename_dir(doomed)
-            log.delete()
+            self.scheduler.schedule("delete-log", log.delete, log.config.file_delete_delay_ms)
             return True
 
     # -- checkpoints ------------------------------------------------------------------------------
@@ -326,6 +340,8 @@ class LogManager:
         """Flush and close every log, write the checkpoints and the clean-shutdown marker."""
         if self.cleaner is not None:
             self.cleaner.shutdown()  # first, as Kafka: no swap while the logs close
+        if self.scheduler is not INLINE:
+            self.scheduler.shutdown()  # flushes already asked for complete first; delayed deletes wait for restart
         with self._lock:
             for log in self._logs.values():
                 log.flush()

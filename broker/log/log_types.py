@@ -14,6 +14,10 @@ class UnexpectedAppendOffsetError(Exception):
     """A follower append whose first offset is below the log end offset."""
 
 
+class InvalidReadSizeError(ValueError):
+    """A read asked for a negative number of bytes (Kafka's LogSegment.read IllegalArgumentException)."""
+
+
 def log_dir_name(topic: str, partition: int) -> str:
     return f"{topic}-{partition}"
 

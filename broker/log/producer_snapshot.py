@@ -100,9 +100,10 @@ def decode_snapshot(data: bytes) -> list[SnapshotEntry]:
                           e.coordinator_epoch, e.current_txn_first_offset) for e in parsed.entries]
 
 
-def write_snapshot(path: str, entries: Iterable[SnapshotEntry]) -> None:
-    """Write atomically (temporary file, fsync, rename): a crash leaves the old file or the new one."""
-    write_atomically(path, encode_snapshot(entries))
+def write_snapshot(path: str, entries: Iterable[SnapshotEntry], sync: bool = True) -> None:
+    """Write atomically (temporary file, fsync, rename): a crash leaves the old file or the new one.
+    ``sync=False``: the caller fsyncs later (a snapshot lost to a power cut is skipped on load)."""
+    write_atomically(path, encode_snapshot(entries), sync)
 
 
 def read_snapshot(path: str) -> list[SnapshotEntry]:

@@ -502,17 +502,19 @@ class ProducerStateManager:
 
     # -- snapshots --------------------------------------------------------------------------------
 
-    def take_snapshot(self) -> bool:
-        """Write ``<map end offset>.snapshot`` unless the state has not moved since the last one."""
+    def take_snapshot(self, sync: bool = True) -> str | None:
+        """Write ``<map end offset>.snapshot`` unless the state has not moved since the last one; its path,
+        or None. ``sync=False`` leaves its fsync to the caller (a roll's flush)."""
         if self.map_end_offset <= self.last_snapshot_offset:
-            return False
+            return None
         offset = self.map_end_offset
-        write_snapshot(snapshot_path(self.dir, offset), [e.to_snapshot_entry() for e in self.producers.values()])
+        path = snapshot_path(self.dir, offset)
+        write_snapshot(path, [e.to_snapshot_entry() for e in self.producers.values()], sync)
         if offset not in self._snapshots:
             self._snapshots.append(offset)
             self._snapshots.sort()
         self.last_snapshot_offset = offset
-        return True
+        return path
 
     def _delete_snapshot(self, offset: int) -> None:
         self._snapshots.remove(offset)

@@ -117,6 +117,7 @@ class LogSegment:
         self._max_timestamp = NO_TIMESTAMP
         self._offset_of_max_timestamp = base_offset
         self._next_offset = base_offset
+        self.roll_jitter_ms = 0  # subtracted from segment.ms for this segment (segment.jitter.ms)
         # The last batches appended, newest last: a consumer tailing the log asks for these, and
         # finding them here saves the index lookup and the scan from the indexed position.
         self._recent: deque[BatchHeader] = deque(maxlen=_RECENT_BATCHES)
@@ -177,7 +178,7 @@ class LogSegment:
         if self._size == 0:
             return False
         return (self._size > segment_bytes - messages_size
-                or self.time_waited_for_roll(now, max_timestamp) > segment_ms
+                or self.time_waited_for_roll(now, max_timestamp) > segment_ms - self.roll_jitter_ms
                 or self.indexes_full
                 or not self.can_convert_to_relative_offset(max_offset))
 
@@ -433,6 +434,12 @@ class LogSegment:
         self.offset_index.flush()
         self.time_index.flush()
         self.txn_index.flush()
+
+    def duplicate_descriptors(self) -> list[int]:
+        """Copies of the open files' descriptors, for an fsync outside the log's lock: they stay valid
+        when the segment is closed, deleted or truncated meanwhile (the caller closes them)."""
+        fds = (self._fd, self.offset_index._fd, self.time_index._fd, self.txn_index._fd)
+        return [os.dup(fd) for fd in fds if fd >= 0]
 
     def close(self) -> None:
         if self._fd >= 0:

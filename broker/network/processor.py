@@ -41,9 +41,9 @@ _API_VERSIONS = int(ApiKey.API_VERSIONS)
 
 
 class Connection(asyncio.Protocol):
-    __slots__ = ("processor", "listener", "principal", "id", "transport", "splitter", "pending", "in_flight",
-                 "closed", "last_active", "_reading", "_writable", "_served", "_stats", "_throttle", "security",
-                 "credentials", "authenticator", "_max_frame_size")
+    __slots__ = ("processor", "listener", "principal", "id", "peer_host", "transport", "splitter", "pending",
+                 "in_flight", "closed", "last_active", "_reading", "_writable", "_served", "_stats", "_throttle",
+                 "security", "credentials", "authenticator", "_max_frame_size")
 
     def __init__(self, processor: "Processor", listener: str, max_frame_size: int,
                  security: ListenerSecurity | None = None, credentials: CredentialCache | None = None) -> None:
@@ -55,6 +55,7 @@ class Connection(asyncio.Protocol):
         self.authenticator: SaslAuthenticator | None = None  # set while a SASL connection authenticates
         self._max_frame_size = max_frame_size
         self.id = ""
+        self.peer_host = ""
         self.transport: asyncio.Transport | None = None
         self.splitter = FrameSplitter(max_frame_size)
         self.pending: deque[Any] = deque()  # frames read behind the request in flight
@@ -72,6 +73,7 @@ class Connection(asyncio.Protocol):
         self.transport = transport  # type: ignore[assignment]
         local = transport.get_extra_info("sockname") or ("?", 0)
         peer = transport.get_extra_info("peername") or ("?", 0)
+        self.peer_host = peer[0]
         self.id = f"{local[0]}:{local[1]}-{peer[0]}:{peer[1]}-{self.processor.next_index()}"
         self.last_active = self.processor.loop.time()
         self.processor.add(self)
@@ -216,6 +218,7 @@ class Connection(asyncio.Protocol):
             return
         want = (self.in_flight is None and not self.pending and self._writable and self._throttle is None
                 and not self.processor.blocked and self.processor.reading_enabled
+                and not self.processor.out_of_memory
                 and (self.authenticator is None or self.authenticator.state != SaslAuthenticator.FAILED))
         if want != self._reading:
             self._reading = want
@@ -305,6 +308,8 @@ class Processor:
         self.connections: dict[str, Connection] = {}
         self.blocked = False  # the channel was full: no connection of ours reads until it drains
         self.reading_enabled = True  # False while shutting down
+        self.quotas: Any = None  # connection_quotas.ConnectionQuotas, when the socket server has one
+        self.memory_pool: Any = None  # memory_pool.MemoryPool (queued.max.request.bytes), shared, or None
         self._backlog: deque[Request] = deque()
         self._drainer: asyncio.Task | None = None
         self._counter = 0
@@ -321,9 +326,17 @@ class Processor:
         self.stats["connections_accepted"] += 1
 
     def remove(self, conn: Connection) -> None:
-        self.connections.pop(conn.id, None)
+        if self.connections.pop(conn.id, None) is not None and self.quotas is not None:
+            self.quotas.dec(conn.listener, conn.peer_host)  # the acceptor counted it (connection_quotas.py)
+
+    @property
+    def out_of_memory(self) -> bool:
+        return self.memory_pool is not None and self.memory_pool.exhausted
 
     def enqueue(self, request: Request) -> None:
+        if self.memory_pool is not None:
+            request.pool = self.memory_pool
+            self.memory_pool.allocate(request.size)
         if not self.blocked and self.channel.try_send_request(request):
             return
         # Backpressure, as Kafka's processor blocking on a full queue: keep the request, stop reading.
@@ -340,6 +353,8 @@ class Processor:
                 request = self._backlog[0]
                 if not request.connection.closed:
                     await self.channel.send_request(request)
+                else:
+                    request.release_memory()
                 self._backlog.popleft()
         finally:
             self.blocked = False
@@ -373,6 +388,8 @@ class Processor:
     def close_all(self) -> None:
         if self._drainer is not None:
             self._drainer.cancel()
+        for request in self._backlog:
+            request.release_memory()
         self._backlog.clear()
         for conn in list(self.connections.values()):
             conn.close()

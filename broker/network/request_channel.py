@@ -26,7 +26,7 @@ class Request:
     """One decoded request and where it came from."""
 
     __slots__ = ("header", "body", "connection", "receive_time", "size", "unsupported_version", "dequeue_time",
-                 "local_complete_time", "throttle_time_ms")
+                 "local_complete_time", "throttle_time_ms", "pool")
 
     def __init__(self, header: RequestHeader, body: Any, connection: Connection, size: int = 0,
                  unsupported_version: bool = False) -> None:
@@ -41,6 +41,13 @@ class Request:
         self.dequeue_time = 0.0
         self.local_complete_time = 0.0
         self.throttle_time_ms: int | None = None  # the client quotas' verdict, once taken (broker/quota)
+        self.pool: Any = None  # the MemoryPool its bytes count against until it is handled
+
+    def release_memory(self) -> None:
+        """Its bytes no longer count toward queued.max.request.bytes (called once it was handled)."""
+        if self.pool is not None:
+            self.pool.release(self.size)
+            self.pool = None
 
     @property
     def api_key(self) -> int:

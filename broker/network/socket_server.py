@@ -5,6 +5,10 @@
     ...
     await server.stop()           # stop accepting, let requests in flight answer, close, stop handlers
 
+Connection limits (``connection_quotas.py``) are enforced by the acceptors; ``queued.max.request.bytes``
+(``memory_pool.py``) makes every processor stop reading while the bytes of requests read and not yet
+handled reach it.
+
 ``stats`` counts connections, requests, responses and every reason a connection was closed;
 ``api_requests`` counts requests per api key. Both are plain Counters, ready to feed metrics.
 """
@@ -20,6 +24,9 @@ from ..kafka_apis import KafkaApis
 from ..request_handler import KafkaRequestHandlerPool
 from ..security.credential_cache import CredentialCache
 from .acceptor import Acceptor
+from ..config import parse_connection_overrides
+from .connection_quotas import ConnectionQuotas, resolve_overrides
+from .memory_pool import MemoryPool
 from .processor import Processor
 from .request_channel import RequestChannel
 
@@ -36,6 +43,9 @@ class SocketServer:
         self.stats: Counter = Counter()
         self.api_requests: Counter = Counter()
         self.channel = RequestChannel(config.queued_max_requests)
+        self.quotas: ConnectionQuotas | None = None  # max.connections, max.connections.per.ip(.overrides)
+        queued_bytes = config.get("queued.max.request.bytes")
+        self.memory_pool = MemoryPool(queued_bytes) if queued_bytes > 0 else None
         self.processors: list[Processor] = []
         self.acceptors: list[Acceptor] = []
         self.handler_pool: KafkaRequestHandlerPool | None = None
@@ -47,6 +57,16 @@ class SocketServer:
         cfg = self.config
         self.processors = [Processor(i, self.channel, self.apis.handlers, self.stats, self.api_requests, loop)
                            for i in range(cfg.num_network_threads)]
+        self.quotas = ConnectionQuotas(
+            cfg.max_connections, cfg.max_connections_per_ip,
+            resolve_overrides(parse_connection_overrides(cfg.max_connections_per_ip_overrides)),
+            cfg.inter_broker_listener_name, [e.name for e in cfg.listeners])
+        self.quotas.on_excess = self._close_an_excess_connection
+        for processor in self.processors:
+            processor.quotas = self.quotas
+            processor.memory_pool = self.memory_pool
+            if self.memory_pool is not None:
+                self.memory_pool.on_change(processor._update_all)  # stop or go on reading
         if self.start_handlers:
             self.handler_pool = KafkaRequestHandlerPool(self.channel, self.apis, cfg.num_io_threads)
             self.handler_pool.start()
@@ -55,7 +75,8 @@ class SocketServer:
             for endpoint in cfg.listeners:
                 acceptor = Acceptor(endpoint, self.processors, cfg.socket_request_max_bytes,
                                     cfg.socket_send_buffer_bytes, cfg.socket_receive_buffer_bytes,
-                                    security=security.get(endpoint.name), credentials=self.credentials)
+                                    security=security.get(endpoint.name), credentials=self.credentials,
+                                    quotas=self.quotas)
                 await acceptor.start()
                 self.acceptors.append(acceptor)
         except BaseException:
@@ -79,6 +100,18 @@ class SocketServer:
 
     def connection_count(self) -> int:
         return sum(len(p.connections) for p in self.processors)
+
+    def _close_an_excess_connection(self) -> None:
+        """The inter-broker listener took the broker past max.connections: close the least recently active
+        connection of another listener (Kafka's Processor.closeExcessConnections)."""
+        quotas = self.quotas
+        assert quotas is not None
+        candidates = [c for p in self.processors for c in p.connections.values()
+                      if quotas.max_connections_exceeded(c.listener) and not c.closed]
+        if candidates:
+            oldest = min(candidates, key=lambda c: c.last_active)
+            oldest.close_for("max_connections_exceeded",
+                             f"the broker holds more than {quotas.max_connections} connections")
 
     def _in_flight(self) -> int:
         busy = self.handler_pool.busy if self.handler_pool else 0

@@ -7,12 +7,20 @@ event calls ``check_and_complete(key)`` and only the operations that care are re
 
 Single-threaded: the loop serialises completion and expiration, so the "exactly once" guarantee is a
 plain flag set before ``on_complete`` runs (Kafka needs an AtomicBoolean and per-op locks).
+
+Isolation: an exception raised by one operation's ``try_complete``, ``on_complete`` or
+``on_expiration`` is caught here and fails that operation alone (``on_error``: its request gets an
+error answer); it never reaches the code that called ``check_and_complete`` (an append, a follower
+fetch), the other operations watched under the same key, or the timer.
 """
 from __future__ import annotations
 
+import logging
 from typing import Dict, Hashable, Iterable, List, Optional
 
 from .timer import Timer, TimerTask
+
+log = logging.getLogger(__name__)
 
 
 class DelayedOperation(TimerTask):
@@ -39,25 +47,52 @@ class DelayedOperation(TimerTask):
     def on_expiration(self) -> None:
         """Runs after ``on_complete`` only when the operation timed out (e.g. count a metric)."""
 
+    def on_error(self, exc: BaseException) -> None:
+        """``try_complete`` or ``on_complete`` raised ``exc``: answer the waiting request with an error.
+        The operation is already completed. Operations that resolve a future must override this."""
+
     def force_complete(self) -> bool:
         """Complete now. The first caller wins and gets True; every later call returns False."""
         if self._completed:
             return False
         self._completed = True
         self.cancel()  # out of the timer: a completed op must not expire
-        self.on_complete()
+        try:
+            self.on_complete()
+        except Exception as exc:
+            self._failed(exc, "completing")
         return True
 
     def safe_try_complete(self) -> bool:
         # Kafka takes the op's lock here; on one loop thread only the "already done" check remains.
         if self._completed:
             return False
-        return self.try_complete()
+        try:
+            return self.try_complete()
+        except Exception as exc:
+            if self._completed:  # on_complete ran (and is guarded); the raise came after it
+                log.exception("%r failed after completing", self)
+                return True
+            self._completed = True
+            self.cancel()
+            self._failed(exc, "checking")
+            return True
+
+    def _failed(self, exc: BaseException, doing: str) -> None:
+        log.error("Delayed operation %r failed while %s it; it is answered with an error", self, doing,
+                  exc_info=exc)
+        try:
+            self.on_error(exc)
+        except Exception:
+            log.exception("Delayed operation %r could not be failed", self)
 
     def run(self) -> None:
         # Called by the timer on expiration; loses quietly if a completion got there first.
         if self.force_complete():
-            self.on_expiration()
+            try:
+                self.on_expiration()
+            except Exception:
+                log.exception("Delayed operation %r failed in its expiration callback", self)
 
 
 class _Watchers:

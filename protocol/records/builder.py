@@ -2,7 +2,8 @@
 
 The first record's timestamp becomes baseTimestamp (as the Java producer does), records carry
 deltas against it and their offset delta, and build() fills lastOffsetDelta, maxTimestamp, the
-attributes and the CRC-32C.
+attributes and the CRC-32C. Records are encoded by the codec (``codec.encode_records``), one at a time
+(``append``) or a run of columns in one call (``append_many``).
 """
 
 from __future__ import annotations
@@ -13,21 +14,23 @@ from typing import Iterable
 
 from crc32c import crc32c
 
+from . import codec
 from .batch import (
     CONTROL_MASK, CREATE_TIME, HEADER_SIZE, LOG_OVERHEAD, MAGIC, NO_PARTITION_LEADER_EPOCH,
     NO_PRODUCER_EPOCH, NO_PRODUCER_ID, NO_SEQUENCE, TRANSACTIONAL_MASK,
 )
 from .compression import Compression, check_codec, compress
-from .varint import encode_varint
 
 Bytes = bytes | bytearray | memoryview
 HeaderList = Iterable[tuple[str | bytes, Bytes | None]]
+Column = list | tuple | None  # see append_many
+Timestamps = int | list | tuple | None
 
 # The header in two parts: what precedes the CRC (not covered by it), and attributes..recordCount.
 _PREFIX = struct.Struct(">qiibI")
 _COVERED = struct.Struct(">hiqqqhii")
 _INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
-_NULL = b"\x01"  # zigzag varint -1: a null key, value or header value
+_NO_LIMIT = 1 << 62
 
 
 def _now_ms() -> int:
@@ -52,7 +55,7 @@ class RecordBatchBuilder:
                  is_transactional: bool = False, is_control: bool = False, base_offset: int = 0,
                  partition_leader_epoch: int = NO_PARTITION_LEADER_EPOCH,
                  timestamp_type: int = CREATE_TIME, compression_level: int | None = None) -> None:
-        self.compression = check_codec(compression)
+        self.compression = compression if type(compression) is Compression else check_codec(compression)
         self.compression_level = compression_level
         self.producer_id = producer_id
         self.producer_epoch = producer_epoch
@@ -84,40 +87,36 @@ class RecordBatchBuilder:
         elif not _INT64_MIN <= timestamp <= _INT64_MAX:
             raise ValueError(f"timestamp {timestamp} is not an int64")
         offset_delta = self._count
-        if offset_delta == 0:
-            self._base_timestamp = timestamp
-        if timestamp > self._max_timestamp:
-            self._max_timestamp = timestamp
-
-        # Parts joined once: cheaper in CPython than growing a bytearray field by field.
-        parts = [b"\x00", encode_varint(timestamp - self._base_timestamp), encode_varint(offset_delta)]
-        if key is None:
-            parts.append(_NULL)
-        else:
-            parts += (encode_varint(len(key)), key)
-        if value is None:
-            parts.append(_NULL)
-        else:
-            parts += (encode_varint(len(value)), value)
-        if headers:
-            headers = list(headers)
-            parts.append(encode_varint(len(headers)))
-            for header_key, header_value in headers:
-                raw_key = header_key.encode("utf-8") if isinstance(header_key, str) else header_key
-                parts += (encode_varint(len(raw_key)), raw_key)
-                if header_value is None:
-                    parts.append(_NULL)
-                else:
-                    parts += (encode_varint(len(header_value)), header_value)
-        else:
-            parts.append(b"\x00")
-        body = b"".join(parts)
-
-        records = self._records
-        records += encode_varint(len(body))
-        records += body
+        _, self._base_timestamp, self._max_timestamp = codec.encode_records(
+            self._records, self._base_timestamp, offset_delta, self._max_timestamp, timestamp, timestamp,
+            [key], [value], [headers] if headers else None, 0, 1, _NO_LIMIT, None)
         self._count = offset_delta + 1
         return offset_delta
+
+    def append_many(self, values: Column, keys: Column = None, headers: Column = None,
+                    timestamps: Timestamps = None, start: int = 0, stop: int | None = None,
+                    max_size: int | None = None, meta: bytearray | None = None) -> int:
+        """Add records ``start..stop-1`` of the columns in one call; returns how many were added.
+
+        ``values``/``keys``: None (all null), a list of bytes-likes or None, ``(rows, index)`` (item
+        ``index`` of each tuple in ``rows``), or an Arrow binary column as ``arrow.binary_column`` describes
+        it. ``timestamps``: None (now), an int for all, a list or ``(rows, index)`` (None = now) or
+        ``arrow.int64_column``. ``headers``: None, or per record None or (key, value) pairs, as a list or
+        ``(rows, index)``. Stops before the record that would make ``size_in_bytes`` exceed ``max_size``,
+        except that an empty batch always takes one. ``meta`` gets each record's timestamp and sizes
+        (``pure_codec.RECORD_META``).
+        """
+        if stop is None:
+            if not isinstance(values, list):
+                raise TypeError("append_many needs stop unless values is a list")
+            stop = len(values)
+        now = _now_ms()
+        limit = _NO_LIMIT if max_size is None else max_size - HEADER_SIZE
+        added, self._base_timestamp, self._max_timestamp = codec.encode_records(
+            self._records, self._base_timestamp, self._count, self._max_timestamp, now,
+            now if timestamps is None else timestamps, keys, values, headers, start, stop, limit, meta)
+        self._count += added
+        return added
 
     def _attributes(self) -> int:
         attributes = int(self.compression) | (self.timestamp_type << 3)

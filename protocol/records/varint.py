@@ -2,8 +2,8 @@
 
 Protocol-level lengths use *unsigned* varints and live in the message codec, not here. Decoders take
 ``bytes`` (indexing bytes is the cheapest way to read one octet in CPython) and return
-``(value, next_position)``; running off the end or an over-long encoding raises
-CorruptRecordBatchError, never IndexError.
+``(value, next_position)``; running off the end, an over-long encoding or a value wider than the
+type (32 bits for a varint, 64 for a varlong) raises CorruptRecordBatchError, never IndexError.
 """
 
 from __future__ import annotations
@@ -14,6 +14,8 @@ from .errors import CorruptRecordBatchError
 # Kafka rejects a varint longer than 5 bytes and a varlong longer than 10.
 _VARINT_MAX_SHIFT = 28
 _VARLONG_MAX_SHIFT = 63
+# How many payload bits the last byte may carry: a varint must fit 32 bits, a varlong 64.
+_LAST_BYTE_BITS = {_VARINT_MAX_SHIFT: 4, _VARLONG_MAX_SHIFT: 1}
 
 
 def _decode(buf: bytes, pos: int, max_shift: int, kind: str) -> tuple[int, int]:
@@ -27,6 +29,8 @@ def _decode(buf: bytes, pos: int, max_shift: int, kind: str) -> tuple[int, int]:
         pos += 1
         result |= (b & 0x7F) << shift
         if b < 0x80:
+            if shift == max_shift and b >> _LAST_BYTE_BITS[max_shift]:
+                raise CorruptRecordBatchError(f"{kind} does not fit in its type")
             return (result >> 1) ^ -(result & 1), pos
         shift += 7
         if shift > max_shift:

@@ -7,9 +7,10 @@ import struct
 
 import pytest
 
+from odradek.clients.connection import BrokerConnection
 from odradek.clients.simple_client import SimpleClient, build_batch
 from odradek.protocol import errors
-from odradek.protocol.messages import CreateTopicsRequest, ProduceRequest
+from odradek.protocol.messages import CreateTopicsRequest, FetchRequest, ProduceRequest
 from tests.unit.broker.network.helpers import Client
 
 pytestmark = pytest.mark.timeout(120)
@@ -121,4 +122,70 @@ def test_produce_to_a_broker_that_does_not_lead_the_partition(three_broker_clust
             assert response.responses[0].partition_responses[0].error_code == errors.NotLeaderOrFollowerError.code
             for p in leaders:
                 assert (await client.produce("spread", p, [(None, b"%d" % p)])).error_code == 0
+    run(main())
+
+
+def _fetch(partitions: list[tuple[int, int, int]], topic: str, *, min_bytes: int = 1, max_wait_ms: int = 0):
+    """A sessionless consumer Fetch of (partition, fetch offset, partition max bytes) entries."""
+    return FetchRequest(replica_id=-1, max_wait_ms=max_wait_ms, min_bytes=min_bytes, max_bytes=1 << 20,
+                        isolation_level=0, session_id=0, session_epoch=-1, topics=[FetchRequest.FetchTopic(
+                            topic=topic, partitions=[FetchRequest.FetchTopic.FetchPartition(
+                                partition=p, fetch_offset=offset, partition_max_bytes=size)
+                                for p, offset, size in partitions])])
+
+
+def test_a_parked_fetch_with_a_negative_size_leaves_produce_and_replication_untouched(three_broker_cluster):
+    """Issue 13 finding 1: such a fetch made every later append to its partition fail (the records were
+    written, the producer told UNKNOWN_SERVER_ERROR) and follower fetches with it, until it expired."""
+    async def main():
+        async with SimpleClient(three_broker_cluster.bootstrap_servers) as client:
+            await client.wait_for_brokers(3)
+            assert (await client.create_topics({"parked-negative": (1, 3)}))["parked-negative"] == 0
+            md = await client.wait_for_leaders("parked-negative")
+            leader = md.topics["parked-negative"].partitions[0].leader
+            assert (await client.produce("parked-negative", 0, [(None, b"first")], acks=-1)).base_offset == 0
+            # Its own connection: the broker answers one request per connection at a time.
+            parker = await BrokerConnection.connect(*client.cluster.broker_address(leader))
+            parked = asyncio.ensure_future(parker.send(
+                _fetch([(0, 1, -5)], "parked-negative", min_bytes=1000, max_wait_ms=60_000), timeout=90))
+            await asyncio.sleep(0.2)  # let it park (nothing to wait for: it stays parked for 60 s)
+            assert not parked.done()
+            for i in range(1, 21):
+                result = await client.produce("parked-negative", 0, [(None, b"v%d" % i)], acks=-1)
+                assert (result.error_code, result.base_offset) == (0, i)  # replicated to the whole ISR
+            fetched = await client.fetch("parked-negative", 0, 0)
+            assert [r.value for r in fetched.records] == [b"first"] + [b"v%d" % i for i in range(1, 21)]
+            assert fetched.high_watermark == 21
+            md = await client.metadata(["parked-negative"])
+            assert sorted(md.topics["parked-negative"].partitions[0].isr) == [0, 1, 2]
+            parked.cancel()
+            await parker.close()
+    run(main())
+
+
+def test_a_plain_fetch_with_a_negative_size_fails_that_partition_alone(three_broker_cluster):
+    async def main():
+        async with SimpleClient(three_broker_cluster.bootstrap_servers) as client:
+            await client.wait_for_brokers(3)
+            created = await client.create_topics({"plain-negative": (6, 1)})  # two partitions a broker
+            assert created["plain-negative"] == 0
+            md = await client.wait_for_leaders("plain-negative")
+            leaders = {p: info.leader for p, info in md.topics["plain-negative"].partitions.items()}
+            leader = leaders[0]
+            mine = [p for p, broker in leaders.items() if broker == leader]
+            for p in mine:
+                assert (await client.produce("plain-negative", p, [(None, b"p%d" % p)])).error_code == 0
+            assert len(mine) >= 2
+
+            async def answers(partitions):
+                response = await client.send(leader, _fetch(partitions, "plain-negative"))
+                assert response.error_code == 0
+                return [(d.partition_index, d.error_code, bool(d.records))
+                        for t in response.responses for d in t.partitions]
+            # Kafka's LogSegment.read refuses the size: that partition alone gets UNKNOWN_SERVER_ERROR.
+            assert await answers([(p, 0, -1 if p == mine[0] else 1 << 20) for p in mine]) == \
+                [(mine[0], errors.UnknownServerError.code, False)] + [(p, 0, True) for p in mine[1:]]
+            # At the log end nothing is read, so nothing fails (as Kafka).
+            assert await answers([(mine[0], 1, -1)]) == [(mine[0], 0, False)]
+            assert (await client.produce("plain-negative", mine[0], [(None, b"after")])).base_offset == 1
     run(main())

@@ -51,3 +51,14 @@ def test_a_misspelt_key_is_warned_about_with_the_closest_key(tmp_path, zookeeper
     warning = next(line for line in text.splitlines() if "zookeeper.sesion.timeout.ms" in line)
     assert "WARNING" in warning and "zookeeper.session.timeout.ms" in warning
     assert "[KafkaServer id=0] started" in text and "shut down completed" in text
+
+
+@pytest.mark.parametrize("setting", ["zookeeper.set.acl=true", "zookeeper.ssl.client.enable=true"])
+def test_security_it_cannot_provide_stops_start_up_naming_the_key(tmp_path, setting):
+    """Fail closed: a broker asked for znode ACLs or TLS to ZooKeeper, which it does not have, must not start
+    without them."""
+    result = server("--override", setting, "--override", f"log.dirs={tmp_path}")
+    assert result.returncode == 1
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and f"'{setting.partition('=')[0]}'" in lines[0] and "refusing to start" in lines[0]
+    assert not (tmp_path / "meta.properties").exists()  # nothing was started

@@ -350,3 +350,35 @@ def test_kafka_shipped_style_file_loads(tmp_path):
             "group.initial.rebalance.delay.ms=0\n")
     c, w = load_config(write(tmp_path, text), [], {})
     assert w == [] and c.zookeeper_connection_timeout_ms == 18000
+
+
+@pytest.mark.parametrize("setting", ["zookeeper.set.acl=true", "zookeeper.ssl.client.enable=true",
+                                     "principal.builder.class=com.example.Builder",
+                                     "delegation.token.master.key=secret"])
+def test_security_settings_not_implemented_stop_the_broker_naming_the_key(tmp_path, setting):
+    key = setting.partition("=")[0]
+    path = write(tmp_path, f"zookeeper.connect=z:1\n{setting}\n")
+    with pytest.raises(ConfigError) as refused:
+        load_config(path, [], {})
+    assert str(refused.value) == (f"Configuration '{key}' asks for security Odradek does not implement yet; refusing "
+                                  f"to start without it (remove the setting to run unprotected) (from {path} line 2)")
+
+
+def test_a_security_setting_that_asks_for_nothing_does_not_stop_the_broker(tmp_path):
+    path = write(tmp_path, "zookeeper.connect=z:1\nzookeeper.ssl.client.enable=false\nprincipal.builder.class=\n")
+    _, warnings = load_config(path, [], {})
+    assert all("does not support" in w for w in warnings) and len(warnings) == 2
+
+
+def test_accepted_keys_without_effect_are_warned_about_by_name(tmp_path):
+    path = write(tmp_path, "zookeeper.connect=z:1\nlog.preallocate=true\nnum.replica.fetchers=1\n"
+                           "offsets.topic.compression.codec=1\ninter.broker.protocol.version=2.8\n"
+                           "inter.broker.protocol.version=2.7\n")
+    _, warnings = load_config(path, [], {})
+    assert [w for w in warnings if "is set twice" not in w] == [
+        f"Configuration 'log.preallocate' is accepted but not implemented: segment files are never preallocated "
+        f"(it matters on Windows' NTFS only) (from {path} line 2)",
+        f"Configuration 'offsets.topic.compression.codec' is accepted but not implemented: offset commits are "
+        f"written uncompressed (from {path} line 4)",
+        f"Configuration 'inter.broker.protocol.version' is accepted but not implemented: brokers always speak "
+        f"Kafka 2.8's inter-broker protocol (from {path} line 6)"]

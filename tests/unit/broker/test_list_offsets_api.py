@@ -50,3 +50,23 @@ def test_every_version_encodes_the_offset(version, timestamp, offset):
         assert partition.offset == offset
         # the leader epoch travels from v4 on (Kafka 2.8 sets it only there); older versions lack the field
         assert partition.leader_epoch == (3 if version >= 4 else -1)
+
+
+def handle(version: int, partitions: list, isolation_level: int = 0) -> list[tuple[int, int]]:
+    partition = fake_partition()
+    replica_manager = SimpleNamespace(leader_partition=lambda topic, index, epoch: partition)
+    api = ListOffsetsApi(SimpleNamespace(replica_manager=replica_manager, auth=AuthHelper()))
+    Topic = ListOffsetsRequest.ListOffsetsTopic
+    body = ListOffsetsRequest(replica_id=-1, isolation_level=isolation_level, topics=[Topic(name="t", partitions=[
+        Topic.ListOffsetsPartition(partition_index=i, timestamp=LATEST_TIMESTAMP) for i in partitions])])
+    response = api.handle(SimpleNamespace(body=body, api_version=version))
+    return [(p.partition_index, p.error_code) for p in response.topics[0].partitions]
+
+
+def test_a_partition_named_twice_is_invalid_request_every_time_from_v1():
+    assert handle(1, [0, 1, 0]) == [(0, 42), (1, 0), (0, 42)]  # INVALID_REQUEST, as Kafka 2.8
+    assert handle(0, [0, 0]) == [(0, 0), (0, 0)]
+
+
+def test_an_unknown_isolation_level_fails_each_partition():
+    assert handle(2, [0, 1], isolation_level=7) == [(0, -1), (1, -1)]  # IsolationLevel.forId throws

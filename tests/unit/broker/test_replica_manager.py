@@ -160,3 +160,59 @@ def test_stop_replica_with_delete_removes_the_log_and_answers_parked_fetches(rm)
         assert result.error_code == errors.UnknownTopicOrPartitionError.code
         assert not os.path.exists(log_dir)
     run(main())
+
+
+def test_a_parked_fetch_with_a_negative_partition_max_bytes_never_breaks_appends(rm):
+    """Issue 13 finding 1: the wake-up check read the log with a negative size (os.pread raised inside
+    check_and_complete), so every later append failed until the fetch expired."""
+    async def main():
+        rm.start()
+        rm.become_leader_or_follower(1, [("t", state(0)), ("t", state(1))], {})
+        rm.append_records(1, 1000, {("t", 0): batch(b"a")})
+        parked = rm.fetch_messages(consumer(max_wait_ms=60_000, min_bytes=100),
+                                   [FetchSpec("t", 0, 1, -5), FetchSpec("t", 1, 0, 1 << 20)])
+        assert isinstance(parked, asyncio.Future)
+        for value in (b"b", b"c"):
+            result = rm.append_records(1, 1000, {("t", 0): batch(value)})[("t", 0)]
+            assert result.error_code == 0 and result.base_offset >= 1
+        assert not parked.done()  # a negative size counts against min_bytes, as Kafka's DelayedFetch
+        rm.append_records(1, 1000, {("t", 1): batch(b"x" * 200)})  # enough on the other partition
+        answer = await asyncio.wait_for(parked, 5)
+        assert answer[("t", 0)].error_code == errors.UnknownServerError.code  # Kafka's answer to the size
+        assert answer[("t", 1)].error_code == 0 and answer[("t", 1)].records
+    run(main())
+
+
+def test_a_negative_partition_max_bytes_fails_only_its_partition_and_only_when_there_is_data(rm):
+    async def main():
+        rm.start()
+        rm.become_leader_or_follower(1, [("t", state(0)), ("t", state(1))], {})
+        rm.append_records(1, 1000, {("t", 0): batch(b"a"), ("t", 1): batch(b"b")})
+        results = rm.fetch_messages(consumer(), [FetchSpec("t", 0, 0, -1), FetchSpec("t", 1, 0, 1 << 20),
+                                                 FetchSpec("t", 0, 1, -1)])
+        assert results[("t", 1)].error_code == 0 and results[("t", 1)].records
+        # Kafka's LogSegment.read refuses the size (UNKNOWN_SERVER_ERROR); at the log end nothing is read.
+        assert results[("t", 0)].error_code == 0 and results[("t", 0)].records == b""
+        failed = rm.fetch_messages(consumer(), [FetchSpec("t", 0, 0, -1)])[("t", 0)]
+        assert failed.error_code == errors.UnknownServerError.code
+    run(main())
+
+
+def test_an_unexpected_failure_while_reading_fails_that_partition_alone(rm, monkeypatch):
+    async def main():
+        rm.start()
+        rm.become_leader_or_follower(1, [("t", state(0)), ("t", state(1))], {})
+        rm.append_records(1, 1000, {("t", 0): batch(b"a"), ("t", 1): batch(b"b")})
+        broken = rm.partitions[("t", 0)].log
+
+        def read(*args, **kwargs):
+            raise OSError(5, "Input/output error")
+        parked = rm.fetch_messages(consumer(max_wait_ms=60_000, min_bytes=10_000),
+                                   [FetchSpec("t", 0, 1, 1 << 20), FetchSpec("t", 1, 1, 1 << 20)])
+        assert isinstance(parked, asyncio.Future)
+        monkeypatch.setattr(broken, "read", read)
+        assert rm.append_records(1, 1000, {("t", 0): batch(b"c")})[("t", 0)].error_code == 0
+        answer = await asyncio.wait_for(parked, 5)  # the failing check completed it at once
+        assert answer[("t", 0)].error_code == errors.UnknownServerError.code
+        assert answer[("t", 1)].error_code == 0
+    run(main())

@@ -24,8 +24,9 @@ def compacted_batch(base: int, count: int, keep: int) -> bytes:
 
 def consumer_at(offset: int):
     consumer = AIOConsumer(bootstrap_servers="127.0.0.1:1")
-    tp, state = TopicPartition("t", 0), _PartitionState()
-    state.position = offset
+    tp = TopicPartition("t", 0)
+    state = _PartitionState(tp)
+    state.advance(offset)
     consumer._states[tp] = state
     return consumer, tp, state
 
@@ -38,9 +39,9 @@ def answer(records: bytes, end: int):
 def test_the_position_passes_the_end_of_the_last_fetched_batch_once_its_records_are_taken():
     consumer, tp, state = consumer_at(10)
     assert consumer._take(tp, state, 10, answer(compacted_batch(10, 5, keep=2), 15))
-    taken = consumer._drain((), 1)  # one record: more remain, the position follows the records
+    taken = consumer._drain((), 1, consumer._take_records)  # one record: more remain, the position follows them
     assert [r.offset for r in taken[tp]] == [10] and state.position == 11
-    taken = consumer._drain((), 10)
+    taken = consumer._drain((), 10, consumer._take_records)
     assert [r.offset for r in taken[tp]] == [11] and state.position == 15
 
 

@@ -21,6 +21,7 @@ from collections import defaultdict
 from typing import Any
 
 from odradek.clients.producer import AIOProducer, _Batch
+from odradek.clients.producer_batch import Columns
 from odradek.clients.types import TopicPartition
 from odradek.protocol.records import Compression
 from odradek.protocol.errors import MessageTooLargeError
@@ -209,15 +210,14 @@ def test_an_exhausted_epoch_takes_a_new_producer_id():
 
 def test_a_batch_unsealed_for_a_bump_takes_no_new_records():
     async def main():
-        producer = AIOProducer(bootstrap_servers="127.0.0.1:1")
-        record = producer.serialize("t", b"a")
+        columns = Columns(0, None, [b"a"], None)
         batch = _Batch(TopicPartition("t", 0), 0, Compression.NONE, 0.0)
-        assert batch.try_append(record, 0, asyncio.get_running_loop().create_future(), 16384)
+        assert batch.append(columns, 0, 1, 16384) == 1
         batch.seal(7, 0, 0)
         batch.unseal()
         # Records sent after it may be in a later batch already: appending here would store them before those.
-        assert not batch.try_append(record, 0, asyncio.get_running_loop().create_future(), 16384)
-        assert len(batch.records) == 1
+        assert batch.append(columns, 0, 1, 16384) == 0
+        assert batch.record_count == 1
 
     run(main())
 

@@ -1,7 +1,8 @@
-"""FutureRecordMetadata (clients/sync_producer.py): the light future the blocking Producer's send returns."""
+"""FutureRecordMetadata (clients/record_futures.py): the light future the blocking Producer's send returns."""
 
 from __future__ import annotations
 
+import asyncio
 import concurrent.futures
 import logging
 import threading
@@ -11,6 +12,7 @@ import pytest
 from odradek.clients.producer import RecordMetadata
 from odradek.clients.sync_producer import FutureRecordMetadata
 from odradek.clients.types import TopicPartition
+from odradek.protocol.records.codec import pure_python_forced
 from odradek.protocol.errors import MessageTooLargeError, RequestTimedOutError
 
 pytestmark = pytest.mark.timeout(60)
@@ -110,3 +112,86 @@ def test_callbacks_registered_while_another_thread_completes_run_exactly_once():
         future.set_result(METADATA)
         thread.join(10)
         assert len(calls) == 20
+
+
+# -- futures bound to a producer batch (record_futures.bind): settled together when the batch is answered --
+
+def _bound_futures(count: int):
+    """A batch with ``count`` records and the futures bound to them (as the Producer's loop binds them)."""
+    from odradek.clients.producer_batch import Columns, _Batch
+    from odradek.clients.record_futures import bind, rows_of
+    from odradek.protocol.records import Compression
+
+    async def make():
+        batch = _Batch(TopicPartition("t", 1), 0, Compression.NONE, 0.0)
+        futures = [FutureRecordMetadata(("t", b"v" * i, b"k" if i % 2 else None, None, 1000 + i, None))
+                   for i in range(count)]
+        rows = rows_of(futures)
+        early = []
+        futures[0].add_callback(early.append)  # before it is bound
+        assert batch.append(Columns((rows, 4), (rows, 2), (rows, 1), (rows, 5)), 0, count, 16384) == count
+        bind(futures, 0, count, batch, 0)
+        assert all(f._row is None for f in futures)  # let go once in a batch
+        return batch, futures, early
+
+    return asyncio.run(make())
+
+
+def test_bound_futures_settle_with_their_batch_and_make_metadata_when_asked():
+    import gc
+
+    batch, futures, early = _bound_futures(5)
+    late = []
+    futures[1].add_callback(late.append)  # bound, not answered yet
+    assert not any(f.done() for f in futures)
+    assert gc.is_tracked(futures[0]) == pure_python_forced()  # the C storage is outside the collector's lists
+    batch.complete(base_offset=40, log_append_time=-1, log_start_offset=3)
+    assert [f.get(timeout=0) for f in futures] == [
+        RecordMetadata("t", 1, TopicPartition("t", 1), 40 + i, 1000 + i, 3, None, 1 if i % 2 else -1, i, 0)
+        for i in range(5)]
+    assert early == [futures[0].get()] and late == [futures[1].get()]
+    after = []
+    futures[2].add_callback(after.append)  # answered: runs at once
+    assert after == [futures[2].get()] and all(f.exception() is None for f in futures)
+
+
+def test_bound_futures_fail_with_their_batch_and_wake_waiters():
+    batch, futures, early = _bound_futures(3)
+    errors, results = [], []
+    futures[2].add_errback(errors.append)
+    waiter = threading.Thread(target=lambda: results.append(futures[1].exception(timeout=30)))
+    waiter.start()
+    error = MessageTooLargeError("refused")
+    batch.fail(error)
+    waiter.join(30)
+    assert results == [error] and errors == [error] and early == []
+    assert all(f.failed() and f.exception() is error for f in futures)
+    with pytest.raises(MessageTooLargeError):
+        futures[0].get()
+
+
+def test_the_hand_off_helpers_in_c_and_python_agree():
+    """clients/producer_c's run_end and bind against their Python twins (used when it is not built)."""
+    import random
+
+    from odradek.clients import _producer
+    from odradek.clients.producer import run_end_py
+    from odradek.clients.record_futures import bind_rows_py, rows_of_py
+
+    rng = random.Random(7)
+    for _ in range(300):
+        rows = [(rng.choice(["a", "b", "a" + ""]), b"v", rng.choice([None, None, b"k"]),
+                 rng.choice([None, None, None, 1]), None, None, FutureRecordMetadata()) for _ in range(12)]
+        start = rng.randrange(12)
+        assert _producer.run_end(rows, start, 12) == run_end_py(rows, start, 12)
+    futures = [FutureRecordMetadata(("t", b"%d" % i)) for i in range(6)]
+    assert _producer.rows_of(futures) == rows_of_py(futures) == [("t", b"%d" % i) for i in range(6)]
+    rows = [("t", b"v", None, None, None, None, FutureRecordMetadata()) for _ in range(6)]
+    other = [("t", b"v", None, None, None, None, FutureRecordMetadata()) for _ in range(6)]
+    assert _producer.bind(rows, 1, 4, "batch", 10, 6) == [row[6] for row in rows[1:5]]
+    bind_rows_py(other, 1, 4, "batch", 10, 6)
+    assert _producer.bind(futures, 2, 2, "other", 0, -1) == futures[2:4]
+    assert [(row[6]._batch, row[6]._index) for row in rows] == [(row[6]._batch, row[6]._index) for row in other] == \
+        [(None, None)] + [("batch", 10 + i) for i in range(4)] + [(None, None)]
+    assert [(f._batch, f._row is None) for f in futures[1:5]] == [(None, False), ("other", True), ("other", True),
+                                                                 (None, False)]

@@ -127,3 +127,26 @@ def test_random_split_points_yield_the_same_frames(payloads, cuts):
     got = [bytes(f) for chunk in chunks for f in splitter.feed(chunk)]
     assert got == payloads
     assert splitter.buffered == 0
+
+
+def test_a_large_declared_size_costs_only_what_arrives():
+    """A peer that declares 100 MiB and sends a few bytes must not make us allocate 100 MiB."""
+    import tracemalloc
+
+    splitter = FrameSplitter()
+    tracemalloc.start()
+    try:
+        assert splitter.feed(struct.pack(">i", 100 * 1024 * 1024) + b"abc") == []
+        assert splitter.feed(b"d" * 1000) == []
+        allocated = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert allocated < 1 << 20
+    assert splitter.pending_frame_size == 100 * 1024 * 1024 and splitter.buffered == 4 + 1003
+    payload = bytes(range(256)) * 5000  # over the preallocation limit, fed in uneven chunks
+    splitter = FrameSplitter()
+    stream = struct.pack(">i", len(payload)) + payload
+    frames = []
+    for i in range(0, len(stream), 70001):
+        frames += splitter.feed(stream[i:i + 70001])
+    assert [bytes(f) for f in frames] == [payload]

@@ -219,3 +219,60 @@ def test_op_completed_during_watch_loop_stops_watching(env):
     op.force_complete()  # completed elsewhere before it could be watched
     assert not purgatory.try_complete_else_watch(op, [key_a, key_b])
     assert purgatory.watched == 1  # only blocker
+
+
+class FailingOp(MockOp):
+    """Raises from the chosen callback; records what the purgatory told it."""
+
+    def __init__(self, delay_ms, fail_in):
+        super().__init__(delay_ms)
+        self.fail_in = fail_in
+        self.errors = []
+
+    def try_complete(self):
+        if self.fail_in == "try":
+            raise OSError(22, "Invalid argument")
+        return super().try_complete()
+
+    def on_complete(self):
+        super().on_complete()
+        if self.fail_in == "complete":
+            raise ValueError("broken answer")
+
+    def on_expiration(self):
+        super().on_expiration()
+        if self.fail_in == "expire":
+            raise RuntimeError("broken metric")
+
+    def on_error(self, exc):
+        self.errors.append(exc)
+
+
+def test_an_op_that_raises_while_checked_fails_alone(env):
+    purgatory, timer, clock = env
+    bad, good = FailingOp(1000, "try"), MockOp(1000)
+    purgatory.try_complete_else_watch(good, [("t", 0)])
+    bad.fail_in = None
+    purgatory.try_complete_else_watch(bad, [("t", 0)])
+    bad.fail_in = "try"
+    good.ready = True
+    assert purgatory.check_and_complete(("t", 0)) == 2  # no exception reaches the caller
+    assert bad.is_completed and [type(e) for e in bad.errors] == [OSError] and bad.completions == 0
+    assert good.completions == 1
+    assert purgatory.num_delayed == 0 and purgatory.watched == 0
+
+
+def test_an_op_that_raises_while_completing_or_expiring_is_failed_and_the_timer_goes_on(env):
+    purgatory, timer, clock = env
+    completing, expiring, later = FailingOp(10, "complete"), FailingOp(10, "expire"), MockOp(20)
+    for op in (completing, expiring, later):
+        purgatory.try_complete_else_watch(op, [("t", 0)])
+    completing.ready = True
+    assert purgatory.check_and_complete(("t", 0)) == 1
+    assert [type(e) for e in completing.errors] == [ValueError]
+    clock.now += 10
+    timer.advance_clock()
+    assert expiring.completions == 1 and expiring.expirations == 1 and expiring.errors == []
+    clock.now += 10
+    timer.advance_clock()
+    assert later.completions == 1 and later.expirations == 1

@@ -117,7 +117,8 @@ def test_a_forged_leader_and_isr_with_a_higher_controller_epoch_is_refused(broke
     assert [p.error_code for p in answer.partition_errors] == [CLUSTER_AUTHORIZATION_FAILED]
     assert replica_manager.calls == []
     assert send(apis, "User:broker", ApiKey.LEADER_AND_ISR, 4, leader_and_isr(1_000)).error_code == 0
-    assert replica_manager.calls == ["become_leader_or_follower"]
+    # (the controller epoch is checked first: nothing is read from ZooKeeper for a stale request)
+    assert replica_manager.calls == ["check_controller_epoch", "become_leader_or_follower"]
 
 
 def test_update_metadata_controlled_shutdown_and_markers_need_cluster_action_too(broker):

@@ -18,6 +18,8 @@ from odradek.protocol.records import (
 )
 from odradek.protocol.records.control import ControlRecordKey, EndTxnMarkerValue
 
+pytestmark = pytest.mark.usefixtures("each_codec")  # every test with both record codecs
+
 
 def test_formats_have_kafkas_byte_layout():
     assert ControlRecordKey.build({"version": 0, "type": 1}) == b"\x00\x00\x00\x01"

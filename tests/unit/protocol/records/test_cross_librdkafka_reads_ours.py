@@ -32,6 +32,8 @@ from odradek.protocol.framing import FrameSplitter
 from odradek.protocol.header import decode_request, decode_response, encode_response
 from odradek.protocol.records import Compression, RecordBatchBuilder, iter_batches
 
+pytestmark = pytest.mark.usefixtures("each_codec")  # every test with both record codecs
+
 confluent_kafka = pytest.importorskip("confluent_kafka")
 
 TOPIC = "t"

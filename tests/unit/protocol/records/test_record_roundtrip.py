@@ -21,6 +21,8 @@ from odradek.protocol.records import (
 )
 from odradek.protocol.records.batch import HEADER_SIZE
 
+pytestmark = pytest.mark.usefixtures("each_codec")  # every test with both record codecs
+
 SAMPLE = [
     (1_700_000_000_000, b"k1", b"v1", [("trace", b"abc"), ("null-header", None)]),
     (1_700_000_000_005, None, b"value with null key", []),

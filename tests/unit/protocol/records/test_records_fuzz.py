@@ -26,7 +26,7 @@ from odradek.protocol.records import (
 )
 from odradek.protocol.records.batch import HEADER_SIZE
 
-pytestmark = pytest.mark.timeout(240)
+pytestmark = [pytest.mark.timeout(240), pytest.mark.usefixtures("each_codec")]
 FUZZ = settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 

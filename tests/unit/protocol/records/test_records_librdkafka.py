@@ -16,6 +16,8 @@ import pytest
 
 from odradek.protocol.records import Compression, Record, iter_batches
 
+pytestmark = pytest.mark.usefixtures("each_codec")  # every test with both record codecs
+
 confluent_kafka = pytest.importorskip("confluent_kafka")
 
 TOPIC = "xcheck"

@@ -19,7 +19,7 @@ from kafka.record.memory_records import MemoryRecordsBuilder as KpMemoryRecordsB
 from odradek.protocol.records import Compression, Record, RecordBatchBuilder, RecordBatchView, iter_batches
 from odradek.protocol.records.compression import XERIAL_MAGIC
 
-pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+pytestmark = [pytest.mark.filterwarnings("ignore::DeprecationWarning"), pytest.mark.usefixtures("each_codec")]
 
 CODECS = list(Compression)
 BASE_TS = 1_700_000_000_000

@@ -1,0 +1,18 @@
+"""Only the C extensions are declared here; everything else is in pyproject.toml.
+
+``optional=True``: where they cannot be compiled (no gcc or Python headers) the install goes on;
+``protocol/records/codec.py`` falls back to the pure-Python codec with a warning, and
+``clients/record_futures.py`` and ``clients/producer.py`` to Python.
+"""
+
+from setuptools import Extension, setup
+
+setup(ext_modules=[
+    Extension("odradek.protocol.records._codec",
+              [f"protocol/records/codec_c/{name}.c" for name in ("module", "records", "decode", "arrow", "encode")],
+              depends=["protocol/records/codec_c/codec.h"], optional=True,
+              extra_compile_args=["-O2", "-Wall"]),
+    # The blocking Producer's per-record work: untracked record futures, the hand-off's passes over rows.
+    Extension("odradek.clients._producer", ["clients/producer_c/producer.c"], optional=True,
+              extra_compile_args=["-O2", "-Wall"]),
+])
