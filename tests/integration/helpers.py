@@ -13,6 +13,7 @@ import sys
 import threading
 import time
 
+from odradek.broker.log.log_manager import DELETE_DIR_SUFFIX
 from odradek.clients.simple_client import SimpleClient
 
 
@@ -95,6 +96,12 @@ async def send_from(host: str, port: int, body, version: int):
         return decode_response(await reader.readexactly(size), body.MESSAGE.api_key, version)[1]
     finally:
         writer.close()
+
+
+def partition_dirs(broker, topic: str) -> list[str]:
+    """A broker's live partition directories of ``topic``. One renamed ``...-delete`` is already deleted for
+    the broker (Kafka's asynchronous delete: its files go file.delete.delay.ms later, 60 s by default)."""
+    return [d.name for d in broker.log_dirs.glob(f"{topic}-*") if not d.name.endswith(DELETE_DIR_SUFFIX)]
 
 
 def first_consumed(config: dict, topic: str, group: str, timeout: float = 60.0):

@@ -2,11 +2,10 @@
 under reassignment is ineligible for deletion until the move completes or is cancelled).
 
 Three real brokers; the reassignments cannot finish because their new replica's broker is SIGSTOPped (it stays
-registered: a 60 s ZooKeeper session, the test ZooKeeper's maximum; with 30 s it expired once under load, and a
-move to a dead broker is refused before the deletion check, as Kafka's validateReplicas). DeleteTopics succeeds
-(timeout 0: the marker is written), a topic without a reassignment deleted after them disappears, but the two
-moving topics stay listed, served and marked. Cancelling one reassignment lets its topic's deletion run at once;
-the other goes once the stopped broker runs again and the move completes. At the end neither topic is in the metadata, /admin/delete_topics or any broker's log dirs.
+registered: a 30 s ZooKeeper session). DeleteTopics succeeds (timeout 0: the marker is written), a topic without
+a reassignment deleted after them disappears, but the two moving topics stay listed, served and marked. Cancelling
+one reassignment lets its topic's deletion run at once; the other goes once the stopped broker runs again and
+the move completes. At the end neither topic is in the metadata, /admin/delete_topics or any broker's log dirs.
 """
 
 from __future__ import annotations
@@ -16,18 +15,18 @@ import signal
 from odradek.clients.admin import Admin, NewTopic
 from odradek.clients.types import TopicPartition
 from odradek.protocol.errors import UnknownTopicOrPartitionError  # type: ignore[attr-defined]
-from tests.integration.helpers import wait_until
+from tests.integration.helpers import partition_dirs, wait_until
 
 WAIT_S = 90.0  # upper bound for the cluster to converge; never a speed assertion
 
 
 def on_disk(cluster, topic: str) -> list[str]:
-    return [f"broker {b.broker_id}: {d.name}" for b in cluster.brokers for d in b.log_dirs.glob(f"{topic}-*")]
+    return [f"broker {b.broker_id}: {name}" for b in cluster.brokers for name in partition_dirs(b, topic)]
 
 
 def test_a_topic_being_reassigned_is_deleted_only_after_its_move_completes_or_is_cancelled(
         odradek_cluster_factory, zk_client_factory):
-    cluster = odradek_cluster_factory(brokers=3, overrides={"zookeeper.session.timeout.ms": "60000"})
+    cluster = odradek_cluster_factory(brokers=3, overrides={"zookeeper.session.timeout.ms": "30000"})
     zk = zk_client_factory(cluster.zookeeper_connect)
     controller = wait_until(lambda: (zk.get_controller_id(),) if zk.get_controller_id() is not None else None,
                             WAIT_S, what="a controller")[0]

@@ -22,7 +22,7 @@ from odradek.clients.admin import Admin, NewTopic
 from odradek.clients.types import TopicPartition
 from tests.integration.helpers import IdempotentProducerLoad
 from tests.integration.log_inspection import duplicates_on_disk
-from tests.integration.helpers import wait_until
+from tests.integration.helpers import partition_dirs, wait_until
 
 WAIT_S = 90.0  # upper bound for the cluster to converge; never a speed assertion
 
@@ -118,7 +118,7 @@ def test_all_partitions_move_to_other_brokers_under_idempotent_load(odradek_clus
     assert load.acked <= set(values), f"{len(load.acked - set(values))} acknowledged records lost"
     # the old replicas were deleted (StopReplica with delete)
     for broker_id in (0, 1):
-        wait_until(lambda: not any(cluster.brokers[broker_id].log_dirs.glob(f"{topic}-*")), WAIT_S,
+        wait_until(lambda: not partition_dirs(cluster.brokers[broker_id], topic), WAIT_S,
                    f"broker {broker_id} to delete its replicas")
 
 
