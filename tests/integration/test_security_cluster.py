@@ -15,6 +15,7 @@ import pytest
 
 from odradek.clients import Admin, Consumer, NewTopic, Producer
 from odradek.clients.cli.local_cluster import LocalCluster
+from odradek.clients.errors import KafkaConnectionError
 from tests.conftest import TEST_BROKER_OVERRIDES
 from tests.integration.helpers import IdempotentProducerLoad, wait_until
 from tests.integration.log_inspection import stored_records
@@ -112,8 +113,12 @@ def test_controller_failover_then_a_reassignment_over_the_secured_listener(clust
             for n in range(20):
                 producer.send(topic, b"%d" % n, partition=0)
         cluster.kill_broker(old, signal.SIGKILL)
-        wait_until(lambda: admin.describe_cluster().controller_id in (first, second), WAIT_S,
-                   "a new controller among the live brokers")
+        def new_controller() -> bool:
+            try:
+                return admin.describe_cluster().controller_id in (first, second)
+            except KafkaConnectionError:  # asked the killed broker over its old connection: ask again
+                return False
+        wait_until(new_controller, WAIT_S, "a new controller among the live brokers")
         cluster.start_broker(old)
         wait_until(lambda: sorted(admin.describe_topics([topic])[0].partitions[0].isr) == sorted([first, old]), WAIT_S,
                    f"broker {old} back in the ISR, led by the new controller")
