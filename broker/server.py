@@ -259,8 +259,7 @@ class KafkaServer:
         self.fetcher_manager = ReplicaFetcherManager(rm, FetcherSettings.from_config(self.config, self.broker_id),
                                                      self.config.inter_broker_listener_name)
         self.isr_manager = IsrManager(zk, self.broker_id, rm.clock, on_isr_changed=rm.on_isr_changed)
-        rm.fetcher_manager = self.fetcher_manager
-        rm.isr_manager = self.isr_manager
+        rm.attach_replication(self.fetcher_manager, self.isr_manager)
 
     # -- background work --------------------------------------------------------------------------
 
