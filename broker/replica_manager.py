@@ -94,7 +94,9 @@ class FollowerFetchers(Protocol):
 class ReplicaManager:
     def __init__(self, broker_id: int, log_manager: LogManager, metadata_cache: MetadataCache,
                  clock: Callable[[], int] = monotonic_ms, *, fetch_purge_interval: int = 1000,
-                 produce_purge_interval: int = 1000, delete_records_purge_interval: int = 1) -> None:
+                 produce_purge_interval: int = 1000, delete_records_purge_interval: int = 1,
+                 topic_stats: BrokerTopicStats | None = None,
+                 replication_quotas: ReplicationQuotas | None = None) -> None:
         self.broker_id = broker_id
         self.log_manager = log_manager
         self.metadata_cache = metadata_cache
@@ -109,10 +111,12 @@ class ReplicaManager:
         self.controller_epoch = 0
         # Kafka's replicaStateChangeLock: one LeaderAndIsr or StopReplica applied at a time (they yield)
         self.state_change_lock = asyncio.Lock()
-        self.topic_stats = BrokerTopicStats()  # per-topic bytes and records (broker/metrics)
-        # Replication throttles (leader side here, follower side in the replica fetcher); the server
-        # replaces it with one built from its config and fed by the dynamic config manager.
-        self.replication_quotas = ReplicationQuotas(broker_id)
+        # per-topic bytes and records (broker/metrics)
+        self.topic_stats = topic_stats if topic_stats is not None else BrokerTopicStats()
+        # Replication throttles (leader side here, follower side in the replica fetcher); the server passes
+        # one built from its config and fed by the dynamic config manager.
+        self.replication_quotas = (replication_quotas if replication_quotas is not None
+                                   else ReplicationQuotas(broker_id))
         # Fetch sessions read only the partitions that changed since their last answer: every change a
         # fetcher may need to hear of (records, high watermark, log start offset, leadership) is noted
         # here, key -> sequence number of its latest change, oldest first (see changed_since).
