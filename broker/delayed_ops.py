@@ -199,7 +199,7 @@ class DelayedPartitionsWait(DelayedOperation):
         self.replica_manager = replica_manager
         self.future = future
 
-    def partition_done(self, partition: Any, status: Any) -> bool:
+    def partition_done(self, partition: "Partition", status: Any) -> bool:
         """Whether the leader ``partition`` satisfied ``status`` (setting its result if so)."""
         raise NotImplementedError
 
@@ -249,7 +249,7 @@ class DelayedProduce(DelayedPartitionsWait):
 
     __slots__ = ()
 
-    def partition_done(self, partition: Any, status: "ProduceStatus") -> bool:
+    def partition_done(self, partition: "Partition", status: "ProduceStatus") -> bool:
         if partition.high_watermark < status.required_offset:
             return False
         # Kafka's checkEnoughReplicasReachOffset: the ISR may have shrunk below

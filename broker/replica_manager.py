@@ -16,7 +16,7 @@ import asyncio
 import logging
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Protocol
+from typing import TYPE_CHECKING, Any, Callable, Hashable, Iterable, Mapping, Protocol
 
 from ..protocol.errors import (  # type: ignore[attr-defined]
     FencedLeaderEpochError,
@@ -126,7 +126,7 @@ class ReplicaManager:
         self.follower_fetch_ms: dict[int, int] = {}
         # The purgatory keys under which fetch sessions holding a partition park their fetches (a session's
         # fetch waits under one key, not one per partition: broker/apis/fetch.py sets this).
-        self.session_watch_keys: Callable[[tuple[str, int]], Iterable[Any]] = lambda key: ()
+        self.session_watch_keys: Callable[[tuple[str, int]], Iterable[Hashable]] = lambda key: ()
         self.isr_shrinks = 0  # ISR changes started as leader (IsrShrinksPerSec / IsrExpandsPerSec)
         self.isr_expands = 0
         # *.purgatory.purge.interval.requests: completed operations are dropped from the watch lists once
@@ -419,7 +419,7 @@ class ReplicaManager:
 
     def fetch_messages(self, params: FetchParams, specs: list[FetchSpec],
                        to_read: Callable[[], list[FetchSpec]] | None = None,
-                       watch_keys: list[Any] | None = None,
+                       watch_keys: list[Hashable] | None = None,
                        spec_of: Callable[[tuple[str, int]], FetchSpec | None] | None = None
                        ) -> dict[tuple[str, int], FetchPartitionResult] | asyncio.Future:
         """Read now if there is enough (or an error, or no wait); otherwise a future of the results.

@@ -20,7 +20,7 @@ from typing import Any, Iterable
 
 from .errors import ProtocolError
 # The field declarations live in fields.py, below both this module and the compiler that reads them.
-from .fields import MISSING, PRIMITIVES, ZERO_UUID, Field, Versions, primitive_default  # noqa: F401
+from .fields import MISSING, ZERO_UUID, Field, Versions  # Field: re-exported, messages declare with it
 
 
 class Struct:
