@@ -39,10 +39,10 @@ import threading
 from bisect import bisect_left, bisect_right
 from typing import Any, Callable
 
-from odradek.protocol.errors import (  # type: ignore[attr-defined]
+from ...protocol.errors import (  # type: ignore[attr-defined]
     MessageTooLargeError, OffsetOutOfRangeError, RecordListTooLargeError,
 )
-from odradek.protocol.records import (
+from ...protocol.records import (
     LOG_APPEND_TIME, NO_PARTITION_LEADER_EPOCH, RecordBatchView, set_base_offset,
     set_partition_leader_epoch,
 )
