@@ -18,6 +18,7 @@ from ..clients.connection import BrokerConnection
 from ..protocol.messages import ControlledShutdownRequest
 
 if TYPE_CHECKING:
+    from .config import KafkaConfig
     from ..controller.zk_client import KafkaZkClient
 
 log = logging.getLogger(__name__)
@@ -54,7 +55,7 @@ async def _attempt(zk: KafkaZkClient, broker_id: int, broker_epoch: int, listene
     return True, ""
 
 
-async def controlled_shutdown(config: Any, zk: KafkaZkClient, broker_id: int, broker_epoch: Callable[[], int],
+async def controlled_shutdown(config: KafkaConfig, zk: KafkaZkClient, broker_id: int, broker_epoch: Callable[[], int],
                               connect: Connector = BrokerConnection.connect) -> bool:
     """Ask the controller until it has moved everything away; True on success, False when the retries
     ran out (or controlled shutdown is disabled). Never raises for a failed attempt."""

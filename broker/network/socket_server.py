@@ -18,12 +18,11 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import Counter
-from typing import Any
 
 from ..request_handler import KafkaRequestHandlerPool, Switchboard
 from ..security.credential_cache import CredentialCache
 from .acceptor import Acceptor
-from ..config import parse_connection_overrides
+from ..config import KafkaConfig, parse_connection_overrides
 from .connection_quotas import ConnectionQuotas, resolve_overrides
 from .memory_pool import MemoryPool
 from .processor import Processor
@@ -33,7 +32,7 @@ log = logging.getLogger(__name__)
 
 
 class SocketServer:
-    def __init__(self, config: Any, apis: Switchboard, *, start_handlers: bool = True,
+    def __init__(self, config: KafkaConfig, apis: Switchboard, *, start_handlers: bool = True,
                  credentials: CredentialCache | None = None) -> None:
         self.config = config
         self.apis = apis

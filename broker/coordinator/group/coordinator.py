@@ -41,6 +41,7 @@ from .metadata_manager import GroupMetadataManager, wall_ms
 from .records import OffsetAndMetadata
 
 if TYPE_CHECKING:
+    from ...config import KafkaConfig
     from ...replica_manager import ReplicaManager
 
 log = logging.getLogger(__name__)
@@ -69,7 +70,7 @@ class SyncResult:
 
 
 class GroupCoordinator:
-    def __init__(self, broker_id: int, config: Any, replica_manager: ReplicaManager) -> None:
+    def __init__(self, broker_id: int, config: KafkaConfig, replica_manager: ReplicaManager) -> None:
         self.manager = GroupMetadataManager(broker_id, config, replica_manager)
         self.manager.on_group_unloaded = self._on_group_unloaded
         self.min_session_ms: int = config.get("group.min.session.timeout.ms")

@@ -29,6 +29,7 @@ from .group_metadata import DEAD, EMPTY, GroupMetadata
 from .records import OffsetAndMetadata
 
 if TYPE_CHECKING:
+    from ...config import KafkaConfig
     from ...log import Log
     from ...replica_manager import ReplicaManager
 
@@ -63,7 +64,7 @@ def wall_ms() -> int:
 
 
 class GroupMetadataManager:
-    def __init__(self, broker_id: int, config: Any, replica_manager: ReplicaManager) -> None:
+    def __init__(self, broker_id: int, config: KafkaConfig, replica_manager: ReplicaManager) -> None:
         self.broker_id = broker_id
         self.replica_manager = replica_manager
         self.num_partitions: int = config.get("offsets.topic.num.partitions")
