@@ -22,7 +22,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import Counter, deque
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from ...protocol.api_keys import ApiKey
 from ...protocol.errors import FrameTooLargeError, UnknownApiKeyError, UnsupportedApiVersionError
@@ -303,7 +303,7 @@ class Connection(asyncio.Protocol):
 class Processor:
     """A group of connections sharing one path to the RequestChannel."""
 
-    def __init__(self, index: int, channel: RequestChannel, served: Any, stats: Counter,
+    def __init__(self, index: int, channel: RequestChannel, served: Mapping[int, Any], stats: Counter,
                  api_requests: Counter, loop: asyncio.AbstractEventLoop) -> None:
         self.index = index
         self.channel = channel
