@@ -18,11 +18,14 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable
+from typing import TYPE_CHECKING, Callable, Iterable
 
 from .log.log_manager import (
     META_PROPERTIES, InconsistentBrokerMetadataError, LogDirLockedError, read_properties,
 )
+
+if TYPE_CHECKING:
+    from .config import KafkaConfig
 
 
 class FatalStartupError(Exception):
@@ -109,7 +112,7 @@ def get_or_generate_broker_id(configured_id: int, generation_enabled: bool, stor
     return configured_id
 
 
-def resolve_broker_id(config: Any, cluster_id: str, generate: Callable[[], int]) -> int:
+def resolve_broker_id(config: KafkaConfig, cluster_id: str, generate: Callable[[], int]) -> int:
     """All of the start-up checks for ``config`` (a KafkaConfig) against ``cluster_id``; returns the id.
     ``generate`` asks ZooKeeper for a new id (called only when one is needed)."""
     stored = read_stored_metadata(config.log_dirs)

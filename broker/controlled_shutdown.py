@@ -12,10 +12,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import Any, Awaitable, Callable
+from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
 from ..clients.connection import BrokerConnection
 from ..protocol.messages import ControlledShutdownRequest
+
+if TYPE_CHECKING:
+    from .config import KafkaConfig
+    from ..controller.zk_client import KafkaZkClient
 
 log = logging.getLogger(__name__)
 
@@ -26,7 +30,7 @@ async def _blocking(fn: Callable[..., Any], *args: Any) -> Any:
     return await asyncio.get_running_loop().run_in_executor(None, fn, *args)
 
 
-async def _attempt(zk: Any, broker_id: int, broker_epoch: int, listener: str, timeout_s: float,
+async def _attempt(zk: KafkaZkClient, broker_id: int, broker_epoch: int, listener: str, timeout_s: float,
                    connect: Connector) -> tuple[bool, str]:
     """One request to the current controller: (done, why not)."""
     controller_id = await _blocking(zk.get_controller_id)
@@ -51,7 +55,7 @@ async def _attempt(zk: Any, broker_id: int, broker_epoch: int, listener: str, ti
     return True, ""
 
 
-async def controlled_shutdown(config: Any, zk: Any, broker_id: int, broker_epoch: Callable[[], int],
+async def controlled_shutdown(config: KafkaConfig, zk: KafkaZkClient, broker_id: int, broker_epoch: Callable[[], int],
                               connect: Connector = BrokerConnection.connect) -> bool:
     """Ask the controller until it has moved everything away; True on success, False when the retries
     ran out (or controlled shutdown is disabled). Never raises for a failed attempt."""

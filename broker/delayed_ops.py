@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol
 
 from ..protocol.errors import (  # type: ignore[attr-defined]
     NotEnoughReplicasAfterAppendError, NotLeaderOrFollowerError, RequestTimedOutError, UnknownServerError,
@@ -23,7 +23,7 @@ from ..protocol.errors import (  # type: ignore[attr-defined]
 from .purgatory import DelayedOperation
 
 if TYPE_CHECKING:
-    from .replica_manager import ReplicaManager
+    from .partition import Partition
 
 
 @dataclass
@@ -36,6 +36,42 @@ class FetchSpec:
     current_leader_epoch: int = -1
     log_start_offset: int = -1
     last_fetched_epoch: int = -1  # Fetch v12 followers: the epoch of the last batch they have
+
+
+@dataclass
+class FetchParams:
+    """The request-level parameters of a fetch (Kafka's FetchParams)."""
+    replica_id: int
+    max_wait_ms: int
+    min_bytes: int
+    max_bytes: int
+    isolation_level: int = 0
+    hard_max_bytes_limit: bool = False  # Fetch v0-2: never return a batch over the partition's max
+    # A follower's fetch session: when its previous fetch was (partitions of the session that are not read
+    # this time were caught up then, see Partition.update_follower_position); None for a sessionless fetch.
+    previous_fetch_ms: int | None = None
+
+    @property
+    def committed_only(self) -> bool:
+        """Consumers read below the high watermark; followers (replica_id >= 0) read to the log end."""
+        return self.replica_id < 0
+
+    @property
+    def read_committed(self) -> bool:
+        """isolation_level 1: below the last stable offset, with the aborted transactions. Followers
+        always read uncommitted data (Kafka ignores their isolation level)."""
+        return self.isolation_level == 1 and self.replica_id < 0
+
+
+class ReplicaReads(Protocol):
+    """What the delayed operations read of the replica manager (broker/replica_manager.py implements it):
+    passed down to them, so this module does not import the replica manager that parks them."""
+
+    def online_partition(self, topic: str, partition: int) -> "Partition | None": ...
+
+    def should_leader_throttle(self, partition: "Partition", replica_id: int) -> bool: ...
+
+    def read_from_local_log(self, specs: list[FetchSpec], params: FetchParams) -> Mapping[tuple[str, int], Any]: ...
 
 
 def _resolve(future: asyncio.Future, value: Any) -> None:
@@ -51,8 +87,8 @@ def _fail(future: asyncio.Future, exc: BaseException) -> None:
 class DelayedFetch(DelayedOperation):
     __slots__ = ("specs", "params", "replica_manager", "future", "to_read", "_spec_of")
 
-    def __init__(self, delay_ms: int, specs: list[FetchSpec], params: Any,
-                 replica_manager: "ReplicaManager", future: asyncio.Future,
+    def __init__(self, delay_ms: int, specs: list[FetchSpec], params: FetchParams,
+                 replica_manager: ReplicaReads, future: asyncio.Future,
                  to_read: Callable[[], list[FetchSpec]] | None = None,
                  spec_of: Callable[[tuple[str, int]], FetchSpec | None] | None = None) -> None:
         super().__init__(delay_ms)
@@ -156,14 +192,14 @@ class DelayedPartitionsWait(DelayedOperation):
 
     __slots__ = ("statuses", "replica_manager", "future")
 
-    def __init__(self, delay_ms: int, statuses: dict[tuple[str, int], Any], replica_manager: "ReplicaManager",
+    def __init__(self, delay_ms: int, statuses: dict[tuple[str, int], Any], replica_manager: ReplicaReads,
                  future: asyncio.Future) -> None:
         super().__init__(delay_ms)
         self.statuses = statuses
         self.replica_manager = replica_manager
         self.future = future
 
-    def partition_done(self, partition: Any, status: Any) -> bool:
+    def partition_done(self, partition: "Partition", status: Any) -> bool:
         """Whether the leader ``partition`` satisfied ``status`` (setting its result if so)."""
         raise NotImplementedError
 
@@ -213,7 +249,7 @@ class DelayedProduce(DelayedPartitionsWait):
 
     __slots__ = ()
 
-    def partition_done(self, partition: Any, status: "ProduceStatus") -> bool:
+    def partition_done(self, partition: "Partition", status: "ProduceStatus") -> bool:
         if partition.high_watermark < status.required_offset:
             return False
         # Kafka's checkEnoughReplicasReachOffset: the ISR may have shrunk below

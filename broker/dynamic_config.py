@@ -29,13 +29,18 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from .config import KafkaConfig
 from .config_keys import TOPIC_SYNONYMS
 from .log.cleaner import RECONFIGURABLE_KEYS as CLEANER_RECONFIGURABLE_KEYS
 from .log.cleaner import CleanerConfig
 from .security.sensitive_configs import loggable, loggable_entity_config
+
+if TYPE_CHECKING:
+    from ..controller.zk_client import KafkaZkClient
+    from .log import LogManager
+    from .security.credential_cache import CredentialCache
 
 log = logging.getLogger(__name__)
 
@@ -55,7 +60,8 @@ DYNAMIC_BROKER_KEYS: frozenset[str] = frozenset(
 class DynamicConfigManager:
     """Watches ``/config/changes`` and applies config changes to this broker's logs."""
 
-    def __init__(self, zk: Any, broker_id: int, static_config: KafkaConfig, log_manager: Any) -> None:
+    def __init__(self, zk: KafkaZkClient, broker_id: int, static_config: KafkaConfig,
+                 log_manager: LogManager | None) -> None:
         self.zk = zk
         self.broker_id = broker_id
         self.static_config = static_config
@@ -72,7 +78,7 @@ class DynamicConfigManager:
         self.applied_changes = 0  # notifications processed (tests and metrics)
         self.replication_quotas: Any = None  # broker.replication_quota.ReplicationQuotas, set by the server
         self.client_quotas: Any = None  # broker.quota.client_quotas.ClientQuotas, set by the server
-        self.credentials: Any = None  # broker.security.credential_cache.CredentialCache (SCRAM users)
+        self.credentials: CredentialCache | None = None  # SCRAM users
 
     # -- lifecycle --------------------------------------------------------------------------------
 

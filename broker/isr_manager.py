@@ -17,11 +17,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Callable
 
 from ..controller.zk_client import ZkConnectionError
 from ..controller.zk_data import LeaderIsrAndControllerEpoch
 from .partition import Partition
+
+if TYPE_CHECKING:
+    from ..controller.zk_client import KafkaZkClient
 
 log = logging.getLogger(__name__)
 
@@ -32,7 +35,7 @@ PROPAGATION_MAX_DELAY_MS = 60000
 
 
 class IsrManager:
-    def __init__(self, zk: Any, broker_id: int, clock: Callable[[], int],
+    def __init__(self, zk: KafkaZkClient, broker_id: int, clock: Callable[[], int],
                  on_isr_changed: Callable[[Partition], None] | None = None) -> None:
         self.zk = zk
         self.broker_id = broker_id

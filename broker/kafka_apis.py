@@ -22,52 +22,14 @@ from typing import Any, Awaitable, Callable
 from ..protocol.errors import KafkaError, UnknownServerError
 from ..protocol.header import encode_response_parts
 from ..protocol.messages import RESPONSES
-from ..protocol.schema import Struct
+from ..protocol.error_fields import clip_error_messages, set_error_codes  # noqa: F401 (re-exported)
+from .apis.api_versions import KEY as API_VERSIONS_KEY, ApiVersionsApi
 from .network.request_channel import Request, Response
 
 log = logging.getLogger(__name__)
 
 Handler = Callable[[Request], Any]
 ErrorBuilder = Callable[[Request, int], Any]
-
-
-def set_error_codes(obj: Any, code: int) -> Any:
-    """Set every ``error_code`` field found in ``obj`` and the structs nested in it; returns obj."""
-    if isinstance(obj, Struct):
-        for name in obj._fields:
-            value = getattr(obj, name)
-            if name == "error_code":
-                setattr(obj, name, code)
-            elif isinstance(value, (list, Struct)):
-                set_error_codes(value, code)
-    elif isinstance(obj, list):
-        for item in obj:
-            if isinstance(item, Struct):
-                set_error_codes(item, code)
-    return obj
-
-
-MAX_ERROR_MESSAGE = 1024
-
-
-def clip_error_messages(obj: Any, limit: int = MAX_ERROR_MESSAGE) -> bool:
-    """Shorten every ``error_message`` over ``limit`` characters in ``obj`` and its nested structs; True if
-    one was. Messages quote what the client sent (a 32,767-character topic name), and a string field has
-    an int16 length on the wire."""
-    clipped = False
-    if isinstance(obj, Struct):
-        for name in obj._fields:
-            value = getattr(obj, name)
-            if name == "error_message" and isinstance(value, str) and len(value) > limit:
-                setattr(obj, name, value[:limit - 3] + "...")
-                clipped = True
-            elif isinstance(value, (list, Struct)):
-                clipped |= clip_error_messages(value, limit)
-    elif isinstance(obj, list):
-        for item in obj:
-            if isinstance(item, Struct):
-                clipped |= clip_error_messages(item, limit)
-    return clipped
 
 
 def generic_error_response(request: Request, code: int) -> Any:
@@ -95,8 +57,8 @@ class KafkaApis:
         # connection and set the body's throttle_time_ms
         self.throttle: Callable[[Request, Any], None] | None = None
         if api_versions:
-            from .apis import api_versions as _api_versions
-            _api_versions.register(self)
+            api = ApiVersionsApi(self.handlers)
+            self.register(API_VERSIONS_KEY, api.handle, api.error_response)
 
     def register(self, api_key: int, handler: Handler, error_response: ErrorBuilder | None = None) -> None:
         self.handlers[int(api_key)] = handler

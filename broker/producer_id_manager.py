@@ -7,11 +7,14 @@ ids are unique across the cluster and across restarts without asking ZooKeeper f
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..controller.zk_client import KafkaZkClient
 
 
 class ProducerIdManager:
-    def __init__(self, broker_id: int, zk: Any) -> None:
+    def __init__(self, broker_id: int, zk: KafkaZkClient) -> None:
         self.broker_id = broker_id
         self.zk = zk
         self._next = 0

@@ -40,6 +40,7 @@ from .fetch_session_handler import FetchSessionHandler
 from .log.segment import walk_headers
 
 if TYPE_CHECKING:
+    from .config import KafkaConfig
     from .log import Log
     from .partition import Partition
     from .replica_manager import ReplicaManager
@@ -82,7 +83,7 @@ class FetcherSettings:
     num_fetchers: int = 1                     # num.replica.fetchers: fetchers (and connections) per leader
 
     @classmethod
-    def from_config(cls, config: Any, broker_id: int) -> "FetcherSettings":
+    def from_config(cls, config: KafkaConfig, broker_id: int) -> "FetcherSettings":
         return cls(broker_id, config.get("replica.fetch.max.bytes"), config.get("replica.fetch.response.max.bytes"),
                    config.get("replica.fetch.wait.max.ms"), config.get("replica.fetch.min.bytes"),
                    config.get("replica.fetch.backoff.ms"), config.get("replica.socket.timeout.ms"),

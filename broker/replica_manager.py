@@ -16,7 +16,7 @@ import asyncio
 import logging
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Hashable, Iterable, Mapping, Protocol
 
 from ..protocol.errors import (  # type: ignore[attr-defined]
     FencedLeaderEpochError,
@@ -29,7 +29,7 @@ from ..protocol.errors import (  # type: ignore[attr-defined]
     UnknownServerError,
     UnknownTopicOrPartitionError,
 )
-from .delayed_ops import DelayedFetch, DelayedProduce, FetchSpec, ProduceStatus
+from .delayed_ops import DelayedFetch, DelayedProduce, FetchParams, FetchSpec, ProduceStatus
 from .log import InvalidReadSizeError, LogManager
 from .log.leader_epoch_cache import batched_checkpoints
 from .metrics.topic_stats import BrokerTopicStats
@@ -37,6 +37,9 @@ from .metadata_cache import MetadataCache
 from .partition import Partition, monotonic_ms
 from .purgatory import AsyncTimerDriver, DelayedOperationPurgatory, Timer
 from .replication_quota import ReplicationQuotas
+
+if TYPE_CHECKING:
+    from .isr_manager import IsrManager
 
 log = logging.getLogger(__name__)
 
@@ -66,30 +69,6 @@ DEBUGGING_CONSUMER_ID = -2
 
 
 @dataclass
-class FetchParams:
-    replica_id: int
-    max_wait_ms: int
-    min_bytes: int
-    max_bytes: int
-    isolation_level: int = 0
-    hard_max_bytes_limit: bool = False  # Fetch v0-2: never return a batch over the partition's max
-    # A follower's fetch session: when its previous fetch was (partitions of the session that are not read
-    # this time were caught up then, see Partition.update_follower_position); None for a sessionless fetch.
-    previous_fetch_ms: int | None = None
-
-    @property
-    def committed_only(self) -> bool:
-        """Consumers read below the high watermark; followers (replica_id >= 0) read to the log end."""
-        return self.replica_id < 0
-
-    @property
-    def read_committed(self) -> bool:
-        """isolation_level 1: below the last stable offset, with the aborted transactions. Followers
-        always read uncommitted data (Kafka ignores their isolation level)."""
-        return self.isolation_level == 1 and self.replica_id < 0
-
-
-@dataclass
 class FetchPartitionResult:
     error_code: int
     high_watermark: int = -1
@@ -101,16 +80,30 @@ class FetchPartitionResult:
     withheld: bool = False  # records were there for the fetcher but none were sent (throttle, max_bytes)
 
 
+class FollowerFetchers(Protocol):
+    """What the replica manager drives of the follower side (broker/replica_fetcher.py's
+    ReplicaFetcherManager, which imports this module): named here so the dependency stays one-way."""
+
+    listener_name: str | None  # inter.broker.listener.name, to pick a leader's endpoint
+
+    def add_partitions(self, targets: Mapping[tuple[str, int], tuple[int, tuple[str, int], int]]) -> None: ...
+
+    def remove_partitions(self, keys: Iterable[tuple[str, int]]) -> None: ...
+
+
 class ReplicaManager:
     def __init__(self, broker_id: int, log_manager: LogManager, metadata_cache: MetadataCache,
                  clock: Callable[[], int] = monotonic_ms, *, fetch_purge_interval: int = 1000,
-                 produce_purge_interval: int = 1000, delete_records_purge_interval: int = 1) -> None:
+                 produce_purge_interval: int = 1000, delete_records_purge_interval: int = 1,
+                 topic_stats: BrokerTopicStats | None = None,
+                 replication_quotas: ReplicationQuotas | None = None) -> None:
         self.broker_id = broker_id
         self.log_manager = log_manager
         self.metadata_cache = metadata_cache
         self.clock = clock
-        self.isr_manager: Any = None      # broker.isr_manager.IsrManager; None: ISR changes stay in memory
-        self.fetcher_manager: Any = None  # broker.replica_fetcher.ReplicaFetcherManager; None: no fetching
+        # Set once by attach_replication (the server; unit tests may leave them None or set them directly).
+        self.isr_manager: IsrManager | None = None           # None: ISR changes stay in memory
+        self.fetcher_manager: FollowerFetchers | None = None  # None: no fetching
         # Told (led keys, no longer led keys) after LeaderAndIsr and StopReplica: the group coordinator
         # loads and unloads its __consumer_offsets partitions (Kafka's onLeadershipChange callback).
         self.on_leadership_change: Callable[[list[tuple[str, int]], list[tuple[str, int]]], None] | None = None
@@ -118,10 +111,12 @@ class ReplicaManager:
         self.controller_epoch = 0
         # Kafka's replicaStateChangeLock: one LeaderAndIsr or StopReplica applied at a time (they yield)
         self.state_change_lock = asyncio.Lock()
-        self.topic_stats = BrokerTopicStats()  # per-topic bytes and records (broker/metrics)
-        # Replication throttles (leader side here, follower side in the replica fetcher); the server
-        # replaces it with one built from its config and fed by the dynamic config manager.
-        self.replication_quotas = ReplicationQuotas(broker_id)
+        # per-topic bytes and records (broker/metrics)
+        self.topic_stats = topic_stats if topic_stats is not None else BrokerTopicStats()
+        # Replication throttles (leader side here, follower side in the replica fetcher); the server passes
+        # one built from its config and fed by the dynamic config manager.
+        self.replication_quotas = (replication_quotas if replication_quotas is not None
+                                   else ReplicationQuotas(broker_id))
         # Fetch sessions read only the partitions that changed since their last answer: every change a
         # fetcher may need to hear of (records, high watermark, log start offset, leadership) is noted
         # here, key -> sequence number of its latest change, oldest first (see changed_since).
@@ -131,7 +126,7 @@ class ReplicaManager:
         self.follower_fetch_ms: dict[int, int] = {}
         # The purgatory keys under which fetch sessions holding a partition park their fetches (a session's
         # fetch waits under one key, not one per partition: broker/apis/fetch.py sets this).
-        self.session_watch_keys: Callable[[tuple[str, int]], Iterable[Any]] = lambda key: ()
+        self.session_watch_keys: Callable[[tuple[str, int]], Iterable[Hashable]] = lambda key: ()
         self.isr_shrinks = 0  # ISR changes started as leader (IsrShrinksPerSec / IsrExpandsPerSec)
         self.isr_expands = 0
         # *.purgatory.purge.interval.requests: completed operations are dropped from the watch lists once
@@ -143,6 +138,16 @@ class ReplicaManager:
                                                                   delete_records_purge_interval)
         self._purgatories = (self.fetch_purgatory, self.produce_purgatory, self.delete_records_purgatory)
         self._drivers = [AsyncTimerDriver(p.timer) for p in self._purgatories]
+
+    def attach_replication(self, fetcher_manager: FollowerFetchers, isr_manager: IsrManager) -> None:
+        """The one-time wiring of the replication pieces. Their lifetimes form a true cycle, so they
+        cannot be constructor arguments: the fetcher manager is built with this replica manager (its
+        fetchers append to our partitions) and the ISR manager with our ``on_isr_changed`` (a written ISR
+        completes waiting produces), while this replica manager drives both."""
+        if self.fetcher_manager is not None or self.isr_manager is not None:
+            raise RuntimeError("replication is already attached to this replica manager")
+        self.fetcher_manager = fetcher_manager
+        self.isr_manager = isr_manager
 
     def start(self) -> None:
         for driver in self._drivers:
@@ -414,7 +419,7 @@ class ReplicaManager:
 
     def fetch_messages(self, params: FetchParams, specs: list[FetchSpec],
                        to_read: Callable[[], list[FetchSpec]] | None = None,
-                       watch_keys: list[Any] | None = None,
+                       watch_keys: list[Hashable] | None = None,
                        spec_of: Callable[[tuple[str, int]], FetchSpec | None] | None = None
                        ) -> dict[tuple[str, int], FetchPartitionResult] | asyncio.Future:
         """Read now if there is enough (or an error, or no wait); otherwise a future of the results.

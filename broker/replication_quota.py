@@ -19,9 +19,12 @@ Everything runs on the broker's event loop: no locks.
 from __future__ import annotations
 
 import logging
-from typing import Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from .quota.stats import SimpleRate, monotonic_ms
+
+if TYPE_CHECKING:
+    from .config import KafkaConfig
 
 log = logging.getLogger(__name__)
 
@@ -107,11 +110,11 @@ class ReplicationQuotas:
         self.follower = ReplicationQuotaManager("Follower", num_samples, window_seconds, clock)
 
     @classmethod
-    def from_config(cls, config: Any, broker_id: int) -> "ReplicationQuotas":
+    def from_config(cls, config: KafkaConfig, broker_id: int) -> "ReplicationQuotas":
         return cls(broker_id, config.get("replication.quota.window.num"),
                    config.get("replication.quota.window.size.seconds"))
 
-    def apply_broker_config(self, config: Any) -> None:
+    def apply_broker_config(self, config: KafkaConfig) -> None:
         """The rates in force (``config.get``); absent = unthrottled."""
         self.leader.update_quota(_rate(config, LEADER_RATE))
         self.follower.update_quota(_rate(config, FOLLOWER_RATE))
@@ -137,7 +140,7 @@ class ReplicationQuotas:
         return not in_sync and self.follower.is_throttled(key) and self.follower.is_quota_exceeded()
 
 
-def _rate(config: Any, key: str) -> int:
+def _rate(config: KafkaConfig, key: str) -> int:
     try:
         value = config.get(key)
     except KeyError:

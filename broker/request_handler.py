@@ -11,22 +11,37 @@ from __future__ import annotations
 import asyncio
 import logging
 from time import monotonic
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Mapping, Protocol
 
-from .kafka_apis import KafkaApis
-from .network.request_channel import RequestChannel, Response
+from .network.request_channel import Request, RequestChannel, Response
+
+if TYPE_CHECKING:
+    from .metrics.request_metrics import RequestMetrics
+
+Dispatch = Callable[[Request], "Response | Awaitable[Response]"]
+
+
+class Switchboard(Protocol):
+    """What the network side needs of the API layer (broker/kafka_apis.py's KafkaApis): the handled api
+    keys (processors refuse the others) and the dispatch the handler tasks call."""
+
+    @property
+    def handlers(self) -> Mapping[int, Any]: ...
+
+    def dispatch(self, request: Request) -> Response | Awaitable[Response]: ...
 
 log = logging.getLogger(__name__)
 
 
 class KafkaRequestHandlerPool:
-    def __init__(self, channel: RequestChannel, apis: KafkaApis, num_threads: int) -> None:
+    def __init__(self, channel: RequestChannel, dispatch: Dispatch, num_threads: int) -> None:
         self.channel = channel
-        self.apis = apis
+        self.dispatch = dispatch  # KafkaApis.dispatch, passed down: this pool does not know the api layer
         self.num_threads = num_threads
         self.tasks: list[asyncio.Task] = []
         self.busy = 0  # handlers between receive and send_response (for draining on shutdown)
         self.waiting: set[asyncio.Task] = set()  # requests parked until a purgatory or ZooKeeper answers
-        self.metrics = None  # broker.metrics.RequestMetrics: latency breakdown of each answered request
+        self.metrics: RequestMetrics | None = None  # latency breakdown of each answered request
 
     def start(self) -> None:
         loop = asyncio.get_running_loop()
@@ -35,7 +50,7 @@ class KafkaRequestHandlerPool:
 
     async def _run(self) -> None:
         receive = self.channel.receive_request
-        dispatch = self.apis.dispatch
+        dispatch = self.dispatch
         send = self.channel.send_response
         while True:
             request = await receive()

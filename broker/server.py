@@ -144,36 +144,38 @@ class KafkaServer:
             raise FatalStartupError(str(exc)) from None
         cache = MetadataCache(self.broker_id)
         cache.cluster_id = cluster_id
-        self.replica_manager = ReplicaManager(
+        rm = self.replica_manager = ReplicaManager(
             self.broker_id, self.log_manager, cache,
             fetch_purge_interval=cfg.get("fetch.purgatory.purge.interval.requests"),
             produce_purge_interval=cfg.get("producer.purgatory.purge.interval.requests"),
-            delete_records_purge_interval=cfg.get("delete.records.purgatory.purge.interval.requests"))
-        self.replica_manager.topic_stats = self.metrics.topic_stats
-        self._start_replication_quotas(dynamic, topic_configs)
-        self.replica_manager.start()
+            delete_records_purge_interval=cfg.get("delete.records.purgatory.purge.interval.requests"),
+            topic_stats=self.metrics.topic_stats,
+            replication_quotas=self._replication_quotas(dynamic, topic_configs))
+        rm.start()
         self._start_replication(zk)
-        services = BrokerServices(cfg, self.broker_id, cache, self.replica_manager, lambda: self.broker_epoch,
-                                  admin=AdminZkClient(zk, cfg), zk=zk,
-                                  producer_ids=ProducerIdManager(self.broker_id, zk))
+        auth = AuthHelper()  # every check passes without an authorizer
         if cfg.get("authorizer.class.name"):  # ACLs cached and watched before the first request is served
             self.authorizer = AclAuthorizer.from_config(cfg, zk)
             await self._blocking(self.authorizer.start)
-            services.auth = AuthHelper(self.authorizer)
-        self.group_coordinator = GroupCoordinator(self.broker_id, cfg, self.replica_manager)
-        self.group_coordinator.startup()
+            auth = AuthHelper(self.authorizer)
+        producer_ids = ProducerIdManager(self.broker_id, zk)
+        groups = self.group_coordinator = GroupCoordinator(self.broker_id, cfg, rm)
+        groups.startup()
         txn = self.transaction_coordinator = TransactionCoordinator(
-            self.broker_id, cfg, self.replica_manager, cache, services.producer_ids.generate_producer_id,
-            cfg.inter_broker_listener_name)
-        groups = self.group_coordinator
-        self.replica_manager.on_leadership_change = lambda led, not_led: (
+            self.broker_id, cfg, rm, cache, producer_ids.generate_producer_id, cfg.inter_broker_listener_name)
+        # The coordinators are built with the replica manager, so it is told of them afterwards.
+        rm.on_leadership_change = lambda led, not_led: (
             groups.on_leadership_change(led, not_led), txn.on_leadership_change(led, not_led))
-        services.group_coordinator = self.group_coordinator
-        services.transaction_coordinator = txn
         dynamic.log_manager = self.log_manager
         dynamic.credentials = self.credentials
-        services.dynamic_config = dynamic
-        services.client_quotas = dynamic.client_quotas = self.client_quotas
+        dynamic.client_quotas = self.client_quotas
+        # Built now so that the handlers hold it from the first request; it starts (and may be elected)
+        # only once this broker is registered, below. Until then it is not active, as before it existed.
+        controller = KafkaController(cfg, zk, self.broker_id, lambda: self.broker_epoch)
+        services = BrokerServices(cfg, self.broker_id, cache, rm, lambda: self.broker_epoch,
+                                  admin=AdminZkClient(zk, cfg), zk=zk, producer_ids=producer_ids,
+                                  controller=controller, group_coordinator=groups, transaction_coordinator=txn,
+                                  dynamic_config=dynamic, client_quotas=self.client_quotas, auth=auth)
         await dynamic.startup()  # watches /config/changes
         apis = KafkaApis()
         for module in _API_MODULES:
@@ -186,9 +188,8 @@ class KafkaServer:
             self.socket_server.handler_pool.metrics = self.metrics.request_metrics
         self.broker_epoch = await self._register()
         state_change_log.configure_from(cfg)
-        self.controller = KafkaController(cfg, zk, self.broker_id, lambda: self.broker_epoch)
-        services.controller = self.controller
-        await self.controller.startup()
+        self.controller = controller
+        await controller.startup()
         self._start_periodic_tasks()
         self.broker_state = BrokerState.RUNNING
         log.info("[KafkaServer id=%d] started (cluster id %s, listeners %s)", self.broker_id, cluster_id,
@@ -241,16 +242,16 @@ class KafkaServer:
         protocols = {e.name: e.security_protocol for e in self.config.listeners}
         return BrokerInfo(self.broker_id, endpoints, self.config.get("broker.rack"), protocols)
 
-    def _start_replication_quotas(self, dynamic: DynamicConfigManager, topic_configs: dict) -> None:
+    def _replication_quotas(self, dynamic: DynamicConfigManager, topic_configs: dict) -> ReplicationQuotas:
         """Replication throttles from the broker's rates in force and every topic's throttled replicas
         (Kafka's DynamicConfigManager applies all stored entity configs at start-up); later changes
         come through the dynamic config manager."""
-        assert self.replica_manager is not None
-        quotas = self.replica_manager.replication_quotas = ReplicationQuotas.from_config(self.config, self.broker_id)
+        quotas = ReplicationQuotas.from_config(self.config, self.broker_id)
         quotas.apply_broker_config(dynamic.effective_config)
         for topic, overrides in topic_configs.items():
             quotas.apply_topic_config(topic, overrides)
         dynamic.replication_quotas = quotas
+        return quotas
 
     def _start_replication(self, zk: KafkaZkClient) -> None:
         """Replica fetchers (follower side) and the ISR manager (leader side) of the replica manager."""
@@ -259,8 +260,7 @@ class KafkaServer:
         self.fetcher_manager = ReplicaFetcherManager(rm, FetcherSettings.from_config(self.config, self.broker_id),
                                                      self.config.inter_broker_listener_name)
         self.isr_manager = IsrManager(zk, self.broker_id, rm.clock, on_isr_changed=rm.on_isr_changed)
-        rm.fetcher_manager = self.fetcher_manager
-        rm.isr_manager = self.isr_manager
+        rm.attach_replication(self.fetcher_manager, self.isr_manager)
 
     # -- background work --------------------------------------------------------------------------
 

@@ -21,7 +21,7 @@ from typing import Any, Callable
 
 from . import types
 from .errors import ProtocolError, UnsupportedVersionError
-from .schema import MISSING, ZERO_UUID, Field
+from .fields import MISSING, ZERO_UUID, Field
 
 # Arrays of fixed-width numbers (replica lists, partition ids) are read and written in one call,
 # through Structs prebuilt for the usual small counts.

@@ -10,18 +10,17 @@ version gets INVALID_REQUEST (42), as in Kafka's KafkaApis.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Mapping
 
 from ...protocol.api_keys import ApiKey, advertised_versions
 from ...protocol.errors import InvalidRequestError, UnsupportedVersionError
 from ...protocol.messages import ApiVersionsResponse
 
 if TYPE_CHECKING:
-    from ..kafka_apis import KafkaApis
     from ..network.request_channel import Request
 
 _ApiVersion = ApiVersionsResponse.ApiVersion
-_KEY = int(ApiKey.API_VERSIONS)
+KEY = int(ApiKey.API_VERSIONS)
 # Kafka's ApiVersionsRequest.isValid pattern for client_software_name / client_software_version.
 _SOFTWARE = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
 
@@ -31,15 +30,15 @@ def _entries(ranges: dict[int, tuple[int, int]]) -> list[Any]:
 
 
 class ApiVersionsApi:
-    def __init__(self, apis: "KafkaApis") -> None:
-        self._apis = apis
+    def __init__(self, handlers: Mapping[int, Any]) -> None:
+        self._handlers = handlers  # the switchboard's live table of handled api keys (broker/kafka_apis.py)
         self._served: frozenset[int] = frozenset()
         self._entries: list[Any] = []
-        self._own_range = _entries({_KEY: advertised_versions({_KEY})[_KEY]})
+        self._own_range = _entries({KEY: advertised_versions({KEY})[KEY]})
 
     def entries(self) -> list[Any]:
         """Our advertised table; recomputed only when the set of registered handlers changes."""
-        served = self._apis.handlers.keys()
+        served = self._handlers.keys()
         if len(served) != len(self._served) or served != self._served:
             self._served = frozenset(served)
             self._entries = _entries(advertised_versions(set(self._served)))
@@ -59,8 +58,3 @@ class ApiVersionsApi:
         keys = self._own_range if error_code == UnsupportedVersionError.code else []
         return ApiVersionsResponse(error_code=error_code, api_keys=keys, throttle_time_ms=0)
 
-
-def register(apis: "KafkaApis") -> ApiVersionsApi:
-    api = ApiVersionsApi(apis)
-    apis.register(_KEY, api.handle, api.error_response)
-    return api

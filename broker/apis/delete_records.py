@@ -38,6 +38,7 @@ from ..delayed_ops import DelayedPartitionsWait
 from .authorization import TOPIC
 
 if TYPE_CHECKING:
+    from ..partition import Partition
     from ..kafka_apis import KafkaApis
     from ..network.request_channel import Request
     from ..replica_manager import ReplicaManager
@@ -72,7 +73,7 @@ class DelayedDeleteRecords(DelayedPartitionsWait):
         super().__init__(delay_ms, statuses, replica_manager, future)
         self.is_alive = is_alive
 
-    def partition_done(self, partition: Any, status: DeleteRecordsStatus) -> bool:
+    def partition_done(self, partition: Partition, status: DeleteRecordsStatus) -> bool:
         low = partition.low_watermark(self.is_alive)
         if low < status.required_offset:
             return False

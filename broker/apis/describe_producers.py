@@ -19,7 +19,7 @@ from ...protocol.errors import (  # type: ignore[attr-defined]
     KafkaError, TopicAuthorizationFailedError, UnknownTopicOrPartitionError,
 )
 from ...protocol.messages import DescribeProducersResponse
-from ..kafka_apis import set_error_codes
+from ...protocol.error_fields import set_error_codes
 from .authorization import TOPIC
 
 if TYPE_CHECKING:

@@ -17,11 +17,14 @@ and log start offset.
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ...protocol.errors import UnsupportedCompressionTypeError, UnsupportedVersionError  # type: ignore[attr-defined]
 from ...protocol.records.errors import UnsupportedCodecError
 from ...protocol.records.legacy_conversion import down_convert_fetched
+
+if TYPE_CHECKING:
+    from ..log import LogManager
 
 MAX_MAGIC_0_FETCH_VERSION = 1
 MAX_DOWN_CONVERSION_FETCH_VERSION = 3  # v4 (KIP-98) reads magic 2
@@ -41,7 +44,7 @@ def _enabled(value: Any) -> bool:
 
 
 class FetchDownConverter:
-    def __init__(self, log_manager: Any) -> None:
+    def __init__(self, log_manager: LogManager) -> None:
         self.log_manager = log_manager
 
     def down_conversion_enabled(self, topic: str) -> bool:

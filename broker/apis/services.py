@@ -1,14 +1,28 @@
-"""What the API handlers need of the broker, handed to each ``register`` by the composition root."""
+"""What the API handlers need of the broker, handed to each ``register`` by the composition root.
+
+broker/server.py builds every field before this object (in dependency order), so none is None once the
+broker serves; a unit test of one handler passes what that handler reads.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, Callable
+from dataclasses import KW_ONLY, dataclass, field
+from typing import TYPE_CHECKING, Any, Callable
 
 from ..config import KafkaConfig
 from ..metadata_cache import MetadataCache
 from ..replica_manager import ReplicaManager
 from .authorization import AuthHelper
+
+if TYPE_CHECKING:
+    from ...controller.admin_zk import AdminZkClient
+    from ...controller.kafka_controller import KafkaController
+    from ...controller.zk_client import KafkaZkClient
+    from ..coordinator.group.coordinator import GroupCoordinator
+    from ..coordinator.transaction.coordinator import TransactionCoordinator
+    from ..dynamic_config import DynamicConfigManager
+    from ..producer_id_manager import ProducerIdManager
+    from ..quota.client_quotas import ClientQuotas
 
 
 @dataclass
@@ -18,14 +32,15 @@ class BrokerServices:
     metadata_cache: MetadataCache
     replica_manager: ReplicaManager
     broker_epoch: Callable[[], int]          # this broker's registration epoch (czxid), -1 before
-    admin: Any = None                        # controller.admin_zk.AdminZkClient
-    zk: Any = None                           # controller.zk_client.KafkaZkClient
-    producer_ids: Any = None                 # broker.producer_id_manager.ProducerIdManager
-    controller: Any = None                   # controller.kafka_controller.KafkaController
-    group_coordinator: Any = None            # coordinator.group.coordinator.GroupCoordinator
-    transaction_coordinator: Any = None      # coordinator.transaction.coordinator.TransactionCoordinator
-    dynamic_config: Any = None               # broker.dynamic_config.DynamicConfigManager
-    client_quotas: Any = None                # broker.quota.client_quotas.ClientQuotas
+    _: KW_ONLY
+    admin: AdminZkClient
+    zk: KafkaZkClient
+    producer_ids: ProducerIdManager
+    controller: KafkaController              # built before the first request, started once registered
+    group_coordinator: GroupCoordinator
+    transaction_coordinator: TransactionCoordinator
+    dynamic_config: DynamicConfigManager
+    client_quotas: ClientQuotas
     auth: AuthHelper = field(default_factory=AuthHelper)  # the authorizer's checks (all pass without one)
 
     async def in_executor(self, fn: Callable[..., Any], *args: Any) -> Any:

@@ -37,12 +37,12 @@ import random
 import shutil
 import threading
 from bisect import bisect_left, bisect_right
-from typing import Any, Callable
+from typing import Callable
 
-from odradek.protocol.errors import (  # type: ignore[attr-defined]
+from ...protocol.errors import (  # type: ignore[attr-defined]
     MessageTooLargeError, OffsetOutOfRangeError, RecordListTooLargeError,
 )
-from odradek.protocol.records import (
+from ...protocol.records import (
     LOG_APPEND_TIME, NO_PARTITION_LEADER_EPOCH, RecordBatchView, set_base_offset,
     set_partition_leader_epoch,
 )
@@ -58,7 +58,7 @@ from .offset_index import CorruptIndexError
 from .producer_state import (
     DEFAULT_PRODUCER_ID_EXPIRATION_MS, BatchMetadata, CompletedTxn, ProducerStateEntry, ProducerStateManager,
 )
-from .scheduler import INLINE
+from .scheduler import INLINE, InlineScheduler, Scheduler
 from .segment import (
     CLEANED_SUFFIX, DELETED_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, SWAP_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX,
     LogSegment, now_ms, parse_base_offset, walk_headers,
@@ -80,7 +80,7 @@ class Log:
                  log_start_offset: int = 0, high_watermark: int = 0, had_clean_shutdown: bool = False,
                  clock: Clock = now_ms,
                  max_producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS,
-                 scheduler: Any = INLINE) -> None:
+                 scheduler: Scheduler | InlineScheduler = INLINE) -> None:
         self.dir = directory
         self.config = config or LogConfig()
         self._clock = clock

@@ -32,7 +32,7 @@ from .cleaner import CleanerConfig, LogCleaner
 from .log import Log, log_dir_name, parse_topic_partition
 from .log_config import LogConfig, warn_not_implemented
 from .producer_state import DEFAULT_PRODUCER_ID_EXPIRATION_MS
-from .scheduler import INLINE
+from .scheduler import INLINE, InlineScheduler, Scheduler
 from .segment import now_ms
 
 META_PROPERTIES = "meta.properties"
@@ -89,7 +89,7 @@ class LogManager:
                  topic_configs: Mapping[str, Mapping[str, Any]] | None = None,
                  clock: Callable[[], int] = now_ms,
                  max_producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS,
-                 scheduler: Any = INLINE, recovery_threads: int = 1) -> None:
+                 scheduler: Scheduler | InlineScheduler = INLINE, recovery_threads: int = 1) -> None:
         if not log_dirs:
             raise ValueError("at least one log dir is needed")
         self.log_dirs = [os.path.abspath(d) for d in log_dirs]

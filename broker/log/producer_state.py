@@ -30,15 +30,15 @@ import struct
 from collections import deque
 from typing import Iterable, Iterator, NamedTuple, Sequence
 
-from odradek.protocol.errors import (  # type: ignore[attr-defined]
+from ...protocol.errors import (  # type: ignore[attr-defined]
     InvalidProducerEpochError, InvalidTxnStateError, OutOfOrderSequenceNumberError,
     TransactionCoordinatorFencedError,
 )
-from odradek.protocol.records import (
+from ...protocol.records import (
     HEADER_SIZE, LOG_OVERHEAD, MIN_BATCH_LENGTH, ControlRecordType, RecordBatchError, RecordBatchView,
     read_control_batch,
 )
-from odradek.protocol.records.batch import CONTROL_MASK, HEADER, TRANSACTIONAL_MASK
+from ...protocol.records.batch import CONTROL_MASK, HEADER, TRANSACTIONAL_MASK
 
 from .producer_snapshot import (
     CorruptSnapshotError, SnapshotEntry, list_snapshot_offsets, read_snapshot, snapshot_path, write_snapshot,

@@ -17,7 +17,7 @@ import time
 from collections import deque
 from typing import Callable, Iterator, NamedTuple
 
-from odradek.protocol.records import (
+from ...protocol.records import (
     LOG_OVERHEAD, MIN_BATCH_LENGTH, RecordBatchError, RecordBatchView, decode_batch,
 )
 

@@ -18,8 +18,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from odradek.protocol.errors import InvalidTimestampError  # type: ignore[attr-defined]
-from odradek.protocol.records import (
+from ...protocol.errors import InvalidTimestampError  # type: ignore[attr-defined]
+from ...protocol.records import (
     LOG_APPEND_TIME, Compression, RecordBatchBuilder, RecordBatchView, decode_batch,
 )
 

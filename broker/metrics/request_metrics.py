@@ -19,13 +19,16 @@ from __future__ import annotations
 
 import logging
 from collections import deque
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
 from ...protocol.api_keys import ApiKey
 from ...protocol.errors import for_code
 from ...protocol.schema import Struct
+
+if TYPE_CHECKING:
+    from ..network.request_channel import Request
 
 request_logger = logging.getLogger("kafka.request.logger")
 
@@ -112,14 +115,14 @@ class RequestMetrics:
             m = self.by_name[name] = RequestTypeMetrics()
         return m
 
-    def _names(self, request: Any) -> tuple[str, ...]:
+    def _names(self, request: Request) -> tuple[str, ...]:
         api_key = request.header.api_key
         name = _NAMES.get(api_key) or request_name(api_key)
         if api_key == _FETCH and request.body is not None:
             return (name, "FetchFollower" if request.body.replica_id >= 0 else "FetchConsumer")
         return (name,)
 
-    def record_errors(self, request: Any, body: Any) -> None:
+    def record_errors(self, request: Request, body: Any) -> None:
         """Called with each response body before it is encoded (KafkaApis.on_response)."""
         counts = count_errors(body, {})
         for name in self._names(request):
@@ -127,7 +130,7 @@ class RequestMetrics:
             for code, n in counts.items():
                 errors[code] = errors.get(code, 0) + n
 
-    def record(self, request: Any, dequeued: float, local_done: float, remote_done: float, sent: float) -> None:
+    def record(self, request: Request, dequeued: float, local_done: float, remote_done: float, sent: float) -> None:
         """One answered request; times are time.monotonic() seconds (request.receive_time is the start)."""
         received = request.receive_time
         times = (

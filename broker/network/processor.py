@@ -22,7 +22,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import Counter, deque
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from ...protocol.api_keys import ApiKey
 from ...protocol.errors import FrameTooLargeError, UnknownApiKeyError, UnsupportedApiVersionError
@@ -34,6 +34,10 @@ from ..security.principal import ANONYMOUS, USER_TYPE, KafkaPrincipal
 from ..security.sasl_authenticator import SaslAuthenticator
 from ..security.ssl_principal import distinguished_name
 from .request_channel import Request, RequestChannel, Response
+
+if TYPE_CHECKING:
+    from .connection_quotas import ConnectionQuotas
+    from .memory_pool import MemoryPool
 
 log = logging.getLogger(__name__)
 
@@ -299,7 +303,7 @@ class Connection(asyncio.Protocol):
 class Processor:
     """A group of connections sharing one path to the RequestChannel."""
 
-    def __init__(self, index: int, channel: RequestChannel, served: Any, stats: Counter,
+    def __init__(self, index: int, channel: RequestChannel, served: Mapping[int, Any], stats: Counter,
                  api_requests: Counter, loop: asyncio.AbstractEventLoop) -> None:
         self.index = index
         self.channel = channel
@@ -310,8 +314,8 @@ class Processor:
         self.connections: dict[str, Connection] = {}
         self.blocked = False  # the channel was full: no connection of ours reads until it drains
         self.reading_enabled = True  # False while shutting down
-        self.quotas: Any = None  # connection_quotas.ConnectionQuotas, when the socket server has one
-        self.memory_pool: Any = None  # memory_pool.MemoryPool (queued.max.request.bytes), shared, or None
+        self.quotas: ConnectionQuotas | None = None  # when the socket server has one
+        self.memory_pool: MemoryPool | None = None  # queued.max.request.bytes, shared, or None
         self._backlog: deque[Request] = deque()
         self._drainer: asyncio.Task | None = None
         self._counter = 0

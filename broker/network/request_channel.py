@@ -10,16 +10,35 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ...protocol.api_keys import ApiKey
 
 if TYPE_CHECKING:
     from ...protocol.header import RequestHeader
     from ..security.principal import KafkaPrincipal
-    from .processor import Connection
 
 _PRODUCE = int(ApiKey.PRODUCE)
+
+
+class ResponseRoute(Protocol):
+    """Where a connection's responses go (its processor, network/processor.py)."""
+
+    def send_response(self, response: "Response") -> None: ...
+
+
+class Connection(Protocol):
+    """What a request and its handlers read of the connection it came on; network/processor.py's
+    ``Connection`` is the one implementation. Named here so this module does not import the processor
+    that imports it."""
+
+    id: str
+    listener: str
+    principal: "KafkaPrincipal"
+    processor: ResponseRoute
+    closed: bool
+
+    def close(self) -> None: ...
 
 
 class Request:

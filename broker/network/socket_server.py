@@ -18,13 +18,11 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import Counter
-from typing import Any
 
-from ..kafka_apis import KafkaApis
-from ..request_handler import KafkaRequestHandlerPool
+from ..request_handler import KafkaRequestHandlerPool, Switchboard
 from ..security.credential_cache import CredentialCache
 from .acceptor import Acceptor
-from ..config import parse_connection_overrides
+from ..config import KafkaConfig, parse_connection_overrides
 from .connection_quotas import ConnectionQuotas, resolve_overrides
 from .memory_pool import MemoryPool
 from .processor import Processor
@@ -34,7 +32,7 @@ log = logging.getLogger(__name__)
 
 
 class SocketServer:
-    def __init__(self, config: Any, apis: KafkaApis, *, start_handlers: bool = True,
+    def __init__(self, config: KafkaConfig, apis: Switchboard, *, start_handlers: bool = True,
                  credentials: CredentialCache | None = None) -> None:
         self.config = config
         self.apis = apis
@@ -68,7 +66,7 @@ class SocketServer:
             if self.memory_pool is not None:
                 self.memory_pool.on_change(processor._update_all)  # stop or go on reading
         if self.start_handlers:
-            self.handler_pool = KafkaRequestHandlerPool(self.channel, self.apis, cfg.num_io_threads)
+            self.handler_pool = KafkaRequestHandlerPool(self.channel, self.apis.dispatch, cfg.num_io_threads)
             self.handler_pool.start()
         try:
             security = cfg.listener_security()

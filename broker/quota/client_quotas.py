@@ -24,12 +24,15 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from ...protocol.api_keys import ApiKey
 from .entity import DEFAULT, UNLIMITED, key_from_path
 from .manager import FETCH, PRODUCE, ClientQuotaManager, ClientRequestQuotaManager
 from .stats import monotonic_ms
+
+if TYPE_CHECKING:
+    from ..config import KafkaConfig
 
 log = logging.getLogger(__name__)
 
@@ -85,7 +88,7 @@ class ClientQuotas:
         self._warned_mutation_rate = False
 
     @classmethod
-    def from_config(cls, config: Any, clock: Callable[[], float] = monotonic_ms) -> "ClientQuotas":
+    def from_config(cls, config: KafkaConfig, clock: Callable[[], float] = monotonic_ms) -> "ClientQuotas":
         samples, window = config.get("quota.window.num"), config.get("quota.window.size.seconds")
         producer_default = float(config.get("quota.producer.default"))
         consumer_default = float(config.get("quota.consumer.default"))

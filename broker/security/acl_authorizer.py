@@ -28,7 +28,7 @@ import random
 import time
 from dataclasses import dataclass, field
 from threading import Lock
-from typing import Any, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 from ...protocol.acl import (
     IMPLIED_BY, WILDCARD_HOST, WILDCARD_PRINCIPAL, WILDCARD_RESOURCE, AccessControlEntry, AclBinding,
@@ -39,6 +39,9 @@ from ...protocol.errors import InvalidRequestError, KafkaError, UnknownServerErr
 from .zk_acl_store import (
     EXTENDED_CHANGES_PATH, LITERAL_CHANGES_PATH, AclChangeListener, VersionedAcls, ZkAclStore,
 )
+
+if TYPE_CHECKING:
+    from ...controller.zk_client import KafkaZkClient
 
 log = logging.getLogger(__name__)
 audit = logging.getLogger("kafka.authorizer.logger")  # Kafka's audit logger, by its name
@@ -110,7 +113,7 @@ class AclAuthorizer:
         self._listeners: list[AclChangeListener] = []
 
     @classmethod
-    def from_config(cls, config: Any, zk: Any) -> "AclAuthorizer":
+    def from_config(cls, config: Any, zk: KafkaZkClient) -> "AclAuthorizer":
         return cls(ZkAclStore(zk), parse_super_users(config.get("super.users")),
                    bool(config.get("allow.everyone.if.no.acl.found")))
 

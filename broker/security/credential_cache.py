@@ -10,10 +10,13 @@ restart. Reads happen on the event loop (dict lookups); loads in the executor.
 from __future__ import annotations
 
 import logging
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Mapping
 
 from ...clients.security.scram import MECHANISMS, ScramCredential, ScramError
 from ...controller.zk_data import desanitize_entity_name
+
+if TYPE_CHECKING:
+    from ...controller.zk_client import KafkaZkClient
 
 log = logging.getLogger(__name__)
 
@@ -46,7 +49,7 @@ class CredentialCache:
         else:
             self._credentials.pop(user, None)
 
-    def load_user(self, zk: Any, sanitized_user: str) -> None:
+    def load_user(self, zk: KafkaZkClient, sanitized_user: str) -> None:
         """Blocking: re-read one user (named as in ZooKeeper, e.g. from a change notification)."""
         if "/" in sanitized_user:  # users/<user>/clients/<client>: a quota entity, no credential
             return
@@ -54,7 +57,7 @@ class CredentialCache:
         self.update_user(user, zk.get_entity_config("users", sanitized_user))
         log.info("SCRAM credentials of user %s: %s", user, sorted(self._credentials.get(user, {})) or "none")
 
-    def load_all(self, zk: Any) -> None:
+    def load_all(self, zk: KafkaZkClient) -> None:
         """Blocking: every user's credentials (at start-up)."""
         for sanitized in zk.get_children(USERS_PATH):
             self.update_user(desanitize_entity_name(sanitized), zk.get_entity_config("users", sanitized))

@@ -27,7 +27,7 @@ from ...protocol.errors import (  # type: ignore[attr-defined]
 )
 from ...protocol.header import decode_request, encode_response_parts
 from ...protocol.messages import RESPONSES, SaslAuthenticateResponse, SaslHandshakeResponse
-from ..kafka_apis import set_error_codes
+from ...protocol.error_fields import set_error_codes
 from .credential_cache import CredentialCache
 from .listener_config import ListenerSecurity
 from .principal import USER_TYPE, KafkaPrincipal

@@ -21,12 +21,15 @@ import logging
 import queue
 import threading
 import time
-from typing import Any, Callable, NamedTuple
+from typing import TYPE_CHECKING, Callable, NamedTuple
 
 from ...protocol.acl import (
     RESOURCE_TYPES, AccessControlEntry, AclOperation, AclPermissionType, PatternType, ResourcePattern, ResourceType,
     parse_principal,
 )
+
+if TYPE_CHECKING:
+    from ...controller.zk_client import KafkaZkClient
 
 log = logging.getLogger(__name__)
 
@@ -123,7 +126,7 @@ def _resource_type(text: str) -> ResourceType:
 class ZkAclStore:
     """Reads and conditional writes of the ACL znodes over a ``KafkaZkClient``."""
 
-    def __init__(self, zk: Any) -> None:
+    def __init__(self, zk: KafkaZkClient) -> None:
         self.zk = zk
 
     def create_paths(self) -> None:
@@ -176,7 +179,7 @@ class AclChangeListener:
     processed to ``on_change(pattern)``, in sequence order, then deletes notifications older than
     15 minutes."""
 
-    def __init__(self, zk: Any, root: str, on_change: Callable[[ResourcePattern], None],
+    def __init__(self, zk: KafkaZkClient, root: str, on_change: Callable[[ResourcePattern], None],
                  expiration_ms: int = CHANGE_EXPIRATION_MS) -> None:
         self.zk = zk
         self.root = root

@@ -16,9 +16,9 @@ import os
 import sys
 from typing import NoReturn, Sequence
 
-from odradek.clients.cli.cluster_security import MODES
-from odradek.clients.cli.local_cluster import ClusterAlreadyRunningError, ClusterError, LocalCluster
-from odradek.clients.cli.local_zookeeper import ZooKeeperNotFoundError, ZooKeeperStartError
+from .cluster_security import MODES
+from .local_cluster import ClusterAlreadyRunningError, ClusterError, LocalCluster
+from .local_zookeeper import ZooKeeperNotFoundError, ZooKeeperStartError
 
 PROG = "odradek-cluster"
 # How the user runs this command, for the hints in messages (cluster.sh sets "bash cluster.sh")

@@ -31,11 +31,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 
-from odradek.clients.cli.cluster_security import ClusterSecurity
-from odradek.clients.cli.local_zookeeper import LocalZooKeeper, free_port
-from odradek.clients.cluster_metadata import ClusterMetadata
-from odradek.clients.simple_client import SyncSimpleClient
-from odradek.protocol.errors import KafkaError
+from .cluster_security import ClusterSecurity
+from .local_zookeeper import LocalZooKeeper, free_port
+from ..cluster_metadata import ClusterMetadata
+from ..simple_client import SyncSimpleClient
+from ...protocol.errors import KafkaError
 
 DEFAULT_CHROOT = "/odradek"
 STATE_FILE = "cluster.json"

@@ -11,7 +11,9 @@ from .batch import (
     NO_PRODUCER_ID,
     NO_SEQUENCE,
     RecordBatchView,
+    decode_batch,
     iter_batches,
+    iter_records,
     read_produce_batch,
     set_base_offset,
     set_partition_leader_epoch,
@@ -31,7 +33,7 @@ from .errors import (
     RecordBatchError,
     UnsupportedCodecError,
 )
-from .record import Record, decode_batch, decode_records, iter_records
+from .record import Record, decode_records
 from .varint import decode_varint, decode_varlong, encode_varint, size_of_varint
 
 __all__ = [

@@ -14,15 +14,14 @@ Nothing here decodes records: the produce path only needs the header, its length
 from __future__ import annotations
 
 import struct
-from typing import TYPE_CHECKING, Iterator
+from typing import Iterator
 
 from crc32c import crc32c
 
-from .compression import Compression, check_codec
+from . import codec
+from .compression import Compression, check_codec, decompress
 from .errors import CorruptRecordBatchError, InvalidRecordBatchError, RecordBatchError
-
-if TYPE_CHECKING:
-    from .record import Record
+from .record import Record
 
 Buffer = bytes | bytearray | memoryview
 
@@ -228,9 +227,7 @@ class RecordBatchView:
     # -- records --------------------------------------------------------------------------------
 
     def records(self) -> Iterator[Record]:
-        """The batch's records, decompressed if needed (see ``record.iter_records``)."""
-        from .record import iter_records  # record.py depends on this module, not the reverse
-
+        """The batch's records, decompressed if needed (see ``iter_records``)."""
         return iter_records(self)
 
     def __bytes__(self) -> bytes:
@@ -301,3 +298,21 @@ def set_base_offset(buffer: bytearray | memoryview, base_offset: int, position: 
 def set_partition_leader_epoch(buffer: bytearray | memoryview, epoch: int, position: int = 0) -> None:
     """Rewrite the partitionLeaderEpoch of the batch at ``position`` without building a view."""
     _INT32.pack_into(buffer, position + PARTITION_LEADER_EPOCH_OFFSET, epoch)
+
+
+def iter_records(batch: RecordBatchView) -> Iterator[Record]:
+    """Decode ``batch``'s records; record offsets and timestamps are absolute.
+
+    The whole batch is decoded before the first record is returned, so a corrupt batch fails as a
+    unit. With LogAppendTime every record carries the batch's maxTimestamp, as in Kafka. Raises
+    CorruptRecordBatchError for undecodable data or a record count that disagrees with the bytes.
+    """
+    return iter(decode_batch(batch))
+
+
+def decode_batch(batch: RecordBatchView) -> list[Record]:
+    """``iter_records`` as a list."""
+    codec_id = batch.compression
+    data = decompress(codec_id, batch.records_data) if codec_id else batch.records_data
+    fixed = batch.max_timestamp if batch.timestamp_type == LOG_APPEND_TIME else None
+    return codec.decode_records(data, batch.record_count, batch.base_offset, batch.base_timestamp, fixed, Record)

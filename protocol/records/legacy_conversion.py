@@ -25,7 +25,7 @@ from ..errors import InvalidTimestampError, MessageTooLargeError  # type: ignore
 from .legacy_records import (
     LOG_APPEND_TIME, LegacyMessage, LegacyMessageSetBuilder, entry_magic, inner_messages, iter_messages,
 )
-from .record import decode_batch
+from .batch import decode_batch
 
 Buffer = bytes | bytearray | memoryview
 

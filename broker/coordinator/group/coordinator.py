@@ -13,7 +13,7 @@ import asyncio
 import logging
 import uuid
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ....protocol.consumer_protocol import decode_subscription
 from ....protocol.errors import (  # type: ignore[attr-defined]
@@ -39,6 +39,10 @@ from .group_metadata import (COMPLETING_REBALANCE, DEAD, EMPTY, PREPARING_REBALA
                              MemberMetadata)
 from .metadata_manager import GroupMetadataManager, wall_ms
 from .records import OffsetAndMetadata
+
+if TYPE_CHECKING:
+    from ...config import KafkaConfig
+    from ...replica_manager import ReplicaManager
 
 log = logging.getLogger(__name__)
 
@@ -66,7 +70,7 @@ class SyncResult:
 
 
 class GroupCoordinator:
-    def __init__(self, broker_id: int, config: Any, replica_manager: Any) -> None:
+    def __init__(self, broker_id: int, config: KafkaConfig, replica_manager: ReplicaManager) -> None:
         self.manager = GroupMetadataManager(broker_id, config, replica_manager)
         self.manager.on_group_unloaded = self._on_group_unloaded
         self.min_session_ms: int = config.get("group.min.session.timeout.ms")

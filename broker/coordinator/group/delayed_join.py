@@ -12,17 +12,31 @@ completed it first.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from ...purgatory import DelayedOperation
 
 if TYPE_CHECKING:
-    from .coordinator import GroupCoordinator
     from .group_metadata import GroupMetadata, MemberMetadata
 
 
+class GroupTransitions(Protocol):
+    """What these operations call when they complete or expire: the group coordinator's transitions
+    (coordinator.py implements them). Passed down, so this module does not import the coordinator."""
+
+    def on_complete_join(self, group: "GroupMetadata") -> None: ...
+
+    def schedule_join(self, group: "GroupMetadata", op: "DelayedJoin") -> None: ...
+
+    def sync_wait_over(self, group: "GroupMetadata", generation_id: int) -> bool: ...
+
+    def on_expire_pending_sync(self, group: "GroupMetadata", generation_id: int) -> None: ...
+
+    def on_expire_heartbeat(self, group: "GroupMetadata", member: "MemberMetadata") -> None: ...
+
+
 class DelayedJoin(DelayedOperation):
-    def __init__(self, coordinator: "GroupCoordinator", group: "GroupMetadata", rebalance_timeout_ms: int) -> None:
+    def __init__(self, coordinator: GroupTransitions, group: "GroupMetadata", rebalance_timeout_ms: int) -> None:
         super().__init__(rebalance_timeout_ms)
         self.coordinator = coordinator
         self.group = group
@@ -39,7 +53,7 @@ class DelayedJoin(DelayedOperation):
 class InitialDelayedJoin(DelayedJoin):
     """Completes only by expiring; expires again (shorter) while members keep joining."""
 
-    def __init__(self, coordinator: "GroupCoordinator", group: "GroupMetadata", delay_ms: int,
+    def __init__(self, coordinator: GroupTransitions, group: "GroupMetadata", delay_ms: int,
                  configured_delay_ms: int, remaining_ms: int) -> None:
         super().__init__(coordinator, group, delay_ms)
         self.configured_delay_ms = configured_delay_ms
@@ -61,7 +75,7 @@ class InitialDelayedJoin(DelayedJoin):
 
 
 class DelayedSync(DelayedOperation):
-    def __init__(self, coordinator: "GroupCoordinator", group: "GroupMetadata", generation_id: int,
+    def __init__(self, coordinator: GroupTransitions, group: "GroupMetadata", generation_id: int,
                  rebalance_timeout_ms: int) -> None:
         super().__init__(rebalance_timeout_ms)
         self.coordinator = coordinator
@@ -81,7 +95,7 @@ class DelayedSync(DelayedOperation):
 
 
 class DelayedHeartbeat(DelayedOperation):
-    def __init__(self, coordinator: "GroupCoordinator", group: "GroupMetadata", member: "MemberMetadata",
+    def __init__(self, coordinator: GroupTransitions, group: "GroupMetadata", member: "MemberMetadata",
                  timeout_ms: int) -> None:
         super().__init__(timeout_ms)
         self.coordinator = coordinator

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import Any, Callable, Iterable
+from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from ....protocol.errors import (  # type: ignore[attr-defined]
     CoordinatorLoadInProgressError,
@@ -27,6 +27,11 @@ from ....protocol.records.errors import RecordBatchError
 from . import records as fmt
 from .group_metadata import DEAD, EMPTY, GroupMetadata
 from .records import OffsetAndMetadata
+
+if TYPE_CHECKING:
+    from ...config import KafkaConfig
+    from ...log import Log
+    from ...replica_manager import ReplicaManager
 
 log = logging.getLogger(__name__)
 
@@ -59,7 +64,7 @@ def wall_ms() -> int:
 
 
 class GroupMetadataManager:
-    def __init__(self, broker_id: int, config: Any, replica_manager: Any) -> None:
+    def __init__(self, broker_id: int, config: KafkaConfig, replica_manager: ReplicaManager) -> None:
         self.broker_id = broker_id
         self.replica_manager = replica_manager
         self.num_partitions: int = config.get("offsets.topic.num.partitions")
@@ -119,7 +124,7 @@ class GroupMetadataManager:
         self._loads.add(task)
         task.add_done_callback(self._loads.discard)
 
-    async def _load(self, partition: int, log_: Any) -> None:
+    async def _load(self, partition: int, log_: Log) -> None:
         """Rebuild the groups of one partition from its log (Kafka's doLoadGroupsAndOffsets)."""
         started = time.monotonic()
         try:
@@ -152,7 +157,7 @@ class GroupMetadataManager:
         log.info("Finished loading offsets and group metadata from __consumer_offsets-%d in %d ms (%d groups)",
                  partition, (time.monotonic() - started) * 1000, len(groups))
 
-    async def _read_partition(self, log_: Any, partition: int) -> "_LoadedPartition":
+    async def _read_partition(self, log_: Log, partition: int) -> "_LoadedPartition":
         """Kafka's doLoadGroupsAndOffsets: transactional offsets wait in ``pending`` per producer until the
         producer's COMMIT marker (applied if newer than what is committed) or ABORT marker (dropped)."""
         loaded = _LoadedPartition()

@@ -29,7 +29,7 @@ import struct
 from bisect import bisect_right
 from typing import Protocol
 
-from odradek.protocol.records import LOG_OVERHEAD, MIN_BATCH_LENGTH, CorruptRecordBatchError, RecordBatchView
+from ....protocol.records import LOG_OVERHEAD, MIN_BATCH_LENGTH, CorruptRecordBatchError, RecordBatchView
 
 from ..segment import CLEANED_SUFFIX, LOG_SUFFIX, LogSegment, now_ms, segment_path
 from ..txn_index import AbortedTxn, collect_aborted_across

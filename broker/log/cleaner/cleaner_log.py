@@ -12,7 +12,7 @@ import logging
 import os
 from pathlib import Path
 
-from odradek.controller.state_change_log import state_change_log_dir
+from ....controller.state_change_log import state_change_log_dir
 
 CLEANER_LOGGER = "kafka.log.LogCleaner"
 CLEANER_LOG_FILE = "log-cleaner.log"

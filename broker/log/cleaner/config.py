@@ -10,11 +10,14 @@ any batch whole, so that key plays no part here.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from .offset_map import BYTES_PER_ENTRY
 from .task import CleanerSettings
 from .throttler import DOUBLE_MAX
+
+if TYPE_CHECKING:
+    from ...config import KafkaConfig
 
 INT32_MAX = 0x7FFFFFFF
 
@@ -37,7 +40,7 @@ class CleanerConfig:
     isolation: str = "process"  # odradek.log.cleaner.isolation
 
     @classmethod
-    def from_kafka_config(cls, config: Any) -> "CleanerConfig":
+    def from_kafka_config(cls, config: KafkaConfig) -> "CleanerConfig":
         get = config.get
         return cls(num_threads=get("log.cleaner.threads"), dedupe_buffer_size=get("log.cleaner.dedupe.buffer.size"),
                    dedupe_buffer_load_factor=get("log.cleaner.io.buffer.load.factor"),

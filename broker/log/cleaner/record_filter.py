@@ -14,13 +14,13 @@ keeping the base timestamp gives the same absolute timestamps without re-encodin
 
 from __future__ import annotations
 
-from odradek.protocol.errors import InvalidRecordError  # type: ignore[attr-defined]
-from odradek.protocol.records import (
+from ....protocol.errors import InvalidRecordError  # type: ignore[attr-defined]
+from ....protocol.records import (
     LOG_APPEND_TIME, NO_PRODUCER_EPOCH, NO_PRODUCER_ID, NO_SEQUENCE, CorruptRecordBatchError, RecordBatchView,
     compress, decode_varint, decode_varlong, decompress,
 )
-from odradek.protocol.records.batch import CONTROL_MASK, TIMESTAMP_TYPE_MASK, TRANSACTIONAL_MASK
-from odradek.protocol.records.builder import encode_batch
+from ....protocol.records.batch import CONTROL_MASK, TIMESTAMP_TYPE_MASK, TRANSACTIONAL_MASK
+from ....protocol.records.builder import encode_batch
 
 # (position, end, timestamp delta, offset delta, key or None, has value) of one record
 ScannedRecord = tuple[int, int, int, int, "bytes | None", bool]

@@ -20,8 +20,8 @@ import heapq
 from itertools import count
 from typing import Iterable
 
-from odradek.protocol.records import ControlRecordType, RecordBatchView, decode_batch
-from odradek.protocol.records.control import control_record_type
+from ....protocol.records import ControlRecordType, RecordBatchView, decode_batch
+from ....protocol.records.control import control_record_type
 
 from ..txn_index import AbortedTxn, TransactionIndex
 

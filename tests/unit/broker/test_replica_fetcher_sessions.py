@@ -83,7 +83,9 @@ def test_follower_fetches_through_a_session_naming_only_what_moved(brokers):
     async def main():
         leader.start()
         follower.start()
-        fetch_api = FetchApi(BrokerServices(make_config(), LEADER, leader.metadata_cache, leader, lambda: 1))
+        unused = dict.fromkeys(("admin", "zk", "producer_ids", "controller", "group_coordinator",
+                                "transaction_coordinator", "dynamic_config", "client_quotas"))  # Fetch reads none
+        fetch_api = FetchApi(BrokerServices(make_config(), LEADER, leader.metadata_cache, leader, lambda: 1, **unused))
         conn = Loopback(fetch_api)
 
         async def connect(*args, **kwargs):
