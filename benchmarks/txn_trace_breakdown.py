@@ -35,6 +35,8 @@ STEPS = (
     ("AddPartitionsToTxn held until the completion", "held*", "released*"),
     ("AddPartitionsToTxn arrives -> answered", "add-partitions-received", "add-partitions-answered:0"),
     ("Ongoing write replicated (when not carried by the completion)", "state-write:Ongoing", "state-durable:Ongoing"),
+    ("Ongoing appended behind the completion -> durable", "state-write:Ongoing(behind)",
+     "state-durable:Ongoing(behind)"),
     ("AddPartitionsToTxn answered -> EndTxn arrives (produce, client)", "add-partitions-answered:0",
      "end-txn-received"),
     ("EndTxn arrives -> answered (PrepareCommit replicated)", "end-txn-received", "end-txn-answered:0"),

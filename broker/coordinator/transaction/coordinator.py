@@ -103,6 +103,9 @@ class TransactionCoordinator:
         trace(metadata.producer_id, "held", state=STATE_NAMES[metadata.state])
         if adding is not None:
             self._held_adds.setdefault(transactional_id, []).append(adding)
+            # The completion may already be on its way to the replicas: the Ongoing state goes right behind it.
+            self.state.append_behind_completion(transactional_id,
+                                                lambda complete: self._next_transaction(metadata, complete))
         try:
             released = await self.completions.wait(
                 transactional_id, lambda: self._completing(transactional_id, metadata), int(left_ms))

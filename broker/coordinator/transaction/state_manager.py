@@ -56,6 +56,15 @@ class TxnEntry:
     metadata: TransactionMetadata
 
 
+@dataclass
+class _CompletionWrite:
+    """A CompleteCommit/CompleteAbort appended and waiting to be replicated, and the next transaction's Ongoing
+    state appended right behind it meanwhile (append_behind_completion): its transition and append result."""
+    transit: TxnTransit
+    coordinator_epoch: int
+    behind: tuple[TxnTransit, asyncio.Future] | None = None
+
+
 class TransactionStateManager:
     def __init__(self, broker_id: int, config: Any, replica_manager: Any) -> None:
         self.broker_id = broker_id
@@ -77,6 +86,8 @@ class TransactionStateManager:
         # Called with the transactional id after each write of its state, applied or failed (requests
         # held until the id's transaction completes re-check then).
         self.on_transition: Callable[[str], None] | None = None
+        # transactional id -> its completion being replicated, for append_behind_completion
+        self._completion_writes: dict[str, _CompletionWrite] = {}
 
     # -- placement --------------------------------------------------------------------------------
 
@@ -224,19 +235,31 @@ class TransactionStateManager:
             return code
         if entry is None or entry.coordinator_epoch != coordinator_epoch:
             return NOT_COORDINATOR
-        partition = self.partition_for(transactional_id)
-        builder = RecordBatchBuilder()
-        for written in (transit, follow_up) if follow_up is not None else (transit,):
-            value = None if written.state == DEAD else fmt.txn_value(written.to_record(), empty_state=EMPTY)
-            builder.append(wall_ms(), fmt.txn_key(transactional_id), value)
-        tp = (TRANSACTION_STATE_TOPIC, partition)
+        tp = (TRANSACTION_STATE_TOPIC, self.partition_for(transactional_id))
         states = STATE_NAMES[transit.state] + (f"+{STATE_NAMES[follow_up.state]}" if follow_up is not None else "")
         trace(transit.producer_id, "state-write", state=states)
-        result = self.replica_manager.append_records(-1, self.request_timeout_ms, {tp: bytearray(builder.build())})
+        result = self._append(transactional_id, tp, (transit, follow_up) if follow_up is not None else (transit,))
         if isinstance(result, asyncio.Future):
-            result = await result
-        code = _map_append_error(result[tp].error_code)
-        trace(transit.producer_id, "state-durable", state=states, error=code)
+            pending = None
+            if follow_up is None and transit.state in (COMPLETE_COMMIT, COMPLETE_ABORT):
+                pending = self._completion_writes[transactional_id] = _CompletionWrite(transit, coordinator_epoch)
+            try:
+                result = await result
+            finally:
+                if pending is not None and self._completion_writes.get(transactional_id) is pending:
+                    del self._completion_writes[transactional_id]
+            code = _map_append_error(result[tp].error_code)
+            trace(transit.producer_id, "state-durable", state=states, error=code)
+            if pending is not None and pending.behind is not None and code == NONE:
+                # The Ongoing state appended behind the completion is applied with it, once durable too.
+                behind, behind_result = pending.behind
+                behind_code = _map_append_error((await behind_result)[tp].error_code)
+                trace(transit.producer_id, "state-durable", state="Ongoing(behind)", error=behind_code)
+                if behind_code == NONE:
+                    follow_up = behind
+        else:
+            code = _map_append_error(result[tp].error_code)
+            trace(transit.producer_id, "state-durable", state=states, error=code)
         current_code, current = self.get_state(transactional_id)
         if code == NONE:
             if current_code != NONE:
@@ -254,6 +277,39 @@ class TransactionStateManager:
             current.metadata.pending_state = None
         log.info("Appending %s's transition to %s failed with error %d", transactional_id, transit.state, code)
         return code
+
+    def append_behind_completion(self, transactional_id: str,
+                                 next_transaction: Callable[[TxnTransit], TxnTransit | None]) -> bool:
+        """While the id's CompleteCommit/CompleteAbort is being replicated (written without a follow-up), append
+        ``next_transaction(completion)`` (its successor, TransactionMetadata.prepare_add_partitions_after) right
+        behind it in the log, so both replicate in overlapping rounds instead of one after the other. It is
+        applied with the completion once both are durable, never alone; if it fails, the completion is applied
+        alone and the requests that wanted it run again (and write their own Ongoing state, as without this).
+        Log order keeps Kafka's: a replica holding the Ongoing record holds the completion before it."""
+        pending = self._completion_writes.get(transactional_id)
+        if pending is None or pending.behind is not None:
+            return False
+        code, entry = self.get_state(transactional_id)
+        if code != NONE or entry is None or entry.coordinator_epoch != pending.coordinator_epoch:
+            return False
+        follow_up = next_transaction(pending.transit)
+        if follow_up is None:
+            return False
+        tp = (TRANSACTION_STATE_TOPIC, self.partition_for(transactional_id))
+        trace(follow_up.producer_id, "state-write", state="Ongoing(behind)")
+        result = self._append(transactional_id, tp, (follow_up,))
+        if not isinstance(result, asyncio.Future):  # refused at once (e.g. no longer leader): nothing appended
+            return False
+        pending.behind = (follow_up, result)
+        return True
+
+    def _append(self, transactional_id: str, tp: tuple[str, int], transits: tuple[TxnTransit, ...]) -> Any:
+        """One batch of ``transits`` (acks=-1): the replica manager's results, or a future of them."""
+        builder = RecordBatchBuilder()
+        for written in transits:
+            value = None if written.state == DEAD else fmt.txn_value(written.to_record(), empty_state=EMPTY)
+            builder.append(wall_ms(), fmt.txn_key(transactional_id), value)
+        return self.replica_manager.append_records(-1, self.request_timeout_ms, {tp: bytearray(builder.build())})
 
     def _remove(self, transactional_id: str, metadata: TransactionMetadata) -> None:
         owned = self.partitions.get(self.partition_for(transactional_id))

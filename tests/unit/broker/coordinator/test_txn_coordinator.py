@@ -36,6 +36,9 @@ class LogReplicaManager:
         self.leader_epoch = 0
         self.fail_with = 0
         self.appends = 0
+        # True: acks=-1 appends go into the log at once but answer through a future that replicate() resolves
+        self.replicate_later = False
+        self.unreplicated: list[tuple[asyncio.Future, dict]] = []
 
     def log(self, tp):
         if tp not in self.logs:
@@ -54,7 +57,16 @@ class LogReplicaManager:
                 continue
             info = self.log(tp).append_as_leader(data, self.leader_epoch)
             results[tp] = ProducePartitionResult(0, info.first_offset)
+        if self.replicate_later and acks == -1:
+            future = asyncio.get_running_loop().create_future()
+            self.unreplicated.append((future, results))
+            return future
         return results
+
+    def replicate(self, error_code=0):
+        """The oldest write waiting for its replicas is durable (or, with ``error_code``, failed)."""
+        future, results = self.unreplicated.pop(0)
+        future.set_result({tp: ProducePartitionResult(error_code) if error_code else r for tp, r in results.items()})
 
     def state_records(self):
         """(transactional id, TxnRecord or None) in log order."""
@@ -236,6 +248,79 @@ async def test_the_completion_write_carries_the_partitions_held_requests_add(mak
     # Nothing held: nothing to carry.
     assert await c.end_transaction("tx", ids.producer_id, ids.producer_epoch, False) == 0
     assert c.markers.next_transaction(metadata, c.markers.sent[-1][3]) is None
+
+
+async def add_while_completion_replicates(make):
+    """A transaction's CompleteCommit appended but not yet replicated, and an AddPartitionsToTxn of the next
+    transaction arriving meanwhile: (coordinator, replica manager, ids, metadata, completion, add)."""
+    c, rm = await make()
+    ids, complete = await committing(c)
+    metadata = c.state.get_state("tx")[1].metadata
+    rm.replicate_later = True
+    completion = asyncio.ensure_future(c.state.append_transaction("tx", 0, complete))
+    await until(lambda: len(rm.unreplicated) == 1)
+    add = asyncio.ensure_future(c.add_partitions("tx", ids.producer_id, ids.producer_epoch, {("t", 2)}))
+    return c, rm, ids, metadata, completion, add
+
+
+@run_in_loop
+async def test_the_next_ongoing_state_is_appended_behind_a_completion_being_replicated(make):
+    c, rm, ids, metadata, completion, add = await add_while_completion_replicates(make)
+    await until(lambda: len(rm.unreplicated) == 2)  # appended at once, while the completion replicates
+    assert [(r.state, r.partitions) for _, r in rm.state_records()[-2:]] == [
+        (COMPLETE_COMMIT, set()), (ONGOING, {("t", 2)})]
+    # A second request finds a write already behind the completion: it waits, as before.
+    offsets = asyncio.ensure_future(c.add_partitions("tx", ids.producer_id, ids.producer_epoch,
+                                                     {("__consumer_offsets", 7)}))
+    await until(lambda: c.completions.held == 2)
+    assert len(rm.unreplicated) == 2
+    rm.replicate()
+    # The completion is durable, but nothing is applied until the state behind it is durable too.
+    for _ in range(20):
+        await asyncio.sleep(0)
+    assert (metadata.state, metadata.pending_state) == (PREPARE_COMMIT, COMPLETE_COMMIT) and not add.done()
+    rm.replicate()
+    assert await completion == 0 and await add == 0
+    assert (metadata.state, metadata.partitions) == (ONGOING, {("t", 2)})
+    await until(lambda: len(rm.unreplicated) == 1)  # the second request writes its partition itself
+    rm.replicate()
+    assert await offsets == 0
+    assert metadata.partitions == {("t", 2), ("__consumer_offsets", 7)} and metadata.pending_state is None
+
+
+@run_in_loop
+async def test_a_failed_write_behind_the_completion_leaves_the_request_to_write_again(make):
+    c, rm, ids, metadata, completion, add = await add_while_completion_replicates(make)
+    await until(lambda: len(rm.unreplicated) == 2)
+    rm.replicate()
+    rm.replicate(error_code=7)  # REQUEST_TIMED_OUT: the completion alone is applied
+    assert await completion == 0
+    assert metadata.state == COMPLETE_COMMIT
+    await until(lambda: len(rm.unreplicated) == 1)  # released, the request runs again and writes Ongoing
+    assert metadata.pending_state == ONGOING and not add.done()
+    rm.replicate()
+    assert await add == 0 and (metadata.state, metadata.partitions) == (ONGOING, {("t", 2)})
+    # A completion that fails is not applied, whatever went behind it; the request stays held for the retry.
+    end = asyncio.ensure_future(c.end_transaction("tx", ids.producer_id, ids.producer_epoch, True))
+    await until(lambda: len(rm.unreplicated) == 1)
+    rm.replicate()
+    assert await end == 0
+    complete = c.markers.sent[-1][3]
+    completion = asyncio.ensure_future(c.state.append_transaction("tx", 0, complete,
+                                                                  retry_on_error=lambda code: code == 15))
+    await until(lambda: len(rm.unreplicated) == 1)
+    add = asyncio.ensure_future(c.add_partitions("tx", ids.producer_id, ids.producer_epoch, {("t", 3)}))
+    await until(lambda: len(rm.unreplicated) == 2)
+    rm.replicate(error_code=19)  # NOT_ENOUGH_REPLICAS
+    assert await completion == 15
+    assert (metadata.state, metadata.pending_state) == (PREPARE_COMMIT, COMPLETE_COMMIT) and not add.done()
+    rm.replicate()  # the write behind it got through, but it is not applied without its completion
+    for _ in range(20):
+        await asyncio.sleep(0)
+    assert metadata.state == PREPARE_COMMIT and not add.done()
+    rm.replicate_later = False
+    assert await c.state.append_transaction("tx", 0, complete) == 0  # the sender's retry
+    assert await add == 0 and (metadata.state, metadata.partitions) == (ONGOING, {("t", 3)})
 
 
 @run_in_loop
