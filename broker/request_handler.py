@@ -80,7 +80,7 @@ class KafkaRequestHandlerPool:
 
     def _park(self, request, pending, dequeued: float = 0.0, local_done: float = 0.0) -> None:
         """Finish a waiting request in its own task; the connection stays muted until it answers."""
-        task = asyncio.get_running_loop().create_task(pending)
+        task = asyncio.get_running_loop().create_task(self._answer_when_done(request, pending, dequeued, local_done))
         self.waiting.add(task)
 
         def done(t: asyncio.Task) -> None:
@@ -88,20 +88,28 @@ class KafkaRequestHandlerPool:
             if t.cancelled():  # only stop() cancels; anything else would leave the connection muted
                 if self.tasks:
                     request.connection.close()
-                return
-            try:
-                exc = t.exception()
-                remote_done = monotonic()
-                self.channel.send_response(Response.close(request, "internal error") if exc else t.result())
-                if self.metrics is not None:
-                    self.metrics.record(request, dequeued, local_done, remote_done, monotonic())
-                if exc:
-                    log.error("Request %r failed: %r", request, exc)
-            except Exception:
-                log.exception("Answering %r failed; closing its connection", request)
+            elif t.exception() is not None:
+                log.error("Answering %r failed; closing its connection", request, exc_info=t.exception())
                 request.connection.close()
 
         task.add_done_callback(done)
+
+    async def _answer_when_done(self, request: Request, pending: Awaitable[Response], dequeued: float,
+                                local_done: float) -> None:
+        """Await the request's answer and send it at once, in the same event-loop turn (a parked follower
+        fetch woken by an append, an acks=-1 produce woken by the high watermark): a done callback would send
+        it a turn later, behind whatever else that turn runs."""
+        try:
+            response = await pending
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            log.error("Request %r failed: %r", request, exc)
+            response = Response.close(request, "internal error")
+        remote_done = monotonic()
+        self.channel.send_response(response)
+        if self.metrics is not None:
+            self.metrics.record(request, dequeued, local_done, remote_done, monotonic())
 
     async def stop(self) -> None:
         tasks = self.tasks + list(self.waiting)
