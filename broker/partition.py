@@ -42,6 +42,8 @@ class ReplicaState:
     last_fetch_leader_end_offset: int = 0
     last_fetch_ms: int = 0
     log_start_offset: int = -1  # as the follower's last fetch said (DeleteRecords waits on it)
+    # its parked fetch was answered early because it did not hold this partition yet (ReplicaManager)
+    woken_unfetched: bool = False
 
     def update_fetch_state(self, fetch_offset: int, leader_end_offset: int, now_ms: int) -> None:
         """Kafka's Replica.updateFetchState: a fetch from the leader's log end makes the follower

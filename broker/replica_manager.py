@@ -52,6 +52,12 @@ _STATES_PER_CHECK = 16
 EPOCH_DURING_DELETE = -2
 
 
+def follower_watch_key(replica_id: int) -> tuple[str, int, str]:
+    """The purgatory key every parked fetch of follower ``replica_id`` also waits under (three parts, so it
+    is never a partition's key)."""
+    return ("follower", replica_id, "fetch")
+
+
 @dataclass
 class ProducePartitionResult:
     error_code: int = 0
@@ -195,6 +201,20 @@ class ReplicaManager:
         purgatory.check_and_complete(key)
         for watch_key in self.session_watch_keys(key):
             purgatory.check_and_complete(watch_key, key)
+
+    def _wake_followers_not_fetching(self, partition: Partition) -> None:
+        """A follower that has not fetched ``partition`` since we lead it may be parked in a fetch that does
+        not hold it: its fetcher took the partition (a new topic, a leader change) while that fetch was out,
+        and names it only in its next one, up to replica.fetch.wait.max.ms later, which an acks=-1 produce
+        would wait for. Answer such parked fetches now (empty, as at expiry), once per follower and
+        leadership, so the follower's next fetch names the partition. Not in Kafka 2.8, whose followers
+        wait the same way; an answer before max_wait_ms is always allowed."""
+        for replica, state in partition.replica_states.items():
+            if state.log_end_offset < 0 and not state.woken_unfetched:
+                woken = self.fetch_purgatory.cancel_for_key(follower_watch_key(replica))
+                for op in woken:
+                    op.force_complete()
+                state.woken_unfetched = bool(woken)
 
     def changed_since(self, seq: int) -> list[tuple[str, int]]:
         """Partitions changed after sequence number ``seq``: O(changes since), newest first."""
@@ -406,6 +426,7 @@ class ReplicaManager:
             self.note_change(key)
             # Consumers wake on a high watermark move, followers on any append.
             self._wake_fetches(key)
+            self._wake_followers_not_fetching(partition)
         if required_acks != -1 or not appended:
             return results
         statuses = {key: ProduceStatus(appended.get(key, 0), result, acks_pending=key in appended)
@@ -444,8 +465,10 @@ class ReplicaManager:
         op = DelayedFetch(params.max_wait_ms, specs, params, self, future, to_read, spec_of)
         # A follower's partitions were just read, synchronously: trying again finds nothing new (a consumer's
         # try may still complete at once, for a fetch offset above the high watermark, as Kafka's).
-        self.fetch_purgatory.try_complete_else_watch(op, watch_keys or [(s.topic, s.partition) for s in specs],
-                                                     tried=not params.committed_only)
+        keys = watch_keys or [(s.topic, s.partition) for s in specs]
+        if not params.committed_only:  # a follower: see _wake_followers_not_fetching
+            keys = [*keys, follower_watch_key(params.replica_id)]
+        self.fetch_purgatory.try_complete_else_watch(op, keys, tried=not params.committed_only)
         return future
 
     def read_from_local_log(self, specs: list[FetchSpec], params: FetchParams

@@ -17,7 +17,7 @@ from odradek.broker.fetch_session_handler import FetchSessionHandler
 from odradek.broker.log import LogManager
 from odradek.broker.metadata_cache import MetadataCache
 from odradek.broker.replica_fetcher import FetcherSettings, ReplicaFetcherManager, fetcher_id_for
-from odradek.broker.replica_manager import ReplicaManager
+from odradek.broker.replica_manager import ReplicaManager, follower_watch_key
 from odradek.protocol import errors
 from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.messages import FetchRequest
@@ -108,8 +108,9 @@ def test_follower_fetches_through_a_session_naming_only_what_moved(brokers):
         await until(lambda: len(conn.fetches) >= 6, "idle fetches")
         idle = conn.fetches[-1]
         assert idle.session_id != 0 and idle.session_epoch > 1 and named(idle) == set()
-        # the parked session fetch waits under the session's key, not under each of its partitions
-        assert leader.fetch_purgatory.watched_keys() == [("fetch-session", idle.session_id)]
+        # the parked session fetch waits under the session's key (and the follower's), not under each partition
+        assert leader.fetch_purgatory.watched_keys() == [("fetch-session", idle.session_id),
+                                                         follower_watch_key(FOLLOWER)]
         # a produce to one partition: only it travels, both ways
         before = len(conn.fetches)
         leader.append_records(1, 1000, {("t", 7): batch(b"second")})

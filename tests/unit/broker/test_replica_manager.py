@@ -137,6 +137,29 @@ def test_acks_all_waits_for_the_isr_and_times_out_or_completes(rm):
     run(main())
 
 
+def test_a_follower_parked_without_a_partition_it_has_not_fetched_is_answered_at_its_first_append(rm):
+    async def main():
+        rm.start()
+        rm.become_leader_or_follower(1, [("t", state(0, replicas=(BROKER, 2))), ("t", state(1, replicas=(BROKER, 2)))],
+                                     {})
+        follower = FetchParams(replica_id=2, max_wait_ms=30000, min_bytes=1, max_bytes=1 << 20)
+        # Its fetch holds t-1 only (it took t-0 after sending it): an append to t-0 answers it now, so its
+        # next fetch names t-0, instead of after max_wait_ms while an acks=-1 produce to t-0 waits.
+        parked = rm.fetch_messages(follower, [FetchSpec("t", 1, 0, 1 << 20)])
+        assert isinstance(parked, asyncio.Future)
+        produce = rm.append_records(-1, 30000, {("t", 0): batch(b"x")})
+        assert parked.done() and (await parked)[("t", 1)].records == b""
+        # Once per follower and leadership: a fetch still without t-0 waits for t-1 as usual.
+        parked = rm.fetch_messages(follower, [FetchSpec("t", 1, 0, 1 << 20)])
+        rm.append_records(1, 1000, {("t", 0): batch(b"y")})
+        assert not parked.done()
+        rm.fetch_messages(follower, [FetchSpec("t", 0, 2, 1 << 20)])  # the follower's next fetch names t-0
+        assert (await produce)[("t", 0)].error_code == 0
+        rm.append_records(1, 1000, {("t", 1): batch(b"z")})
+        assert len(list(iter_batches((await parked)[("t", 1)].records))) == 1
+    run(main())
+
+
 def test_acks_all_under_min_insync_replicas_is_refused(tmp_path):
     lm = LogManager([str(tmp_path / "logs")], {"min.insync.replicas": "2"}, broker_id=BROKER, cluster_id="c")
     rm = ReplicaManager(BROKER, lm, MetadataCache(BROKER))
