@@ -11,9 +11,12 @@ little client cost, so the broker's share shows) and our own blocking `Producer`
               second, p50 and p99 of one transaction;
 - idempotent: 100-byte records with enable.idempotence, acks=all, no transactions (the baseline);
 - txn x100:   the same records in transactions of 100; txn x1000: of 1,000 (as a ratio to idempotent).
+  Each producer sends one record (in a transaction when transactional) before the clock starts, so no rate
+  includes the producer's start (librdkafka's idempotent producer waits ~500 ms for its producer id).
 
 Each round uses fresh topics and rotates the order of the record workloads so the machine's drift favours none;
-the tables show medians over the rounds.
+the tables show medians over the rounds. Each fresh topic is warmed up first (one acks=all record per partition,
+untimed by the workloads; its time is printed as "new topic"), so the workloads measure the steady state.
 
 ``--baseline-python PY`` starts a second cluster whose brokers run under another interpreter, e.g. the venv of
 a checkout of main, and measures it side by side with this tree, round by round (the clients are this tree's).
@@ -118,9 +121,10 @@ def confluent_run(bootstrap: str, topic: str, count: int, per_txn: int | None) -
                     producer.poll(0.01)
         producer.poll(0)
 
+    steps = (send, producer.begin_transaction, lambda: producer.commit_transaction(60), lambda: producer.flush(60))
+    timed(per_txn, 1, *steps)  # warm-up (untimed): producer id, connections to the leaders
     started = time.perf_counter()
-    timed(per_txn, count, send, producer.begin_transaction, lambda: producer.commit_transaction(60),
-          lambda: producer.flush(60))
+    timed(per_txn, count, *steps)
     seconds = time.perf_counter() - started
     return count / seconds
 
@@ -138,8 +142,10 @@ def own_run(bootstrap: str, topic: str, count: int, per_txn: int | None) -> floa
             for _ in range(n):
                 producer.send(topic, payload)
 
+        steps = (send, producer.begin_transaction, producer.commit_transaction, producer.flush)
+        timed(per_txn, 1, *steps)  # warm-up (untimed): producer id, connections to the leaders
         started = time.perf_counter()
-        timed(per_txn, count, send, producer.begin_transaction, producer.commit_transaction, producer.flush)
+        timed(per_txn, count, *steps)
         return count / (time.perf_counter() - started)
 
 
@@ -169,9 +175,20 @@ def create_topic(cluster: LocalCluster, topic: str, replication: int) -> None:
             raise RuntimeError(f"CreateTopics {topic}: error {errors[topic]}")
 
 
-def fresh_topic(cluster: LocalCluster, brokers: int) -> str:
+def fresh_topic(cluster: LocalCluster, brokers: int, first_produce_ms: list[float] | None = None) -> str:
+    """A new topic, warmed up: one acks=all record per partition (untimed by the workloads), so every
+    follower fetches it before a workload starts. ``first_produce_ms`` collects how long that took."""
     topic = f"bench-txn-{uuid.uuid4().hex[:8]}"
     create_topic(cluster, topic, brokers)
+    producer = confluent_kafka.Producer({"bootstrap.servers": cluster.bootstrap_servers, "acks": "all",
+                                         "linger.ms": 0})
+    started = time.perf_counter()
+    for partition in range(PARTITIONS):
+        producer.produce(topic, b"warm-up", partition=partition)
+    if producer.flush(30):
+        raise RuntimeError(f"warming up {topic}: records not acknowledged within 30 s")
+    if first_produce_ms is not None:
+        first_produce_ms.append((time.perf_counter() - started) * 1000)
     return topic
 
 
@@ -198,6 +215,7 @@ def measure(args: argparse.Namespace, workdir: Path) -> None:
     clusters: dict[str, LocalCluster] = {}
     serial: dict[tuple[str, str], list[dict[str, float]]] = {}
     rates: dict[tuple[str, str, str], list[float]] = {}
+    warm_up: dict[str, list[float]] = {label: [] for label in labels}
     try:
         for label in labels:
             clusters[label] = start_cluster(workdir, label.replace(" ", "-"), args.brokers, pythons[label])
@@ -209,14 +227,14 @@ def measure(args: argparse.Namespace, workdir: Path) -> None:
             for label in labels if round_no % 2 == 0 else labels[::-1]:
                 cluster = clusters[label]
                 for client, serial_run, records_run in CLIENTS:
-                    figures = serial_figures(serial_run(cluster.bootstrap_servers, fresh_topic(cluster, args.brokers),
-                                                        args.serial))
+                    figures = serial_figures(serial_run(
+                        cluster.bootstrap_servers, fresh_topic(cluster, args.brokers, warm_up[label]), args.serial))
                     serial.setdefault((label, client), []).append(figures)
                     print(f"  round {round_no + 1} [{label}] {client:17} serial    {figures['txn/s']:7.0f} txn/s  "
                           f"p50 {figures['p50 ms']:6.2f} ms  p99 {figures['p99 ms']:6.2f} ms", flush=True)
                     for workload, per_txn in order:
-                        rate = records_run(cluster.bootstrap_servers, fresh_topic(cluster, args.brokers),
-                                           args.records, per_txn)
+                        rate = records_run(cluster.bootstrap_servers,
+                                           fresh_topic(cluster, args.brokers, warm_up[label]), args.records, per_txn)
                         rates.setdefault((label, client, workload), []).append(rate)
                         print(f"  round {round_no + 1} [{label}] {client:17} {workload:9} {rate:>10,.0f} rec/s",
                               flush=True)
@@ -227,6 +245,10 @@ def measure(args: argparse.Namespace, workdir: Path) -> None:
     print(format_table(["serial one-record transactions (median)"] + labels, serial_rows(serial, labels)))
     print()
     print(format_table(["records (median)"] + labels, rate_rows(rates, labels)))
+    print()
+    print(format_table(["new topic (median)"] + labels, [
+        [f"first acks=all record to each of its {PARTITIONS} partitions, ms"] +
+        [f"{statistics.median(warm_up[label]):.1f}" for label in labels]]))
 
 
 def serial_rows(serial: dict, labels: list[str]) -> list[list[str]]:
