@@ -185,7 +185,14 @@ class AppendOnlyIndex:
             pass
 
     def rename(self, path: str) -> None:
-        os.rename(self.path, path)
+        """Move the file, if written yet, and follow it: the index's path is ``path`` either way (Kafka's
+        IndexFile.renameTo). Left behind, a replaced segment's delayed delete would remove the index of the
+        segment that took its base offset."""
+        try:
+            os.rename(self.path, path)
+        except FileNotFoundError:
+            if os.path.exists(self.path):
+                raise
         self.path = path
 
 

@@ -509,10 +509,8 @@ class LogSegment:
         new_log_path = renamed(self.log_path)
         os.rename(self.log_path, new_log_path)
         self.log_path = new_log_path
-        for index in (self.offset_index, self.time_index):
-            if os.path.exists(index.path):
-                index.rename(renamed(index.path))
-        self.txn_index.rename(renamed(self.txn_index.path))
+        for index in (self.offset_index, self.time_index, self.txn_index):
+            index.rename(renamed(index.path))  # also an index whose entries are not written yet
 
     def delete(self) -> None:
         """Close and remove the segment's files."""

@@ -222,12 +222,16 @@ class Cleaner:
                 if os.path.exists(path):
                     os.utime(path, ns=(modified_ns, modified_ns))
             cleaned.close_handlers()
-            swapped = self.control.swap(CleanedGroup(base, tuple((s.base_offset, s.size) for s in group)))
-            if not swapped:
-                raise CleaningAborted(f"{task.name}: the log changed while it was cleaned")
         except BaseException:
             cleaned.delete()
             raise
+        # The files are the broker's from the request to its answer (it may be renaming them): removed here only
+        # when it refused them (Kafka deletes a cleaned segment when an abort stops the copy, never once
+        # replaceSegments may have begun). Left by a broker gone meanwhile, the next load removes them.
+        replaced = tuple((s.base_offset, s.size) for s in group)
+        if not self.control.swap(CleanedGroup(base, replaced, cleaned.size)):
+            cleaned.delete()
+            raise CleaningAborted(f"{task.name}: the log changed while it was cleaned")
 
     def clean_into(self, task: CleanTask, segment: SegmentInfo, dest: LogSegment, retain_deletes: bool,
                    txn: CleanedTransactionMetadata, stats: CleanerStats) -> bytes | None:

@@ -21,7 +21,7 @@ import time
 from typing import Callable
 
 from ..log import Log
-from ..segment import CLEANED_SUFFIX, LogSegment, now_ms
+from ..segment import CLEANED_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, LogSegment, now_ms, segment_path
 from .config import CleanerConfig, validate_reconfiguration
 from .manager import LogCleanerManager, LogToClean, PreCleanStats, TopicPartition
 from .task import CleanedGroup, CleanerStats, CleanTask, SegmentInfo
@@ -60,13 +60,34 @@ def make_task(cleanable: LogToClean) -> tuple[CleanTask, dict[int, LogSegment]]:
         return task, {seg.base_offset: seg for seg in segments}
 
 
+def cleaned_files_problem(directory: str, group: CleanedGroup) -> str | None:
+    """What is wrong with the files of a cleaned group on disk, if anything: the broker swaps in only the
+    .log the worker finished (its size) and its two indexes; opened otherwise, the segment would be an empty
+    one of the broker's making (LogSegment creates a missing .log) and the log's records would go with the swap."""
+    try:
+        size = os.stat(segment_path(directory, group.base_offset, LOG_SUFFIX + CLEANED_SUFFIX)).st_size
+    except FileNotFoundError:
+        return "its .log file is missing"
+    if size != group.size:
+        return f"its .log file holds {size} bytes, not the {group.size} written"
+    for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX):
+        if not os.path.exists(segment_path(directory, group.base_offset, suffix + CLEANED_SUFFIX)):
+            return f"its {suffix} file is missing"
+    return None
+
+
 def swap_in(manager: LogCleanerManager, cleanable: LogToClean, segments: dict[int, LogSegment],
-            group: CleanedGroup) -> bool:
+            group: CleanedGroup, stopping: Callable[[], bool] = lambda: False) -> bool:
     """Swap a cleaned group in, if the segments it was made from are still the log's (Kafka's cleanSegments
-    ends with log.replaceSegments); False when the log changed or the cleaning was aborted."""
+    ends with log.replaceSegments); False when the log changed, the cleaning was aborted, the cleaner is
+    shutting down or the cleaned files are not whole."""
     log_: Log = cleanable.log
     tp = cleanable.topic_partition
-    if manager.is_aborted(tp):
+    if manager.is_aborted(tp) or stopping():
+        return False
+    problem = cleaned_files_problem(log_.dir, group)
+    if problem is not None:
+        log.warning("Not swapping in the cleaned segment %d of %s: %s", group.base_offset, log_.name, problem)
         return False
     config = log_.config
     cleaned = LogSegment(log_.dir, group.base_offset, index_interval_bytes=config.index_interval_bytes,
@@ -76,7 +97,7 @@ def swap_in(manager: LogCleanerManager, cleanable: LogToClean, segments: dict[in
         old = [segments.get(base) for base, _ in group.replaced]
         intact = all(seg is not None and current.get(seg.base_offset) is seg and seg.size == size
                      and seg is not log_.active_segment for seg, (_, size) in zip(old, group.replaced))
-        if not intact or manager.is_aborted(tp):
+        if not intact or manager.is_aborted(tp) or stopping():
             cleaned.close_handlers()
             log.info("Not swapping in the cleaned segment %d of %s: the log changed meanwhile",
                      group.base_offset, log_.name)
@@ -156,12 +177,14 @@ class CleanerThread(threading.Thread):
         start = end = cleanable.first_dirty_offset
         try:
             task, segments = make_task(cleanable)
-            self._task = task
-            if manager.is_aborted(cleanable.topic_partition):
+            self._task = task  # from here shutdown() and abort() send the worker an abort for it
+            stopping = self._stop_event.is_set
+            if manager.is_aborted(cleanable.topic_partition) or stopping():
                 return
             log.info("Beginning cleaning of log %s.", cleanable.log.name)
+            # Kafka's checkDone also stops a cleaning when its thread shuts down: no swap once it began
             result = self.worker.run(task, self.cleaner.config.worker_settings(), self.cleaner.throttle,
-                                     lambda group: swap_in(manager, cleanable, segments, group))
+                                     lambda group: swap_in(manager, cleanable, segments, group, stopping))
             if result is not None:
                 end, stats = result
                 self.cleanings += 1

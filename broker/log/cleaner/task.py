@@ -61,6 +61,7 @@ class CleanedGroup:
     """A group of segments cleaned into ``<base>.*.cleaned`` files, ready to be swapped in."""
     base_offset: int
     replaced: tuple[tuple[int, int], ...]  # (base offset, size) of each segment it replaces
+    size: int  # bytes of its .log.cleaned file: the broker swaps in only the file the worker finished
 
 
 @dataclass

@@ -10,7 +10,10 @@ broker's event loop nor its GIL. Messages:
                        ("done", task id, end offset, CleanerStats)   ("aborted", task id)
                        ("error", task id, text)
 
-An abort can arrive at any time; it names its task, so a late one for a finished task is ignored.
+An abort can arrive at any time; it names its task, so a late one for a finished task is ignored. From a
+"swap" to its answer the cleaned files are the broker's: an abort that arrives meanwhile takes effect after
+the answer (Kafka's cleaner checks for an abort while it copies, never during replaceSegments), and the
+worker removes the files only when the broker refused them.
 A process worker (worker_process.py) dies with the broker, so it never writes into a log directory that
 a restarted broker owns.
 """
@@ -36,12 +39,15 @@ class PipeControl:
         self.conn = conn
         self.task_id = task_id
         self.throttled = throttled
+        self.aborted = False  # an abort held back by a swap under way
 
-    def _handle(self, message: tuple) -> Any:
+    def _handle(self, message: tuple, hold_abort: bool = False) -> Any:
         kind = message[0]
         if kind == "abort":
             if message[1] == self.task_id:
-                raise CleaningAborted(f"task {self.task_id} aborted by the broker")
+                self.aborted = True
+                if not hold_abort:
+                    raise self.abort_error()
             return None
         if kind == "stop":
             raise WorkerStopped()
@@ -53,13 +59,18 @@ class PipeControl:
         except (EOFError, OSError):
             raise WorkerStopped() from None
 
-    def _await(self, expected: str) -> tuple:
+    def _await(self, expected: str, hold_abort: bool = False) -> tuple:
         while True:
-            message = self._handle(self._receive())
+            message = self._handle(self._receive(), hold_abort)
             if message is not None and message[0] == expected:
                 return message
 
+    def abort_error(self) -> CleaningAborted:
+        return CleaningAborted(f"task {self.task_id} aborted by the broker")
+
     def check_done(self) -> None:
+        if self.aborted:
+            raise self.abort_error()
         while self.conn.poll():
             self._handle(self._receive())
 
@@ -70,7 +81,7 @@ class PipeControl:
 
     def swap(self, group: CleanedGroup) -> bool:
         self.conn.send(("swap", group))
-        return bool(self._await("swapped")[1])
+        return bool(self._await("swapped", hold_abort=True)[1])
 
 
 def serve(conn: Connection) -> None:
@@ -95,7 +106,8 @@ def serve(conn: Connection) -> None:
                 cleaner = cleaners[settings] = Cleaner(settings, control)
             cleaner.control = control
             end_offset, stats = cleaner.clean(task)
-            conn.send(("done", task.task_id, end_offset, stats))
+            # an abort held back by the last swap: what was swapped stays, the broker checkpoints nothing
+            conn.send(("aborted", task.task_id) if control.aborted else ("done", task.task_id, end_offset, stats))
         except CleaningAborted:
             conn.send(("aborted", task.task_id))
         except WorkerStopped:

@@ -42,6 +42,7 @@ class WorkerClient:
         self._thread: threading.Thread | None = None
         self._send_lock = threading.Lock()
         self.current_task: int | None = None
+        self._abort_before_start: int | None = None  # a task aborted before run() handed it to the worker
 
     # -- lifecycle --------------------------------------------------------------------------------
 
@@ -104,9 +105,12 @@ class WorkerClient:
         if self._conn is None:
             self.start()
         assert self._conn is not None
-        self.current_task = task.task_id
         try:
-            self._send(("clean", task, settings))
+            with self._send_lock:  # an abort() either comes before this (and is seen here) or after "clean"
+                if self._abort_before_start == task.task_id:
+                    return None
+                self.current_task = task.task_id
+                self._conn.send(("clean", task, settings))
             while True:
                 try:
                     message = self._conn.recv()
@@ -126,15 +130,21 @@ class WorkerClient:
                 elif kind == "error" and message[1] == task.task_id:
                     raise CleanerWorkerError(message[2])
         finally:
-            self.current_task = None
+            with self._send_lock:
+                self.current_task = self._abort_before_start = None
 
     def abort(self, task_id: int) -> None:
-        """Ask the worker to give up ``task_id`` (from any thread; ignored if it finished)."""
-        if self._conn is not None and self.current_task == task_id:
-            try:
-                self._send(("abort", task_id))
-            except OSError:
-                pass
+        """Ask the worker to give up ``task_id`` (from any thread; ignored if it finished): sent when the
+        worker has it, else remembered for run(), which may be about to hand it over."""
+        with self._send_lock:
+            if self.current_task != task_id:
+                self._abort_before_start = task_id
+                return
+            if self._conn is not None:
+                try:
+                    self._conn.send(("abort", task_id))
+                except OSError:
+                    pass
 
     def _died(self) -> None:
         conn, self._conn = self._conn, None
