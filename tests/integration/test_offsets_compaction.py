@@ -60,7 +60,13 @@ class Committer(threading.Thread):
 
 def partition_bytes(cluster, broker_id: int) -> int:
     directory = Path(cluster.brokers[broker_id].log_dirs) / "__consumer_offsets-0"
-    return sum(p.stat().st_size for p in directory.glob("*.log"))
+    total = 0
+    for path in directory.glob("*.log"):
+        try:
+            total += path.stat().st_size
+        except FileNotFoundError:
+            pass  # a segment the cleaner or retention renamed (.deleted) since the listing
+    return total
 
 
 def fail_over(cluster, admin: Admin, leader: int) -> tuple[int, int]:
