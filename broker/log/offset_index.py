@@ -121,7 +121,7 @@ class AppendOnlyIndex:
         if len(self._pending) >= PENDING_BYTES:
             self._write_pending()
 
-    def _write_pending(self, fsync: bool = False) -> None:
+    def _write_pending(self) -> None:
         """Append the pending entries to the file (creating it), then close it."""
         fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
         try:
@@ -129,8 +129,6 @@ class AppendOnlyIndex:
                 os.write(fd, self._pending)
                 self._file_length += len(self._pending)
                 self._pending = bytearray()
-            if fsync:
-                os.fsync(fd)
         finally:
             os.close(fd)
 
@@ -154,8 +152,12 @@ class AppendOnlyIndex:
         self._truncate_entries(0)
 
     def flush(self) -> None:
-        if self._loaded or not os.path.exists(self.path):
-            self._write_pending(fsync=True)
+        fd = self.descriptor_to_sync()
+        if fd >= 0:
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
 
     def descriptor_to_sync(self) -> int:
         """What ``flush`` would fsync, as a descriptor for an fsync outside the log's lock (the caller

@@ -33,7 +33,7 @@ from odradek.clients.simple_client import SimpleClient
 from odradek.clients.transaction_manager import TransactionState
 from odradek.protocol.errors import KafkaError, RequestTimedOutError
 from odradek.protocol.messages import FindCoordinatorRequest
-from tests.conftest import new_cluster
+from tests.conftest import module_cluster
 from tests.integration.helpers import console_tool, read_all, run, wait_until
 from tests.integration.test_client_transactions import read_ours
 
@@ -52,11 +52,7 @@ OVERRIDES = {"transaction.state.log.replication.factor": "1", "transaction.state
 
 @pytest.fixture(scope="module")
 def cluster(zookeeper, tmp_path_factory):
-    cluster = new_cluster(tmp_path_factory.mktemp("delivery-timeout"), zookeeper, 2, OVERRIDES)
-    try:
-        yield cluster.start()
-    finally:
-        cluster.stop(timeout=15.0)
+    yield from module_cluster(zookeeper, tmp_path_factory.mktemp("delivery-timeout"), 2, OVERRIDES)
 
 
 def new_producer(cluster, variant: str, topic: str) -> Producer:
