@@ -28,6 +28,7 @@ class Struct:
 
     __slots__ = ()
     _fields: tuple[str, ...] = ()
+    _nested: tuple[str, ...] = ()  # the fields holding a struct or an array of structs (for walkers)
 
     def __eq__(self, other: object) -> bool:
         if type(other) is not type(self):
@@ -78,6 +79,7 @@ def make_struct_class(qualname: str, fields: tuple[Field, ...], namespace: dict[
         "__qualname__": qualname,
         "__module__": "odradek.protocol.messages",
         "_fields": names,
+        "_nested": tuple(f.name for f in fields if f.struct_name is not None),
     })
     return cls
 

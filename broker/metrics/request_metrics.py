@@ -59,18 +59,18 @@ def error_name(code: int) -> str:
 
 
 def count_errors(body: Any, counts: dict[int, int]) -> dict[int, int]:
-    """Every ``error_code`` in a response body and the structs nested in it (Kafka's errorCounts)."""
-    if isinstance(body, Struct):
-        for name in body._fields:
-            value = getattr(body, name)
-            if name == "error_code":
-                counts[value] = counts.get(value, 0) + 1
-            elif isinstance(value, list):
-                if value and isinstance(value[0], Struct):  # not a list of ids (thousands in Metadata)
-                    for item in value:
-                        count_errors(item, counts)
-            elif isinstance(value, Struct):
-                count_errors(value, counts)
+    """Every ``error_code`` in a response body and the structs nested in it (Kafka's errorCounts). Only the
+    struct-typed fields are walked (``Struct._nested``): this runs for every response."""
+    code = getattr(body, "error_code", None)
+    if code is not None:
+        counts[code] = counts.get(code, 0) + 1
+    for name in getattr(type(body), "_nested", ()):
+        value = getattr(body, name)
+        if type(value) is list:
+            for item in value:
+                count_errors(item, counts)
+        elif value is not None:
+            count_errors(value, counts)
     return counts
 
 
