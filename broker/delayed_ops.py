@@ -3,8 +3,9 @@ DelayedPartitionsWait, the per-partition wait DelayedProduce shares with Delayed
 
 A fetch that cannot gather ``min_bytes`` waits until a produce to one of its partitions wakes it
 (``check_and_complete``) or ``max_wait_ms`` passes; an acks=-1 produce waits until the high watermark
-of each of its partitions passes the appended records. Each operation resolves an asyncio future
-that the request's handler awaits, so no handler task is held while the request waits.
+of each of its partitions passes the appended records. Each operation resolves a future (a
+``purgatory.completion.Completion`` for fetches and produces: its answer is sent in the call that completes
+it), so no handler task is held while the request waits.
 
 An operation that raises while being checked or completed fails alone (``on_error``, see
 ``purgatory/delayed_operation.py``): a fetch's future gets the exception (its request is answered
@@ -24,6 +25,7 @@ from .purgatory import DelayedOperation
 
 if TYPE_CHECKING:
     from .partition import Partition
+    from .purgatory.completion import Completion
 
 
 @dataclass
@@ -74,12 +76,12 @@ class ReplicaReads(Protocol):
     def read_from_local_log(self, specs: list[FetchSpec], params: FetchParams) -> Mapping[tuple[str, int], Any]: ...
 
 
-def _resolve(future: asyncio.Future, value: Any) -> None:
+def _resolve(future: "asyncio.Future | Completion", value: Any) -> None:
     if not future.done():
         future.set_result(value)
 
 
-def _fail(future: asyncio.Future, exc: BaseException) -> None:
+def _fail(future: "asyncio.Future | Completion", exc: BaseException) -> None:
     if not future.done():
         future.set_exception(exc)
 
@@ -88,7 +90,7 @@ class DelayedFetch(DelayedOperation):
     __slots__ = ("specs", "params", "replica_manager", "future", "to_read", "_spec_of")
 
     def __init__(self, delay_ms: int, specs: list[FetchSpec], params: FetchParams,
-                 replica_manager: ReplicaReads, future: asyncio.Future,
+                 replica_manager: ReplicaReads, future: "asyncio.Future | Completion",
                  to_read: Callable[[], list[FetchSpec]] | None = None,
                  spec_of: Callable[[tuple[str, int]], FetchSpec | None] | None = None) -> None:
         super().__init__(delay_ms)
@@ -193,7 +195,7 @@ class DelayedPartitionsWait(DelayedOperation):
     __slots__ = ("statuses", "replica_manager", "future")
 
     def __init__(self, delay_ms: int, statuses: dict[tuple[str, int], Any], replica_manager: ReplicaReads,
-                 future: asyncio.Future) -> None:
+                 future: "asyncio.Future | Completion") -> None:
         super().__init__(delay_ms)
         self.statuses = statuses
         self.replica_manager = replica_manager

@@ -1,6 +1,6 @@
 """KafkaApis: the switchboard from api key to handler, and the one error path.
 
-A handler takes a ``Request`` and returns (or, if async, resolves to) one of:
+A handler takes a ``Request`` and returns (or, if async or parked in the purgatory, resolves to) one of:
 - a response body (a ``*Response`` data class): encoded at the request's version and sent;
 - ``None``: nothing is sent and the connection is unmuted (acks=0 Produce);
 - a ``Response`` (e.g. ``Response.close``) for anything else.
@@ -22,9 +22,11 @@ from typing import Any, Awaitable, Callable
 from ..protocol.errors import KafkaError, UnknownServerError
 from ..protocol.header import encode_response_parts
 from ..protocol.messages import RESPONSES
+from ..protocol.schema import Struct
 from ..protocol.error_fields import clip_error_messages, set_error_codes  # noqa: F401 (re-exported)
 from .apis.api_versions import KEY as API_VERSIONS_KEY, ApiVersionsApi
 from .network.request_channel import Request, Response
+from .purgatory.completion import Completion
 
 log = logging.getLogger(__name__)
 
@@ -70,15 +72,29 @@ class KafkaApis:
     def served(self) -> set[int]:
         return set(self.handlers)
 
-    def dispatch(self, request: Request) -> Response | Awaitable[Response]:
-        """Run the handler; a handler that has to wait (a parked fetch, an acks=-1 produce, a ZooKeeper
-        call) gives back an awaitable, which the handler pool finishes in its own task so that no
+    def dispatch(self, request: Request) -> Response | Completion | Awaitable[Response]:
+        """Run the handler. A handler that has to wait gives back a ``Completion`` (a fetch or acks=-1
+        produce parked in the purgatory: the response is built and sent in the call that completes it) or
+        another awaitable (a ZooKeeper call), which the handler pool finishes in its own task; either way no
         request-handler task is held while a request waits."""
         try:
             result = self.handlers[request.header.api_key](request)
-            if inspect.isawaitable(result):
+            if type(result) is Completion:
+                return result.then(lambda body: self._answer(request, body),
+                                   lambda exc: self.error_response(request, exc))
+            if not isinstance(result, Struct) and inspect.isawaitable(result):
                 return self._finish(request, result)
             return self._to_response(request, result)
+        except Exception as exc:
+            return self.error_response(request, exc)
+
+    def _answer(self, request: Request, body: Any) -> Response | Awaitable[Response]:
+        """A parked request's body, once its Completion is set: the response, or (a body still to be
+        computed off the loop, e.g. Fetch v0-3 down-conversion) an awaitable of it."""
+        if not isinstance(body, Struct) and inspect.isawaitable(body):
+            return self._finish(request, body)
+        try:
+            return self._to_response(request, body)
         except Exception as exc:
             return self.error_response(request, exc)
 
@@ -91,8 +107,10 @@ class KafkaApis:
             return self.error_response(request, exc)
 
     async def handle(self, request: Request) -> Response:
-        result = self.dispatch(request)
-        return result if isinstance(result, Response) else await result
+        result: Any = self.dispatch(request)
+        while not isinstance(result, Response):  # a Completion may resolve to a coroutine still to await
+            result = await result
+        return result
 
     def _to_response(self, request: Request, result: Any) -> Response:
         if isinstance(result, Response):

@@ -36,6 +36,7 @@ from .metrics.topic_stats import BrokerTopicStats
 from .metadata_cache import MetadataCache
 from .partition import Partition, monotonic_ms
 from .purgatory import AsyncTimerDriver, DelayedOperationPurgatory, Timer
+from .purgatory.completion import Completion
 from .replication_quota import ReplicationQuotas
 
 if TYPE_CHECKING:
@@ -387,8 +388,9 @@ class ReplicaManager:
 
     def append_records(self, required_acks: int, timeout_ms: int,
                        entries: Mapping[tuple[str, int], bytearray | KafkaError]
-                       ) -> dict[tuple[str, int], ProducePartitionResult] | asyncio.Future:
-        """Append to local leaders. Returns the results, or (acks=-1 still waiting) a future of them.
+                       ) -> dict[tuple[str, int], ProducePartitionResult] | Completion:
+        """Append to local leaders. Returns the results, or (acks=-1 still waiting) a Completion of them, set
+        in the call that moves the high watermark past the records (purgatory/completion.py).
 
         ``entries`` maps a partition to its validated batch, or to the error its validation raised.
         """
@@ -431,7 +433,7 @@ class ReplicaManager:
             return results
         statuses = {key: ProduceStatus(appended.get(key, 0), result, acks_pending=key in appended)
                     for key, result in results.items()}
-        future = asyncio.get_running_loop().create_future()
+        future = Completion()
         op = DelayedProduce(timeout_ms, statuses, self, future)
         self.produce_purgatory.try_complete_else_watch(op, list(appended))
         return future
@@ -442,8 +444,9 @@ class ReplicaManager:
                        to_read: Callable[[], list[FetchSpec]] | None = None,
                        watch_keys: list[Hashable] | None = None,
                        spec_of: Callable[[tuple[str, int]], FetchSpec | None] | None = None
-                       ) -> dict[tuple[str, int], FetchPartitionResult] | asyncio.Future:
-        """Read now if there is enough (or an error, or no wait); otherwise a future of the results.
+                       ) -> dict[tuple[str, int], FetchPartitionResult] | Completion:
+        """Read now if there is enough (or an error, or no wait); otherwise a Completion of the results, set in
+        the call that wakes the fetch (an append, a high watermark move).
 
         ``specs`` are the partitions the fetch waits on; ``to_read()`` (default: all of them) the ones
         worth reading now, asked again when a parked fetch completes (a fetch session's changed ones).
@@ -461,7 +464,7 @@ class ReplicaManager:
             total += len(result.records)
         if total >= params.min_bytes:
             return results
-        future = asyncio.get_running_loop().create_future()
+        future = Completion()
         op = DelayedFetch(params.max_wait_ms, specs, params, self, future, to_read, spec_of)
         # A follower's partitions were just read, synchronously: trying again finds nothing new (a consumer's
         # try may still complete at once, for a fetch offset above the high watermark, as Kafka's).

@@ -1,9 +1,11 @@
 """KafkaRequestHandlerPool: ``num.io.threads`` tasks taking requests off the channel.
 
-Each task runs ``receive -> KafkaApis.dispatch -> send_response``. A request that must wait (a
-parked fetch, an acks=-1 produce) continues in a task of its own, as Kafka's purgatory frees its
-handler threads; its connection stays muted until the answer is sent, so order is kept. When
-handlers cannot keep up, the channel fills and the processors stop reading (backpressure).
+Each task runs ``receive -> KafkaApis.dispatch -> send_response``. A request that must wait frees its
+handler, as Kafka's purgatory frees its handler threads: a fetch or acks=-1 produce parked in the purgatory
+comes back as a ``Completion`` whose answer is sent in the call that completes it (a woken follower fetch
+answers inside the append that woke it); any other awaitable (a ZooKeeper call) continues in a task of its
+own. The connection stays muted until the answer is sent, so order is kept. When handlers cannot keep up,
+the channel fills and the processors stop reading (backpressure).
 """
 
 from __future__ import annotations
@@ -14,11 +16,12 @@ from time import monotonic
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, Mapping, Protocol
 
 from .network.request_channel import Request, RequestChannel, Response
+from .purgatory.completion import Completion
 
 if TYPE_CHECKING:
     from .metrics.request_metrics import RequestMetrics
 
-Dispatch = Callable[[Request], "Response | Awaitable[Response]"]
+Dispatch = Callable[[Request], "Response | Completion | Awaitable[Response]"]
 
 
 class Switchboard(Protocol):
@@ -28,7 +31,7 @@ class Switchboard(Protocol):
     @property
     def handlers(self) -> Mapping[int, Any]: ...
 
-    def dispatch(self, request: Request) -> Response | Awaitable[Response]: ...
+    def dispatch(self, request: Request) -> Response | Completion | Awaitable[Response]: ...
 
 log = logging.getLogger(__name__)
 
@@ -40,7 +43,8 @@ class KafkaRequestHandlerPool:
         self.num_threads = num_threads
         self.tasks: list[asyncio.Task] = []
         self.busy = 0  # handlers between receive and send_response (for draining on shutdown)
-        self.waiting: set[asyncio.Task] = set()  # requests parked until a purgatory or ZooKeeper answers
+        # requests parked until a purgatory (their Completion) or ZooKeeper (their task) answers
+        self.waiting: set[asyncio.Task | Completion] = set()
         self.metrics: RequestMetrics | None = None  # latency breakdown of each answered request
 
     def start(self) -> None:
@@ -65,18 +69,51 @@ class KafkaRequestHandlerPool:
                 finally:
                     request.release_memory()  # handled: its bytes are in the log now (Kafka releases here too)
                 local_done = monotonic()
-                if isinstance(response, Response):
+                if type(response) is Response:
                     send(response)
                     if self.metrics is not None:
                         self.metrics.record(request, dequeued, local_done, local_done, monotonic())
                 else:
                     request.local_complete_time = local_done  # request quotas count handler time only
-                    self._park(request, response, dequeued, local_done)
+                    if type(response) is Completion:
+                        self._answer_on_completion(request, response, dequeued, local_done)
+                    else:
+                        self._park(request, response, dequeued, local_done)
             except Exception:  # never let one request end a handler task: the others would wait forever
                 log.exception("Request handler failed on %r; closing its connection", request)
                 request.connection.close()
             finally:
                 self.busy -= 1
+
+    def _answer_on_completion(self, request: Request, completion: Completion, dequeued: float,
+                              local_done: float) -> None:
+        """Send the answer of a request parked in the purgatory in the call that completes it."""
+        self.waiting.add(completion)
+
+        def answer(done: Completion) -> None:
+            self.waiting.discard(done)
+            if done.cancelled():  # only stop() cancels; the connection must not stay muted
+                request.connection.close()
+                return
+            try:
+                failure = done.exception()
+                if failure is not None:
+                    log.error("Request %r failed: %r", request, failure)
+                    response = Response.close(request, "internal error")
+                else:
+                    response = done.result()
+                    if type(response) is not Response:  # still to compute off the loop (Fetch down-conversion)
+                        self._park(request, response, dequeued, local_done)
+                        return
+                remote_done = monotonic()
+                self.channel.send_response(response)
+                if self.metrics is not None:
+                    self.metrics.record(request, dequeued, local_done, remote_done, monotonic())
+            except Exception:  # a bug guard, as in _run: never leave the connection muted
+                log.exception("Answering %r failed; closing its connection", request)
+                request.connection.close()
+
+        completion.add_done_callback(answer)
 
     def _park(self, request, pending, dequeued: float = 0.0, local_done: float = 0.0) -> None:
         """Finish a waiting request in its own task; the connection stays muted until it answers."""
@@ -96,9 +133,8 @@ class KafkaRequestHandlerPool:
 
     async def _answer_when_done(self, request: Request, pending: Awaitable[Response], dequeued: float,
                                 local_done: float) -> None:
-        """Await the request's answer and send it at once, in the same event-loop turn (a parked follower
-        fetch woken by an append, an acks=-1 produce woken by the high watermark): a done callback would send
-        it a turn later, behind whatever else that turn runs."""
+        """Await the request's answer (a ZooKeeper write, a group join) and send it at once, in the same
+        event-loop turn: a done callback would send it a turn later, behind whatever else that turn runs."""
         try:
             response = await pending
         except asyncio.CancelledError:
@@ -112,9 +148,10 @@ class KafkaRequestHandlerPool:
             self.metrics.record(request, dequeued, local_done, remote_done, monotonic())
 
     async def stop(self) -> None:
-        tasks = self.tasks + list(self.waiting)
-        for task in tasks:
-            task.cancel()
+        parked = [w for w in self.waiting if type(w) is Completion]
+        tasks = self.tasks + [w for w in self.waiting if type(w) is not Completion]
+        for waiting in parked + tasks:
+            waiting.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         self.tasks = []
         self.waiting.clear()

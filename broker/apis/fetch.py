@@ -27,7 +27,6 @@ records come in a later fetch) with the throttle time, while the connection is m
 
 from __future__ import annotations
 
-import inspect
 from typing import TYPE_CHECKING, Any, Iterable
 
 from ...protocol.acl import AclOperation
@@ -106,7 +105,7 @@ class FetchApi:
         result = self.replica_manager.fetch_messages(params, specs, to_read, context.watch_keys, context.spec_of)
         if isinstance(result, dict):
             return self._response(request, context, result, refused)
-        return self._respond_when_done(request, context, result, refused)
+        return result.then(lambda results: self._response(request, context, results, refused))
 
     def _authorized(self, request: "Request", specs: list[FetchSpec]) -> tuple[list[FetchSpec], dict]:
         """Kafka's checks: a follower needs ClusterAction (else every partition is refused), a consumer
@@ -117,12 +116,8 @@ class FetchApi:
         readable = self.auth.filter_authorized(request, AclOperation.READ, TOPIC, [s.topic for s in specs])
         return [s for s in specs if s.topic in readable], _unauthorized(s for s in specs if s.topic not in readable)
 
-    async def _respond_when_done(self, request: "Request", context: FetchContext, pending: Any,
-                                 refused: dict | None) -> Any:
-        response = self._response(request, context, await pending, refused)
-        return await response if inspect.isawaitable(response) else response
-
     def _response(self, request: "Request", context: FetchContext, results: dict, refused: dict | None) -> Any:
+        """The response body, or an awaitable of it (Fetch v0-3 down-conversion, done off the loop)."""
         body, version = request.body, request.api_version
         if refused:
             results = {**results, **refused}

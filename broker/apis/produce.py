@@ -62,7 +62,7 @@ class ProduceApi:
             return Response.close(request, "acks=0 produce to unauthorized topics") if denied else None
         if isinstance(result, dict):
             return _response(body, result)
-        return _respond_when_done(body, result)
+        return result.then(lambda results: _response(body, results))
 
     def _max_message_bytes(self, topic: str, partition: int) -> int | None:
         hosted = self.replica_manager.online_partition(topic, partition)
@@ -109,10 +109,6 @@ def _is_transactional(records: Any) -> bool:
     malformed batch is refused later)."""
     return records is not None and len(records) > ATTRIBUTES_OFFSET + 1 and records[MAGIC_OFFSET] == 2 and \
         bool(records[ATTRIBUTES_OFFSET + 1] & TRANSACTIONAL_MASK)
-
-
-async def _respond_when_done(body: Any, pending: Any) -> Any:
-    return _response(body, await pending)
 
 
 def _response(body: Any, results: dict) -> Any:

@@ -332,7 +332,7 @@ class GroupMetadataManager:
             builder.append(now, key, value)
         result = self.replica_manager.append_records(self.required_acks, self.commit_timeout_ms,
                                                      {tp: bytearray(builder.build())})
-        if isinstance(result, asyncio.Future):
+        if not isinstance(result, dict):  # parked until replicated: a Completion of the results
             result = await result
         code = result[tp].error_code
         if code in _NOT_AVAILABLE:

@@ -15,7 +15,7 @@ import asyncio
 import logging
 import time
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Awaitable, Callable
 
 from ....protocol.records import RecordBatchBuilder, iter_batches
 from ..group.metadata_manager import kafka_partition_for, wall_ms
@@ -62,7 +62,7 @@ class _CompletionWrite:
     state appended right behind it meanwhile (append_behind_completion): its transition and append result."""
     transit: TxnTransit
     coordinator_epoch: int
-    behind: tuple[TxnTransit, asyncio.Future] | None = None
+    behind: tuple[TxnTransit, Awaitable[Any]] | None = None
 
 
 class TransactionStateManager:
@@ -239,7 +239,7 @@ class TransactionStateManager:
         states = STATE_NAMES[transit.state] + (f"+{STATE_NAMES[follow_up.state]}" if follow_up is not None else "")
         trace(transit.producer_id, "state-write", state=states)
         result = self._append(transactional_id, tp, (transit, follow_up) if follow_up is not None else (transit,))
-        if isinstance(result, asyncio.Future):
+        if not isinstance(result, dict):  # parked until replicated: a Completion of the results
             pending = None
             if follow_up is None and transit.state in (COMPLETE_COMMIT, COMPLETE_ABORT):
                 pending = self._completion_writes[transactional_id] = _CompletionWrite(transit, coordinator_epoch)
@@ -298,7 +298,7 @@ class TransactionStateManager:
         tp = (TRANSACTION_STATE_TOPIC, self.partition_for(transactional_id))
         trace(follow_up.producer_id, "state-write", state="Ongoing(behind)")
         result = self._append(transactional_id, tp, (follow_up,))
-        if not isinstance(result, asyncio.Future):  # refused at once (e.g. no longer leader): nothing appended
+        if isinstance(result, dict):  # refused at once (e.g. no longer leader): nothing appended
             return False
         pending.behind = (follow_up, result)
         return True

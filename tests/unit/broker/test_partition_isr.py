@@ -16,6 +16,7 @@ from odradek.broker.delayed_ops import FetchSpec
 from odradek.broker.isr_manager import PROPAGATION_LINGER_MS, IsrManager
 from odradek.broker.log import LogManager
 from odradek.broker.metadata_cache import MetadataCache
+from odradek.broker.purgatory.completion import Completion
 from odradek.broker.replica_fetcher import complete_batches, truncation_offset
 from odradek.broker.replica_manager import FetchParams, ReplicaManager
 from odradek.controller.zk_client import ZkConnectionError
@@ -151,7 +152,7 @@ def test_acks_all_needs_min_insync_replicas_before_and_after_appending(make_rm, 
         p = rm2.online_partition(*KEY)
         follower_fetch(rm2, F1, 0)
         pending = rm2.append_records(-1, 5000, {KEY: batch(b"a")})
-        assert isinstance(pending, asyncio.Future)
+        assert isinstance(pending, Completion)
         clock.now += LAG_MS + 1
         rm2.maybe_shrink_isr(LAG_MS)  # F1 leaves; the HW reaches the record, but only one replica has it
         assert p.isr == [LEADER]

@@ -15,6 +15,7 @@ from odradek.broker.apis.write_txn_markers import WriteTxnMarkersApi
 from odradek.broker.delayed_ops import FetchSpec
 from odradek.broker.log import LogManager
 from odradek.broker.metadata_cache import MetadataCache
+from odradek.broker.purgatory.completion import Completion
 from odradek.broker.replica_manager import FetchParams, ReplicaManager
 from odradek.protocol.messages import WriteTxnMarkersRequest
 from odradek.protocol.records import iter_batches
@@ -85,7 +86,7 @@ def test_reads_stop_at_the_lso_and_a_parked_fetch_wakes_when_the_marker_lands(rm
         assert (result.records, result.last_stable_offset, result.high_watermark) == (b"", 0, 2)
         assert result.aborted_transactions == []
         waiting = rm.fetch_messages(read_committed(max_wait_ms=5000), [FetchSpec("t", 0, 0, 1 << 20)])
-        assert isinstance(waiting, asyncio.Future) and not waiting.done()
+        assert isinstance(waiting, Completion) and not waiting.done()
         response = await markers_api(rm).handle(marker_request(7, False, [("t", [0])]))
         assert codes(response) == {("t", 0): 0}
         result = (await asyncio.wait_for(waiting, 2))[("t", 0)]

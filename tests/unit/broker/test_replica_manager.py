@@ -11,6 +11,7 @@ import pytest
 from odradek.broker.delayed_ops import FetchSpec
 from odradek.broker.log import LogManager
 from odradek.broker.metadata_cache import MetadataCache
+from odradek.broker.purgatory.completion import Completion
 from odradek.broker.replica_manager import FetchParams, ReplicaManager
 from odradek.protocol import errors
 from odradek.protocol.records import iter_batches
@@ -64,7 +65,7 @@ def test_a_parked_fetch_wakes_on_produce_and_an_idle_one_expires_empty(rm):
         rm.start()
         rm.become_leader_or_follower(1, [("t", state(0))], {})
         waiting = rm.fetch_messages(consumer(max_wait_ms=5000), [FetchSpec("t", 0, 0, 1 << 20)])
-        assert isinstance(waiting, asyncio.Future) and not waiting.done()
+        assert isinstance(waiting, Completion) and not waiting.done()
         rm.append_records(1, 1000, {("t", 0): batch(b"x")})
         result = (await waiting)[("t", 0)]
         assert result.error_code == 0 and len(list(iter_batches(result.records))) == 1
@@ -127,7 +128,7 @@ def test_acks_all_waits_for_the_isr_and_times_out_or_completes(rm):
         rm.start()
         rm.become_leader_or_follower(1, [("t", state(0, replicas=(BROKER, 2)))], {})
         pending = rm.append_records(-1, 5000, {("t", 0): batch(b"a", b"b")})
-        assert isinstance(pending, asyncio.Future)
+        assert isinstance(pending, Completion)
         # The follower fetches from offset 2: it has both records, the HW moves, the produce completes.
         follower = FetchParams(replica_id=2, max_wait_ms=0, min_bytes=1, max_bytes=1 << 20)
         rm.fetch_messages(follower, [FetchSpec("t", 0, 2, 1 << 20)])
@@ -146,7 +147,7 @@ def test_a_follower_parked_without_a_partition_it_has_not_fetched_is_answered_at
         # Its fetch holds t-1 only (it took t-0 after sending it): an append to t-0 answers it now, so its
         # next fetch names t-0, instead of after max_wait_ms while an acks=-1 produce to t-0 waits.
         parked = rm.fetch_messages(follower, [FetchSpec("t", 1, 0, 1 << 20)])
-        assert isinstance(parked, asyncio.Future)
+        assert isinstance(parked, Completion)
         produce = rm.append_records(-1, 30000, {("t", 0): batch(b"x")})
         assert parked.done() and (await parked)[("t", 1)].records == b""
         # Once per follower and leadership: a fetch still without t-0 waits for t-1 as usual.
@@ -194,7 +195,7 @@ def test_a_parked_fetch_with_a_negative_partition_max_bytes_never_breaks_appends
         rm.append_records(1, 1000, {("t", 0): batch(b"a")})
         parked = rm.fetch_messages(consumer(max_wait_ms=60_000, min_bytes=100),
                                    [FetchSpec("t", 0, 1, -5), FetchSpec("t", 1, 0, 1 << 20)])
-        assert isinstance(parked, asyncio.Future)
+        assert isinstance(parked, Completion)
         for value in (b"b", b"c"):
             result = rm.append_records(1, 1000, {("t", 0): batch(value)})[("t", 0)]
             assert result.error_code == 0 and result.base_offset >= 1
@@ -232,7 +233,7 @@ def test_an_unexpected_failure_while_reading_fails_that_partition_alone(rm, monk
             raise OSError(5, "Input/output error")
         parked = rm.fetch_messages(consumer(max_wait_ms=60_000, min_bytes=10_000),
                                    [FetchSpec("t", 0, 1, 1 << 20), FetchSpec("t", 1, 1, 1 << 20)])
-        assert isinstance(parked, asyncio.Future)
+        assert isinstance(parked, Completion)
         monkeypatch.setattr(broken, "read", read)
         assert rm.append_records(1, 1000, {("t", 0): batch(b"c")})[("t", 0)].error_code == 0
         answer = await asyncio.wait_for(parked, 5)  # the failing check completed it at once

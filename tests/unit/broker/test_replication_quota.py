@@ -12,6 +12,7 @@ from odradek.broker.delayed_ops import FetchSpec
 from odradek.broker.dynamic_config import merged_config
 from odradek.broker.log import LogManager
 from odradek.broker.metadata_cache import MetadataCache
+from odradek.broker.purgatory.completion import Completion
 from odradek.broker.replica_manager import FetchParams, ReplicaManager
 from odradek.broker.replication_quota import (
     ALL_REPLICAS, UNTHROTTLED, ReplicationQuotaManager, ReplicationQuotas, SimpleRate, parse_throttled_partitions,
@@ -172,7 +173,7 @@ def test_leader_holds_back_only_the_out_of_sync_follower_of_a_throttled_partitio
         assert len(list(iter_batches(in_sync.records))) == 1  # an ISR member is never slowed
         # A parked follower fetch does not complete on a throttled partition's bytes (Kafka's DelayedFetch)
         parked = rm.fetch_messages(_follower(NEW_REPLICA, max_wait_ms=60_000), spec)
-        assert isinstance(parked, asyncio.Future)
+        assert isinstance(parked, Completion)
         rm.append_records(1, 1000, {("t", 0): batch(b"y")})
         await asyncio.sleep(0.05)
         assert not parked.done()
