@@ -1,6 +1,8 @@
 """KafkaRequestHandlerPool: ``num.io.threads`` tasks taking requests off the channel.
 
-Each task runs ``receive -> KafkaApis.dispatch -> send_response``. A request that must wait frees its
+Each task runs ``receive -> KafkaApis.dispatch -> send_response``; a request read while no request is
+queued or being handled skips the queue and runs the same steps in the processor's read callback
+(``RequestChannel.direct``), sparing a loop turn and a task switch. A request that must wait frees its
 handler, as Kafka's purgatory frees its handler threads: a fetch or acks=-1 produce parked in the purgatory
 comes back as a ``Completion`` whose answer is sent in the call that completes it (a woken follower fetch
 answers inside the append that woke it); any other awaitable (a ZooKeeper call) continues in a task of its
@@ -51,39 +53,50 @@ class KafkaRequestHandlerPool:
         loop = asyncio.get_running_loop()
         self.tasks = [loop.create_task(self._run(), name=f"kafka-request-handler-{i}")
                       for i in range(self.num_threads)]
+        self.channel.direct = self._handle_now
+
+    def _handle_now(self, request: Request) -> bool:
+        """The channel's direct hand-off (a request just read, none queued): handle it in this call, unless
+        a request is being handled already, e.g. this one was read while a response was sent from a
+        handler (it is queued then, so handlers never nest)."""
+        if self.busy or not self.tasks:
+            return False
+        self._handle(request)
+        return True
 
     async def _run(self) -> None:
         receive = self.channel.receive_request
-        dispatch = self.dispatch
-        send = self.channel.send_response
+        handle = self._handle
         while True:
-            request = await receive()
-            dequeued = request.dequeue_time = monotonic()
-            self.busy += 1
+            handle(await receive())
+
+    def _handle(self, request: Request) -> None:
+        dequeued = request.dequeue_time = monotonic()
+        self.busy += 1
+        try:
             try:
-                try:
-                    response = dispatch(request)
-                except Exception:  # dispatch() has its own error path; this is a bug guard
-                    log.exception("KafkaApis.dispatch failed on %r", request)
-                    response = Response.close(request, "internal error")
-                finally:
-                    request.release_memory()  # handled: its bytes are in the log now (Kafka releases here too)
-                local_done = monotonic()
-                if type(response) is Response:
-                    send(response)
-                    if self.metrics is not None:
-                        self.metrics.record(request, dequeued, local_done, local_done, monotonic())
-                else:
-                    request.local_complete_time = local_done  # request quotas count handler time only
-                    if type(response) is Completion:
-                        self._answer_on_completion(request, response, dequeued, local_done)
-                    else:
-                        self._park(request, response, dequeued, local_done)
-            except Exception:  # never let one request end a handler task: the others would wait forever
-                log.exception("Request handler failed on %r; closing its connection", request)
-                request.connection.close()
+                response = self.dispatch(request)
+            except Exception:  # dispatch() has its own error path; this is a bug guard
+                log.exception("KafkaApis.dispatch failed on %r", request)
+                response = Response.close(request, "internal error")
             finally:
-                self.busy -= 1
+                request.release_memory()  # handled: its bytes are in the log now (Kafka releases here too)
+            local_done = monotonic()
+            if type(response) is Response:
+                self.channel.send_response(response)
+                if self.metrics is not None:
+                    self.metrics.record(request, dequeued, local_done, local_done, monotonic())
+            else:
+                request.local_complete_time = local_done  # request quotas count handler time only
+                if type(response) is Completion:
+                    self._answer_on_completion(request, response, dequeued, local_done)
+                else:
+                    self._park(request, response, dequeued, local_done)
+        except Exception:  # never let one request end a handler task: the others would wait forever
+            log.exception("Request handler failed on %r; closing its connection", request)
+            request.connection.close()
+        finally:
+            self.busy -= 1
 
     def _answer_on_completion(self, request: Request, completion: Completion, dequeued: float,
                               local_done: float) -> None:
@@ -148,6 +161,7 @@ class KafkaRequestHandlerPool:
             self.metrics.record(request, dequeued, local_done, remote_done, monotonic())
 
     async def stop(self) -> None:
+        self.channel.direct = None
         parked = [w for w in self.waiting if type(w) is Completion]
         tasks = self.tasks + [w for w in self.waiting if type(w) is not Completion]
         for waiting in parked + tasks:

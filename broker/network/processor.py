@@ -114,11 +114,16 @@ class Connection(asyncio.Protocol):
             return
         if not frames:
             return
-        if self.in_flight is None and not self.pending and len(frames) == 1 and self._throttle is None:
-            self._handle_frame(frames[0])  # the common case: one request, nothing queued
-        else:
-            self.pending.extend(frames)
-            self._process_pending()
+        processor = self.processor
+        processor.reading = True  # requests read here may be handled in this call (RequestChannel.direct)
+        try:
+            if self.in_flight is None and not self.pending and len(frames) == 1 and self._throttle is None:
+                self._handle_frame(frames[0])  # the common case: one request, nothing queued
+            else:
+                self.pending.extend(frames)
+                self._process_pending()
+        finally:
+            processor.reading = False
         self._update_reading()
 
     def eof_received(self) -> bool | None:
@@ -318,6 +323,9 @@ class Processor:
         self.memory_pool: MemoryPool | None = None  # queued.max.request.bytes, shared, or None
         self._backlog: deque[Request] = deque()
         self._drainer: asyncio.Task | None = None
+        # Inside a connection's read callback: only there may a request be handled in the same call; from
+        # anywhere else (a response sent by a purgatory's timer, a throttle ending) it is queued.
+        self.reading = False
         self._counter = 0
 
     def next_index(self) -> int:
@@ -343,7 +351,7 @@ class Processor:
         if self.memory_pool is not None:
             request.pool = self.memory_pool
             self.memory_pool.allocate(request.size)
-        if not self.blocked and self.channel.try_send_request(request):
+        if not self.blocked and self.channel.try_send_request(request, from_network=self.reading):
             return
         # Backpressure, as Kafka's processor blocking on a full queue: keep the request, stop reading.
         self._backlog.append(request)

@@ -2,15 +2,15 @@
 
 Processors put decoded ``Request``s on one bounded queue (``queued.max.requests``); handler tasks take
 them, and give back a ``Response`` that the channel routes to the processor owning the connection.
-Everything runs on one event loop today; ``send_response`` is the single place to make thread-safe if
-processors ever become event loops of their own.
+Everything runs on one event loop today; ``send_response`` (and ``direct``) are the places to make
+thread-safe if processors ever become event loops of their own.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Callable, Protocol
 
 from ...protocol.api_keys import ApiKey
 
@@ -136,14 +136,23 @@ class Response:
 
 
 class RequestChannel:
-    """A bounded queue of requests; responses go straight back to the connection's processor."""
+    """A bounded queue of requests; responses go straight back to the connection's processor.
+
+    ``direct`` (set by the handler pool) takes a request at once when the queue is empty: on one event
+    loop a queued request waits a loop turn for a handler task that is idle anyway, so a request read from
+    the network is handled in the read callback itself, unless a handler is busy (it then goes to the queue)."""
 
     def __init__(self, queue_size: int) -> None:
         self.queue_size = queue_size
         self._queue: asyncio.Queue[Request] = asyncio.Queue(queue_size)
+        self.direct: Callable[[Request], bool] | None = None
 
-    def try_send_request(self, request: Request) -> bool:
-        """Queue a request if there is room; False when full (the processor then stops reading)."""
+    def try_send_request(self, request: Request, from_network: bool = False) -> bool:
+        """Hand a request to a handler: at once when ``from_network`` (the processor's read callback) and no
+        request is queued or being handled, else queued if there is room; False when full (the processor
+        then stops reading)."""
+        if from_network and self.direct is not None and not self._queue.qsize() and self.direct(request):
+            return True
         try:
             self._queue.put_nowait(request)
         except asyncio.QueueFull:
