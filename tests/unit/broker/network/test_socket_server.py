@@ -180,6 +180,38 @@ def test_a_waiting_request_does_not_hold_a_handler():
     run(main())
 
 
+def test_a_request_read_while_none_waits_is_handled_in_the_read_callback_and_handlers_never_nest():
+    """RequestChannel.direct: a lone request is handled inside the read callback; requests read while one
+    is being handled (pipelined behind it, read as its response is sent) go through the queue, in order."""
+    apis = KafkaApis()
+    seen: list[tuple[int, bool, int]] = []  # (correlation id, handled in the read callback, handlers busy)
+
+    def heartbeat(request):
+        seen.append((request.correlation_id, request.connection.processor.reading, pool.busy))
+        return heartbeat_response()
+
+    apis.register(ApiKey.HEARTBEAT, heartbeat)
+
+    async def main():
+        nonlocal pool
+        async with serving(apis, num_io_threads=2) as server:
+            pool = server.handler_pool
+            client = await Client.connect(server.port())
+            client.send(HeartbeatRequest(group_id="g", member_id="m"), 3, 0)
+            assert await read_correlation_ids(client, 12, 3, 1) == [0]
+            assert seen == [(0, True, 1)]
+            for cid in range(1, 21):  # one write: read in one callback, mostly
+                client.send(HeartbeatRequest(group_id="g", member_id="m"), 3, cid)
+            assert await read_correlation_ids(client, 12, 3, 20) == list(range(1, 21))
+            assert [cid for cid, _, _ in seen] == list(range(21))
+            assert all(busy == 1 for _, _, busy in seen)  # never one handler inside another
+            assert any(not direct for _, direct, _ in seen[2:])  # those behind the first came through the queue
+            client.close()
+
+    pool = None
+    run(main())
+
+
 def test_connections_are_spread_round_robin_over_processors_and_listeners():
     config = make_config(num_network_threads=3, listeners="PLAINTEXT://127.0.0.1:0,INTERNAL://127.0.0.1:0",
                          **{"listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,INTERNAL:PLAINTEXT",
