@@ -28,7 +28,8 @@ class Struct:
 
     __slots__ = ()
     _fields: tuple[str, ...] = ()
-    _nested: tuple[str, ...] = ()  # the fields holding a struct or an array of structs (for walkers)
+    # the struct-typed fields (a struct or an array of structs) with an ``error_code`` somewhere below
+    _error_nested: tuple[str, ...] = ()
 
     def __eq__(self, other: object) -> bool:
         if type(other) is not type(self):
@@ -56,6 +57,10 @@ def _plain(value: Any) -> Any:
     return value
 
 
+def _holds_error_code(cls: type) -> bool:
+    return "error_code" in cls._fields or bool(cls._error_nested)  # type: ignore[attr-defined]
+
+
 def make_struct_class(qualname: str, fields: tuple[Field, ...], namespace: dict[str, Any]) -> type:
     """Build the data class of one struct: slots, an __init__ with keyword defaults."""
     names = tuple(f.name for f in fields)
@@ -79,7 +84,7 @@ def make_struct_class(qualname: str, fields: tuple[Field, ...], namespace: dict[
         "__qualname__": qualname,
         "__module__": "odradek.protocol.messages",
         "_fields": names,
-        "_nested": tuple(f.name for f in fields if f.struct_name is not None),
+        "_error_nested": tuple(f.name for f in fields if f.cls is not None and _holds_error_code(f.cls)),
     })
     return cls
 

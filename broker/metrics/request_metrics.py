@@ -60,11 +60,12 @@ def error_name(code: int) -> str:
 
 def count_errors(body: Any, counts: dict[int, int]) -> dict[int, int]:
     """Every ``error_code`` in a response body and the structs nested in it (Kafka's errorCounts). Only the
-    struct-typed fields are walked (``Struct._nested``): this runs for every response."""
+    struct-typed fields with an error code below them are walked (``Struct._error_nested``): this runs for
+    every response."""
     code = getattr(body, "error_code", None)
     if code is not None:
         counts[code] = counts.get(code, 0) + 1
-    for name in getattr(type(body), "_nested", ()):
+    for name in getattr(type(body), "_error_nested", ()):
         value = getattr(body, name)
         if type(value) is list:
             for item in value:
