@@ -14,7 +14,6 @@ partition otherwise), as Kafka.
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import logging
 from typing import TYPE_CHECKING, Any
@@ -27,6 +26,7 @@ from ...protocol.errors import (  # type: ignore[attr-defined]
 from ...protocol.messages import WriteTxnMarkersResponse
 from ...protocol.records import ControlRecordType, build_control_batch
 from ..coordinator.transaction.trace import trace
+from ..purgatory.completion import Completion, gather
 
 if TYPE_CHECKING:
     from ..kafka_apis import KafkaApis
@@ -48,30 +48,45 @@ class WriteTxnMarkersApi:
         self.replica_manager = services.replica_manager
         self.timeout_ms = services.config.get("request.timeout.ms")
 
-    async def handle(self, request: "Request") -> Any:
+    def handle(self, request: "Request") -> Any:
         self.services.auth.authorize_cluster(request, AclOperation.CLUSTER_ACTION)
-        # Markers are independent appends (Kafka runs one appendRecords per marker); wait for all.
-        results = await asyncio.gather(*(self._write_marker(m) for m in request.body.markers))
-        return WriteTxnMarkersResponse(markers=list(results))
+        markers = request.body.markers
+        # Markers are independent appends (Kafka runs one appendRecords per marker); the answer waits for
+        # all, and is sent in the call that completes the last (purgatory/completion.py).
+        outcomes = gather([self._append_marker(m) for m in markers])
+        results = outcomes.then(lambda done: [self._marker_result(m, o) for m, o in zip(markers, done)])
+        if any(t.name == GROUP_METADATA_TOPIC for m in markers for t in m.topics):
+            return self._complete_offsets_then_answer(markers, results)
+        return results.then(lambda answered: WriteTxnMarkersResponse(markers=answered))
 
-    async def _write_marker(self, marker: Any) -> Any:
+    def _append_marker(self, marker: Any) -> Any:
+        """The marker's control batch appended to each of its partitions: the results, or a Completion."""
         result = ControlRecordType.COMMIT if marker.transaction_result else ControlRecordType.ABORT
         entries: dict[tuple[str, int], Any] = {}
         for topic in marker.topics:
             for index in topic.partition_indexes:
                 entries[(topic.name, index)] = self._marker_batch(topic.name, index, marker, result)
         trace(marker.producer_id, "marker-append", partitions=len(entries))
-        outcome = self.replica_manager.append_records(-1, self.timeout_ms, entries)
-        if not isinstance(outcome, dict):
-            outcome = await outcome
+        return self.replica_manager.append_records(-1, self.timeout_ms, entries)
+
+    @staticmethod
+    def _marker_result(marker: Any, outcome: dict) -> Any:
         trace(marker.producer_id, "marker-replicated")
-        codes = {key: r.error_code for key, r in outcome.items()}
-        await self._complete_offsets(marker.producer_id, result == ControlRecordType.COMMIT,
-                                     [p for (t, p), code in codes.items() if t == GROUP_METADATA_TOPIC and not code])
         return _MarkerResult(producer_id=marker.producer_id, topics=[
             _TopicResult(name=t.name, partitions=[
-                _PartitionResult(partition_index=p, error_code=codes[(t.name, p)]) for p in t.partition_indexes])
+                _PartitionResult(partition_index=p, error_code=outcome[(t.name, p)].error_code)
+                for p in t.partition_indexes])
             for t in marker.topics])
+
+    async def _complete_offsets_then_answer(self, markers: list[Any], results: Completion) -> Any:
+        """Markers on ``__consumer_offsets`` partitions: once written, the group coordinator completes the
+        producer's transactional offset commits (which may wait on it) before the answer goes."""
+        answered = await results
+        for marker, result in zip(markers, answered):
+            await self._complete_offsets(marker.producer_id, bool(marker.transaction_result), [
+                p.partition_index for t in result.topics if t.name == GROUP_METADATA_TOPIC
+                for p in t.partitions if not p.error_code])
+        return WriteTxnMarkersResponse(markers=answered)
 
     def _marker_batch(self, topic: str, index: int, marker: Any, result: ControlRecordType) -> Any:
         """The control batch to append, or the error that refuses it before appending."""

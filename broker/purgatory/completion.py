@@ -30,7 +30,7 @@ class Completion:
         self._state = _PENDING
         self._value: Any = None
         self._callbacks: list[Callable[["Completion"], None]] | None = None
-        self._upstream: Completion | None = None  # the completion this one was derived from (``then``)
+        self._upstream: tuple[Completion, ...] = ()  # what this one was derived from (``then``, ``gather``)
 
     # -- asyncio.Future's reading side ------------------------------------------------------------------
     def done(self) -> bool:
@@ -75,8 +75,8 @@ class Completion:
         if self._state != _PENDING:
             return False
         self._settle(_CANCELLED, None)
-        if self._upstream is not None:
-            self._upstream.cancel()
+        for upstream in self._upstream:
+            upstream.cancel()
         return True
 
     def _settle(self, state: int, value: Any) -> None:
@@ -93,7 +93,7 @@ class Completion:
         """A completion of ``on_result(value)``, or of ``on_error(exc)`` when this one fails (else it fails
         alike); set in the same call as this one. If the function raises, the derived completion fails."""
         derived = Completion()
-        derived._upstream = self
+        derived._upstream = (self,)
 
         def step(done: Completion) -> None:
             if derived._state != _PENDING:  # cancelled meanwhile
@@ -128,6 +128,36 @@ class Completion:
 
     def __repr__(self) -> str:
         return f"Completion({('pending', 'result', 'error', 'cancelled')[self._state]})"
+
+
+def gather(values: list[Any]) -> Completion:
+    """A completion of ``values`` with each Completion among them replaced by its result, set in the call
+    that sets the last of them; it fails (or is cancelled) as soon as one of them does."""
+    gathered = Completion()
+    values = list(values)
+    waiting = [i for i, value in enumerate(values) if type(value) is Completion]
+    gathered._upstream = tuple(values[i] for i in waiting)
+    remaining = len(waiting)
+
+    def on_done(index: int) -> Callable[[Completion], None]:
+        def step(done: Completion) -> None:
+            nonlocal remaining
+            if gathered._state != _PENDING:
+                return
+            if done._state != _RESULT:
+                gathered._settle(done._state, done._value)
+                return
+            values[index] = done._value
+            remaining -= 1
+            if not remaining:
+                gathered._settle(_RESULT, values)
+        return step
+
+    if not remaining:
+        gathered.set_result(values)
+    for index in waiting:
+        values[index].add_done_callback(on_done(index))
+    return gathered
 
 
 def _run(callback: Callable[[Completion], None], done: Completion) -> None:

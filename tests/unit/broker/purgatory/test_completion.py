@@ -5,7 +5,7 @@ import logging
 
 import pytest
 
-from odradek.broker.purgatory.completion import Completion
+from odradek.broker.purgatory.completion import Completion, gather
 
 
 def test_callbacks_run_inside_set_result_in_order():
@@ -112,3 +112,25 @@ def test_cancelling_the_awaiting_task_cancels_the_completion():
             await task
         assert pending.cancelled()
     asyncio.run(main())
+
+
+def test_gather_is_set_in_the_call_that_sets_the_last_one():
+    first, second = Completion(), Completion()
+    gathered = gather([first, {"ready": 1}, second])
+    first.set_result("a")
+    assert not gathered.done()
+    second.set_result("b")
+    assert gathered.result() == ["a", {"ready": 1}, "b"]
+    assert gather([1, 2]).result() == [1, 2]  # nothing to wait for
+
+
+def test_gather_fails_with_the_first_failure_and_cancels_what_it_waits_for():
+    first, second = Completion(), Completion()
+    gathered = gather([first, second])
+    first.set_exception(TimeoutError("slow"))
+    assert isinstance(gathered.exception(), TimeoutError)
+    second.set_result("late")  # ignored
+
+    third, fourth = Completion(), Completion()
+    assert gather([third, fourth]).cancel()
+    assert third.cancelled() and fourth.cancelled()
