@@ -14,7 +14,7 @@ _EXPORTS = {
     "Producer": "sync_producer", "FutureRecordMetadata": "record_futures", "FutureBatchMetadata": "record_futures",
     "SendBatchResult": "batch_input",
     "AIOConsumer": "consumer", "Consumer": "sync_consumer",
-    "AIOAdmin": "admin", "Admin": "admin", "NewTopic": "admin", "NewPartitions": "admin",
+    "AIOAdmin": "admin", "Admin": "admin", "NewTopic": "admin", "NewPartitions": "admin", "AdminTimeoutError": "admin",
     "TopicPartition": "types", "OffsetAndMetadata": "types", "OffsetAndTimestamp": "types",
     "ConsumerRecord": "types", "KafkaConfigurationError": "types",
     "SimpleClient": "simple_client", "SyncSimpleClient": "simple_client",

@@ -16,12 +16,14 @@ Named after kafka-python's ``KafkaAdminClient`` (CONVENTIONS.md §5):
                                                          AclPermissionType.ALLOW))])   # admin_acls.py
         admin.delete_topics(["events"])
 
-Topic administration goes to the controller (NOT_CONTROLLER makes the client look the controller
-up again and retry), a broker's configuration to that broker, descriptions to any broker, records to
-partition leaders, group operations to the group's coordinator (``admin_groups.py``), client quotas to any
-broker (``admin_quotas.py``), through a
-``SimpleClient`` that owns the
-connections, the metadata picture and the retry policy. Errors are raised as the
+Every call runs as Kafka 2.8's AdminClient runs one (``admin_calls.py``): it has a deadline, its
+``timeout_ms`` or else ``default_api_timeout_ms`` (60 s), and a try that loses its connection, times
+out (``request_timeout_ms``) or gets a retriable error is made again after ``retry_backoff_ms`` at the
+node its route picks then; past the deadline it raises ``AdminTimeoutError`` naming the last failure.
+Topic administration goes to the controller (looked up again after NOT_CONTROLLER or a lost
+connection), a broker's configuration to that broker, descriptions to the least loaded broker, records
+to partition leaders, group operations to the group's coordinator (``admin_groups.py``). A
+``SimpleClient`` owns the connections and the metadata picture. Errors are raised as the
 ``odradek.protocol.errors`` class of their Kafka code, carrying the broker's message when it sent one;
 like the Java AdminClient, a call about several topics raises the first failure after all were tried
 (``raise_errors=False`` returns every topic's error instead).
@@ -36,14 +38,16 @@ from dataclasses import dataclass
 from enum import IntEnum
 from typing import Any, Callable, Iterable, Mapping, NamedTuple, Sequence
 
+from ..protocol.api_keys import ApiKey
 from ..protocol.errors import (  # type: ignore[attr-defined]
     KafkaError, NotLeaderOrFollowerError, UnknownTopicOrPartitionError, UnsupportedVersionError, for_code,
 )
 from ..protocol.messages import (
-    AlterConfigsRequest, CreatePartitionsRequest, CreateTopicsRequest, DeleteRecordsRequest, DescribeClusterRequest,
-    DescribeConfigsRequest, IncrementalAlterConfigsRequest,
+    AlterConfigsRequest, CreatePartitionsRequest, CreateTopicsRequest, DeleteRecordsRequest, DeleteTopicsRequest,
+    DescribeClusterRequest, DescribeConfigsRequest, IncrementalAlterConfigsRequest,
 )
 from ..protocol.types import ZERO_UUID
+from .admin_calls import ANY, LEADERS, MAX_RETRIES, AdminCalls, AdminTimeoutError, Broker, Try, at_controller, final
 from .admin_acls import (
     AccessControlEntry, AccessControlEntryFilter, AclAdmin, AclBinding, AclBindingFilter, AclOperation,
     AclPermissionType, PatternType, ResourcePattern, ResourcePatternFilter, ResourceType,
@@ -57,12 +61,15 @@ from .admin_quotas import (
 from .admin_producers import ProducerAdmin, ProducerState
 from .admin_scram import (ScramAdmin, ScramCredentialInfo, UserScramCredentialDeletion, UserScramCredentialsDescription,
                           UserScramCredentialUpsertion)
-from .connection import BrokerConnection
 from .security.client_security import SECURITY_DEFAULTS, client_security
-from .simple_client import SimpleClient, SyncSimpleClient, _creatable_topic, _raise_code, _Retry
-from .types import TopicPartition, check_configs
+from .simple_client import SimpleClient, SyncSimpleClient, _creatable_topic
+from .types import KafkaConfigurationError, TopicPartition, check_configs
 
 _DEFAULT_TIMEOUT_MS = 30000
+_DEFAULT_API_TIMEOUT_MS = 60000
+# Kafka's describe calls fail at once on a topic the broker asked does not know; a broker learns of a new
+# topic from the controller's UpdateMetadata a moment after it is created, so we ask again for this long.
+_PROPAGATION_GRACE_S = 2.5
 DEFAULT_CONFIG_SOURCE = 5
 LATEST, EARLIEST = -1, -2  # list_offsets specs besides timestamps (Kafka's OffsetSpec.latest()/earliest())
 
@@ -184,18 +191,33 @@ class AlterConfigOp(NamedTuple):
 
 
 class AIOAdmin(GroupAdmin, LogDirAdmin, PartitionAdmin, QuotaAdmin, ProducerAdmin, ScramAdmin, AclAdmin):
-    """``AIOAdmin(bootstrap_servers="host:9092", client_id=..., request_timeout_ms=30000, retries=5,
-    retry_backoff_ms=100)`` and kafka-python's security keywords (``security_protocol``, ``ssl_cafile``,
-    ``sasl_mechanism``, ...); ``async with`` or ``await close()``."""
+    """``AIOAdmin(bootstrap_servers="host:9092", client_id=..., request_timeout_ms=30000,
+    default_api_timeout_ms=60000, retries=<no limit>, retry_backoff_ms=100)`` and kafka-python's security
+    keywords (``security_protocol``, ``ssl_cafile``, ``sasl_mechanism``, ...); ``async with`` or ``await
+    close()``. ``request_timeout_ms`` bounds one request, ``default_api_timeout_ms`` a whole call, tries
+    included, when the call is given no ``timeout_ms``."""
 
     def __init__(self, bootstrap_servers: str | list[str] = "localhost:9092", *, client_id: str = "odradek-admin",
-                 request_timeout_ms: int = _DEFAULT_TIMEOUT_MS, retries: int = 5, retry_backoff_ms: int = 100,
-                 client: SimpleClient | None = None, **security: Any) -> None:
+                 request_timeout_ms: int = _DEFAULT_TIMEOUT_MS, default_api_timeout_ms: int | None = None,
+                 retries: int = MAX_RETRIES, retry_backoff_ms: int = 100, client: SimpleClient | None = None,
+                 **security: Any) -> None:
+        if default_api_timeout_ms is None:  # as Kafka: a longer request timeout raises the default
+            default_api_timeout_ms = max(_DEFAULT_API_TIMEOUT_MS, request_timeout_ms)
+        elif default_api_timeout_ms < request_timeout_ms:
+            raise KafkaConfigurationError(f"default_api_timeout_ms ({default_api_timeout_ms}) must be no smaller "
+                                          f"than request_timeout_ms ({request_timeout_ms})")
+        if retries < 0:
+            raise KafkaConfigurationError(f"retries must be at least 0, not {retries}")
+        # retries=0: the client makes one try per request; the calls' retries are AdminCalls'
         self._client = client or SimpleClient(bootstrap_servers, client_id=client_id,
-                                              request_timeout=request_timeout_ms / 1000.0, retries=retries,
+                                              request_timeout=request_timeout_ms / 1000.0, retries=0,
                                               retry_backoff=retry_backoff_ms / 1000.0,
                                               security=client_security(check_configs(security, SECURITY_DEFAULTS)))
+        self._calls = AdminCalls(self._client, request_timeout_ms=request_timeout_ms,
+                                 default_api_timeout_ms=default_api_timeout_ms, retries=retries,
+                                 retry_backoff_ms=retry_backoff_ms)
         self.request_timeout_ms = request_timeout_ms
+        self.default_api_timeout_ms = default_api_timeout_ms
 
     async def __aenter__(self) -> "AIOAdmin":
         return self
@@ -210,27 +232,38 @@ class AIOAdmin(GroupAdmin, LogDirAdmin, PartitionAdmin, QuotaAdmin, ProducerAdmi
     async def create_topics(self, new_topics: Iterable[NewTopic], timeout_ms: int | None = None,
                             validate_only: bool = False, *, raise_errors: bool = True
                             ) -> dict[str, KafkaError | None]:
-        """Create topics at the controller and wait (up to ``timeout_ms``) for their leaders."""
+        """Create topics at the controller, which answers once their leaders are elected. A topic answered
+        TOPIC_ALREADY_EXISTS after an earlier try of the same call was cut off may be one that try
+        created (Kafka reports it alike); the error's message then says so."""
         specs = {t.name: t for t in new_topics}
-        timeout_ms = self._timeout(timeout_ms)
         creatable = {name: _creatable_topic(
             name, t.replica_assignments or (t.num_partitions, t.replication_factor), t.topic_configs)
             for name, t in specs.items()}
         return await self._at_controller(
-            creatable, lambda items: CreateTopicsRequest(topics=items, timeout_ms=timeout_ms,
-                                                         validate_only=validate_only),
+            "createTopics", creatable, lambda items, t: CreateTopicsRequest(
+                topics=items, timeout_ms=t.timeout_ms, validate_only=validate_only),
             lambda response: response.topics, timeout_ms, raise_errors)
 
     async def delete_topics(self, topics: Iterable[str], timeout_ms: int | None = None, *,
                             raise_errors: bool = True) -> dict[str, KafkaError | None]:
-        codes = await self._client.delete_topics(list(topics), timeout_ms=self._timeout(timeout_ms))
-        return _results({name: _Answer(code, None) for name, code in codes.items()}, raise_errors)
+        names = {name: name for name in topics}
+
+        def request(items: list[str], t: Try) -> Any:
+            assert t.conn is not None
+            if t.conn.version_for(ApiKey.DELETE_TOPICS) >= 6:
+                return DeleteTopicsRequest(topics=[DeleteTopicsRequest.DeleteTopicState(name=n) for n in items],
+                                           timeout_ms=t.timeout_ms)
+            return DeleteTopicsRequest(topic_names=items, timeout_ms=t.timeout_ms)
+
+        results = await self._at_controller("deleteTopics", names, request, lambda response: response.responses,
+                                            timeout_ms, raise_errors)
+        self._client.cluster = self._client.cluster.without_topics([n for n, e in results.items() if e is None])
+        return results
 
     async def create_partitions(self, topic_partitions: Mapping[str, NewPartitions], timeout_ms: int | None = None,
                                 validate_only: bool = False, *, raise_errors: bool = True
                                 ) -> dict[str, KafkaError | None]:
         """Grow topics to ``NewPartitions.total_count`` partitions (CreatePartitions, at the controller)."""
-        timeout_ms = self._timeout(timeout_ms)
         topic_cls = CreatePartitionsRequest.CreatePartitionsTopic
         wanted = {name: topic_cls(
             name=name, count=spec.total_count,
@@ -238,42 +271,41 @@ class AIOAdmin(GroupAdmin, LogDirAdmin, PartitionAdmin, QuotaAdmin, ProducerAdmi
                 topic_cls.CreatePartitionsAssignment(broker_ids=ids) for ids in spec.new_assignments])
             for name, spec in topic_partitions.items()}
         return await self._at_controller(
-            wanted, lambda items: CreatePartitionsRequest(topics=items, timeout_ms=timeout_ms,
-                                                          validate_only=validate_only),
+            "createPartitions", wanted, lambda items, t: CreatePartitionsRequest(
+                topics=items, timeout_ms=t.timeout_ms, validate_only=validate_only),
             lambda response: response.results, timeout_ms, raise_errors)
 
-    async def _at_controller(self, items: dict[str, Any], make_request: Callable[[list[Any]], Any],
-                             results_of: Callable[[Any], list[Any]], timeout_ms: int, raise_errors: bool
+    async def _at_controller(self, name: str, items: dict[str, Any], make_request: Callable[[list[Any], Try], Any],
+                             results_of: Callable[[Any], list[Any]], timeout_ms: int | None, raise_errors: bool
                              ) -> dict[str, KafkaError | None]:
-        """One per-topic request at the controller; topics answered NOT_CONTROLLER are sent again."""
-        async def send(conn: BrokerConnection, names: list[str]) -> dict[str, Any]:
-            response = await conn.send(make_request([items[n] for n in names]),
-                                       timeout=self._client._timeout_for(timeout_ms))
-            return {r.name: _Answer(r.error_code, r.error_message) for r in results_of(response)}
-
-        return _results(await self._client._admin(list(items), send), raise_errors)
+        results = await at_controller(self._calls, name, items, make_request,
+                                      lambda response: [(r.name, r.error_code, getattr(r, "error_message", None))
+                                                        for r in results_of(response)], timeout_ms)
+        return _first_raised(results, raise_errors)
 
     async def list_topics(self, include_internal: bool = True) -> list[str]:
         """Every topic's name, sorted."""
-        response = await self._client.metadata_response(None)
+        async def attempt(t: Try) -> Any:
+            return await self._client.metadata_at(t.conn, None, timeout=t.timeout)
+
+        response = await self._calls.run("listTopics", ANY, attempt)
         return sorted(t.name for t in response.topics
                       if t.error_code == 0 and (include_internal or not t.is_internal))
 
     async def describe_topics(self, topics: Sequence[str] | None = None) -> list[TopicDescription]:
         """Partitions, leaders, replicas and ISRs of ``topics`` (None: every topic), in the order asked
-        (sorted for None). An unknown topic raises UnknownTopicOrPartitionError (after a few retries)."""
-        async def attempt() -> Any:
-            response = await self._client.metadata_response(None if topics is None else list(topics))
-            found = {t.name: t for t in response.topics}
+        (sorted for None). An unknown topic raises UnknownTopicOrPartitionError (after a short grace)."""
+        async def attempt(t: Try) -> Any:
+            response = await self._client.metadata_at(t.conn, None if topics is None else list(topics),
+                                                      timeout=t.timeout)
+            found = {topic.name: topic for topic in response.topics}
             for name in topics or ():
-                # A topic just created may not have reached this broker's cache yet: retry (Kafka's
-                # UNKNOWN_TOPIC_OR_PARTITION and LEADER_NOT_AVAILABLE are retriable).
                 code = found[name].error_code if name in found else UnknownTopicOrPartitionError.code
                 if code:
-                    raise _Retry(code, False, retriable=for_code(code).retriable)
+                    raise _unpropagated(for_code(code)(), t)
             return found
 
-        found = await self._client._with_retries(attempt, _raise_code, topics=None)
+        found = await self._calls.run("describeTopics", ANY, attempt)
         names = sorted(found) if topics is None else list(topics)
         descriptions = []
         for name in names:
@@ -289,21 +321,26 @@ class AIOAdmin(GroupAdmin, LogDirAdmin, PartitionAdmin, QuotaAdmin, ProducerAdmi
     async def describe_cluster(self, include_authorized_operations: bool = False) -> ClusterDescription:
         """Brokers, controller and cluster id through DescribeCluster, or Metadata from a broker that does
         not serve it (Kafka 2.8's Admin does the same)."""
-        try:
-            answer = await self._client.send(None, DescribeClusterRequest(
-                include_cluster_authorized_operations=include_authorized_operations))
-        except UnsupportedVersionError:
-            response = await self._client.metadata_response([])
-            return ClusterDescription(response.cluster_id, response.controller_id, sorted(
-                (BrokerMetadata(b.node_id, b.host, b.port, b.rack) for b in response.brokers), key=lambda b: b.node_id))
-        if answer.error_code:
-            raise for_code(answer.error_code)(answer.error_message or "DescribeCluster")
-        operations = None
-        if include_authorized_operations and answer.cluster_authorized_operations != -(1 << 31):
-            operations = frozenset(op for op in range(32) if answer.cluster_authorized_operations >> op & 1)
-        return ClusterDescription(answer.cluster_id, answer.controller_id, sorted(
-            (BrokerMetadata(b.broker_id, b.host, b.port, b.rack) for b in answer.brokers), key=lambda b: b.node_id),
-            operations)
+        async def attempt(t: Try) -> ClusterDescription:
+            assert t.conn is not None
+            try:
+                answer = await t.conn.send(DescribeClusterRequest(
+                    include_cluster_authorized_operations=include_authorized_operations), timeout=t.timeout)
+            except UnsupportedVersionError:
+                response = await self._client.metadata_at(t.conn, [], timeout=t.timeout)
+                return ClusterDescription(response.cluster_id, response.controller_id, sorted(
+                    (BrokerMetadata(b.node_id, b.host, b.port, b.rack) for b in response.brokers),
+                    key=lambda b: b.node_id))
+            if answer.error_code:
+                raise for_code(answer.error_code)(answer.error_message or "DescribeCluster")
+            operations = None
+            if include_authorized_operations and answer.cluster_authorized_operations != -(1 << 31):
+                operations = frozenset(op for op in range(32) if answer.cluster_authorized_operations >> op & 1)
+            return ClusterDescription(answer.cluster_id, answer.controller_id, sorted(
+                (BrokerMetadata(b.broker_id, b.host, b.port, b.rack) for b in answer.brokers),
+                key=lambda b: b.node_id), operations)
+
+        return await self._calls.run("describeCluster", ANY, attempt)
 
     # -- configs ----------------------------------------------------------------------------------
     async def describe_configs(self, config_resources: Sequence[ConfigResource], include_synonyms: bool = False
@@ -312,21 +349,21 @@ class AIOAdmin(GroupAdmin, LogDirAdmin, PartitionAdmin, QuotaAdmin, ProducerAdmi
         broker (as the Java AdminClient does), topics of any broker; a failed resource raises."""
         results: dict[ConfigResource, dict[str, ConfigEntry]] = {}
         for resource in config_resources:
-            node = int(resource.name) if resource.resource_type == ConfigResourceType.BROKER and resource.name else None
             request = DescribeConfigsRequest(
                 resources=[DescribeConfigsRequest.DescribeConfigsResource(
                     resource_type=int(resource.resource_type), resource_name=resource.name,
                     configuration_keys=None if resource.configs is None else list(resource.configs))],
                 include_synonyms=include_synonyms, include_documentation=False)
 
-            async def attempt(request: Any = request, node: int | None = node) -> Any:
-                response = await self._client.send(node, request)
-                [result] = response.results
+            async def attempt(t: Try, request: Any = request) -> Any:
+                assert t.conn is not None
+                [result] = (await t.conn.send(request, timeout=t.timeout)).results
                 if result.error_code:
-                    raise _Retry(result.error_code, False, retriable=for_code(result.error_code).retriable)
+                    error = for_code(result.error_code)
+                    raise _unpropagated(error(result.error_message) if result.error_message else error(), t)
                 return result
 
-            result = await self._client._with_retries(attempt, _raise_code, topics=None)
+            result = await self._calls.run("describeConfigs", _config_route(resource), attempt)
             results[resource] = {
                 e.name: ConfigEntry(e.name, e.value, e.config_source, e.config_source == DEFAULT_CONFIG_SOURCE,
                                     e.read_only, e.is_sensitive, [(s.name, s.value, s.source) for s in e.synonyms or ()])
@@ -343,7 +380,7 @@ class AIOAdmin(GroupAdmin, LogDirAdmin, PartitionAdmin, QuotaAdmin, ProducerAdmi
             resource_type=int(resource.resource_type), resource_name=resource.name,
             configs=[cls.AlterableConfig(name=k, value=None if v is None else str(v)) for k, v in entries.items()])])
             for resource, entries in configs.items()}
-        return await self._alter(requests, raise_errors)
+        return await self._alter("alterConfigs", requests, raise_errors)
 
     async def incremental_alter_configs(self, changes: Mapping[ConfigResource, Sequence[AlterConfigOp]],
                                         validate_only: bool = False, *, raise_errors: bool = True
@@ -356,26 +393,22 @@ class AIOAdmin(GroupAdmin, LogDirAdmin, PartitionAdmin, QuotaAdmin, ProducerAdmi
             configs=[cls.AlterableConfig(name=op.name, config_operation=int(op.op_type),
                                          value=None if op.value is None else str(op.value)) for op in ops])])
             for resource, ops in changes.items()}
-        return await self._alter(requests, raise_errors)
+        return await self._alter("incrementalAlterConfigs", requests, raise_errors)
 
-    async def _alter(self, requests: Mapping[ConfigResource, Any], raise_errors: bool
+    async def _alter(self, name: str, requests: Mapping[ConfigResource, Any], raise_errors: bool
                      ) -> dict[ConfigResource, KafkaError | None]:
         """One request per resource: a broker's to that broker (as the Java Admin does), others to any."""
         async def alter(resource: ConfigResource, request: Any) -> KafkaError | None:
-            node = int(resource.name) if resource.resource_type == ConfigResourceType.BROKER and resource.name else None
-
-            async def attempt() -> KafkaError | None:
-                [result] = (await self._client.send(node, request)).responses
+            async def attempt(t: Try) -> KafkaError | None:
+                assert t.conn is not None
+                [result] = (await t.conn.send(request, timeout=t.timeout)).responses
                 if result.error_code:
                     return for_code(result.error_code)(result.error_message or f"{resource.name}")
                 return None
-            return await self._retrying(attempt)
+            return await self._calls.run(name, _config_route(resource), attempt)
 
         results = {resource: await alter(resource, request) for resource, request in requests.items()}
-        failed = [error for error in results.values() if error is not None]
-        if raise_errors and failed:
-            raise failed[0]
-        return results
+        return _first_raised(results, raise_errors)
 
     # -- records ----------------------------------------------------------------------------------
     async def list_offsets(self, specs: Mapping[TopicPartition, int], *, raise_errors: bool = True
@@ -384,8 +417,10 @@ class AIOAdmin(GroupAdmin, LogDirAdmin, PartitionAdmin, QuotaAdmin, ProducerAdmi
         timestamp in ms (the first offset at or after it; -1 when no record is that new), from the
         leaders. With ``raise_errors=False`` a failed partition maps to its KafkaError instead."""
         async def one(tp: TopicPartition, spec: int) -> Any:
-            try:
+            async def attempt(t: Try) -> int:
                 return (await self._client.list_offsets(tp.topic, tp.partition, spec))[0]
+            try:
+                return await self._calls.run("listOffsets", LEADERS, attempt)
             except KafkaError as exc:
                 if raise_errors:
                     raise
@@ -399,19 +434,18 @@ class AIOAdmin(GroupAdmin, LogDirAdmin, PartitionAdmin, QuotaAdmin, ProducerAdmi
         """Delete every record before the given offset of each partition (-1: the high watermark),
         at each partition's leader (DeleteRecords); returns the new low watermarks. A moved leader is
         looked up again; other errors (OFFSET_OUT_OF_RANGE, ...) raise."""
-        timeout_ms = self._timeout(timeout_ms)
         pending = dict(records_to_delete)
         low_watermarks: dict[TopicPartition, int] = {}
         topic_cls = DeleteRecordsRequest.DeleteRecordsTopic
 
-        async def at_leader(leader: int, partitions: list[TopicPartition]) -> None:
+        async def at_leader(leader: int, partitions: list[TopicPartition], t: Try) -> None:
             by_topic: dict[str, list[Any]] = {}
             for tp in partitions:
                 by_topic.setdefault(tp.topic, []).append(
                     topic_cls.DeleteRecordsPartition(partition_index=tp.partition, offset=pending[tp]))
-            request = DeleteRecordsRequest(timeout_ms=timeout_ms, topics=[
-                topic_cls(name=t, partitions=ps) for t, ps in by_topic.items()])
-            response = await self._client.send(leader, request, timeout=self._client._timeout_for(timeout_ms))
+            request = DeleteRecordsRequest(timeout_ms=t.timeout_ms, topics=[
+                topic_cls(name=name, partitions=ps) for name, ps in by_topic.items()])
+            response = await self._client.send(leader, request, timeout=t.timeout)
             for topic in response.topics:
                 for p in topic.partitions:
                     tp = TopicPartition(topic.name, p.partition_index)
@@ -421,37 +455,30 @@ class AIOAdmin(GroupAdmin, LogDirAdmin, PartitionAdmin, QuotaAdmin, ProducerAdmi
                     elif not for_code(p.error_code).retriable:
                         raise for_code(p.error_code)(f"DeleteRecords of {tp.topic}-{tp.partition}")
 
-        async def attempt() -> dict[TopicPartition, int]:
+        async def attempt(t: Try) -> dict[TopicPartition, int]:
             by_leader = await self._client.partitions_by_leader(pending)
-            await asyncio.gather(*(at_leader(leader, tps) for leader, tps in by_leader.items()))
+            await asyncio.gather(*(at_leader(leader, tps, t) for leader, tps in by_leader.items()))
             if pending:  # answered with a retriable error (the leader moved): look it up again
                 raise NotLeaderOrFollowerError(f"DeleteRecords of {sorted(pending)}")
             return dict(sorted(low_watermarks.items()))
 
-        return await self._retrying(attempt, timeout_ms)
-
-    def _timeout(self, timeout_ms: int | None) -> int:
-        return self.request_timeout_ms if timeout_ms is None else timeout_ms
+        return await self._calls.run("deleteRecords", LEADERS, attempt, timeout_ms)
 
 
-class _Answer(int):
-    """An error code that carries the broker's message; an int so SimpleClient's retry logic
-    (NOT_CONTROLLER checks, bare codes once retries run out) treats it as the code."""
-
-    message: str | None
-
-    def __new__(cls, code: int, message: str | None) -> "_Answer":
-        answer = super().__new__(cls, code)
-        answer.message = message
-        return answer
+def _config_route(resource: ConfigResource) -> Any:
+    """A broker's configs are that broker's to tell and change; a topic's any broker's."""
+    if resource.resource_type == ConfigResourceType.BROKER and resource.name:
+        return Broker(int(resource.name))
+    return ANY
 
 
-def _results(answers: Mapping[str, Any], raise_errors: bool) -> dict[str, KafkaError | None]:
-    """topic -> None or the error (SimpleClient's retry gives a bare code when the retries ran out)."""
-    results: dict[str, KafkaError | None] = {}
-    for name, answer in answers.items():
-        code, message = int(answer), getattr(answer, "message", None)
-        results[name] = for_code(code)(message or f"topic '{name}'") if code else None
+def _unpropagated(error: KafkaError, t: Try) -> KafkaError:
+    """A describe call's per-topic error: asked again during the grace (the broker may not know a new topic
+    yet), then the call's result."""
+    return error if error.retriable and t.elapsed < _PROPAGATION_GRACE_S else final(error)
+
+
+def _first_raised(results: dict[Any, KafkaError | None], raise_errors: bool) -> dict[Any, KafkaError | None]:
     failed = [error for error in results.values() if error is not None]
     if raise_errors and failed:
         raise failed[0]
@@ -478,4 +505,5 @@ __all__ = ["AIOAdmin", "Admin", "LATEST", "EARLIEST", "NewTopic", "NewPartitions
            "ScramCredentialInfo", "UserScramCredentialsDescription", "UserScramCredentialUpsertion",
            "UserScramCredentialDeletion",
            "AclBinding", "AclBindingFilter", "AccessControlEntry", "AccessControlEntryFilter", "ResourcePattern",
-           "ResourcePatternFilter", "ResourceType", "PatternType", "AclOperation", "AclPermissionType"]
+           "ResourcePatternFilter", "ResourceType", "PatternType", "AclOperation", "AclPermissionType",
+           "AdminTimeoutError"]

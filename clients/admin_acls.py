@@ -9,13 +9,13 @@ kafka-python's method names and result shapes, over the types of ``odradek.proto
     await admin.delete_acls([AclBindingFilter(topic.to_filter(), read.to_filter())])
 
 Each call is one request to any broker (the Java Admin's least loaded node), retried while the error
-is retriable. A broker without an authorizer answers SECURITY_DISABLED; a principal without Describe
+is retriable (``admin_calls``). A broker without an authorizer answers SECURITY_DISABLED; a principal without Describe
 (listing) or Alter (changing) on the cluster CLUSTER_AUTHORIZATION_FAILED.
 """
 
 from __future__ import annotations
 
-from typing import Any, Awaitable, Callable, Iterable, TypeVar
+from typing import Any, Iterable, TypeVar
 
 from ..protocol.acl import (
     ANY_BINDING, AccessControlEntry, AccessControlEntryFilter, AclBinding, AclBindingFilter, AclOperation,
@@ -23,16 +23,16 @@ from ..protocol.acl import (
 )
 from ..protocol.errors import KafkaError, for_code  # type: ignore[attr-defined]
 from ..protocol.messages import CreateAclsRequest, DeleteAclsRequest, DescribeAclsRequest
+from .admin_calls import ANY, AdminCalls, Try
 
 T = TypeVar("T")
 DeleteResult = tuple[AclBindingFilter, list[tuple[AclBinding, "KafkaError | None"]], "KafkaError | None"]
 
 
 class AclAdmin:
-    """The ACL part of ``AIOAdmin``; needs ``self._client`` (a SimpleClient) and ``self._retrying``."""
+    """The ACL part of ``AIOAdmin``; needs ``self._calls``."""
 
-    _client: Any
-    _retrying: Callable[..., Awaitable[Any]]
+    _calls: AdminCalls
 
     async def create_acls(self, acls: Iterable[AclBinding]) -> dict[str, list]:
         """Add ACLs: ``{"succeeded": [binding, ...], "failed": [(binding, KafkaError), ...]}``."""
@@ -42,7 +42,7 @@ class AclAdmin:
             resource_type=int(b.pattern.resource_type), resource_name=b.pattern.name,
             resource_pattern_type=int(b.pattern.pattern_type), principal=b.entry.principal, host=b.entry.host,
             operation=int(b.entry.operation), permission_type=int(b.entry.permission_type)) for b in bindings])
-        response = await self._retrying(lambda: self._client.send(None, request))
+        response = await self._calls.run("createAcls", ANY, lambda t: _send(t, request))
         outcome: dict[str, list] = {"succeeded": [], "failed": []}
         for binding, result in zip(bindings, response.results):
             if result.error_code:
@@ -59,12 +59,12 @@ class AclAdmin:
             pattern_type_filter=int(pattern.pattern_type), principal_filter=entry.principal,
             host_filter=entry.host, operation=int(entry.operation), permission_type=int(entry.permission_type))
 
-        async def attempt() -> Any:
-            response = await self._client.send(None, request)
+        async def attempt(t: Try) -> Any:
+            response = await _send(t, request)
             if response.error_code:
                 raise _error(response.error_code, response.error_message)
             return response
-        response = await self._retrying(attempt)
+        response = await self._calls.run("describeAcls", ANY, attempt)
         return [AclBinding(_pattern(r.resource_type, r.resource_name, r.pattern_type),
                            _entry(a.principal, a.host, a.operation, a.permission_type))
                 for r in response.resources for a in r.acls]
@@ -77,7 +77,7 @@ class AclAdmin:
             pattern_type_filter=int(f.pattern_filter.pattern_type), principal_filter=f.entry_filter.principal,
             host_filter=f.entry_filter.host, operation=int(f.entry_filter.operation),
             permission_type=int(f.entry_filter.permission_type)) for f in filters])
-        response = await self._retrying(lambda: self._client.send(None, request))
+        response = await self._calls.run("deleteAcls", ANY, lambda t: _send(t, request))
         results: list[DeleteResult] = []
         for acl_filter, result in zip(filters, response.filter_results):
             deleted = [(AclBinding(_pattern(m.resource_type, m.resource_name, m.pattern_type),
@@ -87,6 +87,11 @@ class AclAdmin:
             results.append((acl_filter, deleted,
                             _error(result.error_code, result.error_message) if result.error_code else None))
         return results
+
+
+async def _send(t: Try, request: Any) -> Any:
+    assert t.conn is not None
+    return await t.conn.send(request, timeout=t.timeout)
 
 
 def _error(code: int, message: str | None) -> KafkaError:

@@ -10,34 +10,32 @@ kafka-python 2.x's snake_case:
     await admin.alter_consumer_group_offsets("billing", {TopicPartition("events", 0): 42})
 
 ListGroups goes to every broker (each knows only the groups it coordinates); everything else goes to
-the group's coordinator, found with FindCoordinator and cached. Like the Java Admin, a coordinator
-that moved or is loading (NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE, COORDINATOR_LOAD_IN_PROGRESS)
-or a lost connection makes the call look the coordinator up again and retry until the call's
-timeout; other errors raise the ``odradek.protocol.errors`` class of their code.
+the group's coordinator, found with FindCoordinator and cached. A coordinator that moved or is loading
+(NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE, COORDINATOR_LOAD_IN_PROGRESS) or a lost connection makes
+the call look the coordinator up again and retry until its deadline (``admin_calls.CoordinatorOf``);
+other errors raise the ``odradek.protocol.errors`` class of their code.
 """
 
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Awaitable, Callable, Iterable, Mapping, NamedTuple, Sequence, TypeVar
+from typing import Any, Callable, Iterable, Mapping, NamedTuple, Sequence, TypeVar
 
 from ..protocol.consumer_protocol import decode_assignment
 from ..protocol.errors import KafkaError, for_code  # type: ignore[attr-defined]
 from ..protocol.messages import (
-    DeleteGroupsRequest, DescribeGroupsRequest, FindCoordinatorRequest, ListGroupsRequest, OffsetCommitRequest,
-    OffsetDeleteRequest, OffsetFetchRequest,
+    DeleteGroupsRequest, DescribeGroupsRequest, ListGroupsRequest, OffsetCommitRequest, OffsetDeleteRequest,
+    OffsetFetchRequest,
 )
-from .connection import BrokerConnection
+from .admin_calls import (
+    ANY, COORDINATOR_ERRORS as _COORDINATOR_ERRORS, AdminCalls, Broker, Coordinator, CoordinatorOf, Try,
+)
 from .types import OffsetAndMetadata, TopicPartition
 
 T = TypeVar("T")
 
-COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR = 14, 15, 16
-_COORDINATOR_ERRORS = frozenset({COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR})
-_GROUP_KEY_TYPE = 0
 # The Java Admin lists as consumer groups those of the "consumer" protocol and simple ones (offsets only).
 _CONSUMER_PROTOCOL_TYPES = ("consumer", "")
-_MAX_BACKOFF_S = 1.0
 
 
 class GroupListing(NamedTuple):
@@ -49,12 +47,6 @@ class GroupListing(NamedTuple):
     @property
     def is_simple_consumer_group(self) -> bool:
         return self.protocol_type == ""
-
-
-class Coordinator(NamedTuple):
-    node_id: int
-    host: str
-    port: int
 
 
 class MemberDescription(NamedTuple):
@@ -82,63 +74,28 @@ def _raise(code: int, message: str | None, what: str) -> None:
 
 
 class GroupAdmin:
-    """The consumer-group half of ``AIOAdmin``; needs ``self._client`` (a SimpleClient) and
-    ``self.request_timeout_ms``."""
+    """The consumer-group half of ``AIOAdmin``; needs ``self._client`` (a SimpleClient) and ``self._calls``."""
 
     _client: Any
-    request_timeout_ms: int
+    _calls: AdminCalls
 
-    # -- plumbing ---------------------------------------------------------------------------------
-    @property
-    def _coordinators(self) -> dict[str, Coordinator]:
-        cache = self.__dict__.get("_coordinator_cache")
-        if cache is None:
-            cache = self.__dict__["_coordinator_cache"] = {}
-        return cache
+    async def find_coordinator(self, group_id: str, timeout_ms: int | None = None) -> Coordinator:
+        """The group's coordinator (FindCoordinator to any broker; remembered until it fails)."""
+        async def attempt(t: Try) -> Coordinator:
+            assert t.conn is not None
+            return await self._calls.find_coordinator(group_id, t.conn, t.timeout)
 
-    async def _retrying(self, attempt: Callable[[], Awaitable[T]], timeout_ms: int | None = None) -> T:
-        """Run ``attempt`` until it returns, retrying retriable Kafka errors and lost connections until
-        ``timeout_ms`` (the Java Admin's default.api.timeout.ms role); the last error is raised."""
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + (self.request_timeout_ms if timeout_ms is None else timeout_ms) / 1000.0
-        delay = self._client.retry_backoff
-        while True:
-            try:
-                return await attempt()
-            except KafkaError as exc:
-                if not exc.retriable or loop.time() + delay > deadline:
-                    raise
-                if exc.code in _COORDINATOR_ERRORS:
-                    self._coordinators.clear()
-            except OSError:
-                if loop.time() + delay > deadline:
-                    raise
-                self._coordinators.clear()  # the coordinator may have died: ask again
-            await asyncio.sleep(delay)
-            delay = min(delay * 2, _MAX_BACKOFF_S)
+        return await self._calls.run("findCoordinator", ANY, attempt, timeout_ms)
 
-    async def find_coordinator(self, group_id: str) -> Coordinator:
-        """The group's coordinator (FindCoordinator to any broker; cached until it fails)."""
-        found = self._coordinators.get(group_id)
-        if found is None:
-            response = await self._client.send(None, FindCoordinatorRequest(key=group_id, key_type=_GROUP_KEY_TYPE))
-            _raise(response.error_code, response.error_message, f"FindCoordinator for group '{group_id}'")
-            found = self._coordinators[group_id] = Coordinator(response.node_id, response.host, response.port)
-        return found
-
-    async def _coordinator_connection(self, group_id: str) -> tuple[Coordinator, BrokerConnection]:
-        coordinator = await self.find_coordinator(group_id)
-        return coordinator, await self._client._connect(coordinator.node_id, coordinator.host, coordinator.port)
-
-    async def _at_coordinator(self, group_id: str, request: Any, check: Callable[[Any], T],
+    async def _at_coordinator(self, name: str, group_id: str, request: Any, check: Callable[[Any], T],
                               timeout_ms: int | None) -> T:
         """Send ``request`` to the group's coordinator; ``check`` turns the response into the result
         (raising the errors it finds); coordinator errors and lost connections are retried."""
-        async def attempt() -> T:
-            _, conn = await self._coordinator_connection(group_id)
-            return check(await conn.send(request, timeout=self._client.request_timeout))
+        async def attempt(t: Try) -> T:
+            assert t.conn is not None
+            return check(await t.conn.send(request, timeout=t.timeout))
 
-        return await self._retrying(attempt, timeout_ms)
+        return await self._calls.run(name, CoordinatorOf(group_id), attempt, timeout_ms)
 
     # -- groups -----------------------------------------------------------------------------------
     async def list_consumer_groups(self, states: Iterable[str] | None = None, broker_ids: Sequence[int] | None = None,
@@ -147,15 +104,18 @@ class GroupAdmin:
         ``states`` keeps only groups in those states (asked of the broker from ListGroups v4)."""
         wanted = sorted(set(states or ()))
         if broker_ids is None:
-            metadata = await self._retrying(lambda: self._client.metadata(topics=[]), timeout_ms)
-            broker_ids = sorted(metadata.brokers)
+            async def brokers(t: Try) -> list[int]:
+                response = await self._client.metadata_at(t.conn, [], timeout=t.timeout)
+                return sorted(b.node_id for b in response.brokers)
+            broker_ids = await self._calls.run("findAllBrokers", ANY, brokers, timeout_ms)
 
         async def from_broker(node_id: int) -> list[Any]:
-            async def attempt() -> list[Any]:
-                response = await self._client.send(node_id, ListGroupsRequest(states_filter=wanted))
+            async def attempt(t: Try) -> list[Any]:
+                assert t.conn is not None
+                response = await t.conn.send(ListGroupsRequest(states_filter=wanted), timeout=t.timeout)
                 _raise(response.error_code, None, f"ListGroups at broker {node_id}")
                 return list(response.groups)
-            return await self._retrying(attempt, timeout_ms)
+            return await self._calls.run("listConsumerGroups", Broker(node_id), attempt, timeout_ms)
 
         listings: dict[str, GroupListing] = {}
         for answers in await asyncio.gather(*(from_broker(node_id) for node_id in broker_ids)):
@@ -171,14 +131,14 @@ class GroupAdmin:
         in the order asked. A group the coordinator does not know is described as "Dead" with no
         members, as Kafka answers."""
         async def describe(group_id: str) -> ConsumerGroupDescription:
-            async def attempt() -> ConsumerGroupDescription:
-                coordinator, conn = await self._coordinator_connection(group_id)
-                response = await conn.send(DescribeGroupsRequest(groups=[group_id]),
-                                           timeout=self._client.request_timeout)
-                [group] = response.groups
+            route = CoordinatorOf(group_id)
+
+            async def attempt(t: Try) -> ConsumerGroupDescription:
+                assert t.conn is not None and route.coordinator is not None
+                [group] = (await t.conn.send(DescribeGroupsRequest(groups=[group_id]), timeout=t.timeout)).groups
                 _raise(group.error_code, None, f"DescribeGroups of group '{group_id}'")
-                return _description(group, coordinator)
-            return await self._retrying(attempt, timeout_ms)
+                return _description(group, route.coordinator)
+            return await self._calls.run("describeConsumerGroups", route, attempt, timeout_ms)
 
         return list(await asyncio.gather(*(describe(g) for g in group_ids)))
 
@@ -194,8 +154,8 @@ class GroupAdmin:
                     _raise(result.error_code, None, f"DeleteGroups of group '{group_id}'")
                 return for_code(result.error_code)(f"group '{group_id}'") if result.error_code else None
             try:
-                return await self._at_coordinator(group_id, DeleteGroupsRequest(groups_names=[group_id]), check,
-                                                  timeout_ms)
+                return await self._at_coordinator("deleteConsumerGroups", group_id,
+                                                  DeleteGroupsRequest(groups_names=[group_id]), check, timeout_ms)
             except KafkaError as exc:  # the coordinator could not be found in time
                 return exc
 
@@ -227,8 +187,8 @@ class GroupAdmin:
                             p.committed_offset, p.metadata or "", p.committed_leader_epoch)
             return dict(sorted(offsets.items()))
 
-        return await self._at_coordinator(group_id, OffsetFetchRequest(group_id=group_id, topics=topics), check,
-                                          timeout_ms)
+        return await self._at_coordinator("listConsumerGroupOffsets", group_id,
+                                          OffsetFetchRequest(group_id=group_id, topics=topics), check, timeout_ms)
 
     async def alter_consumer_group_offsets(self, group_id: str,
                                            offsets: Mapping[TopicPartition, OffsetAndMetadata | int],
@@ -259,7 +219,7 @@ class GroupAdmin:
                         if p.error_code else None
             return results
 
-        results = await self._at_coordinator(group_id, request, check, timeout_ms)
+        results = await self._at_coordinator("alterConsumerGroupOffsets", group_id, request, check, timeout_ms)
         return _first_error_raised(results, raise_errors)
 
     async def delete_consumer_group_offsets(self, group_id: str, partitions: Iterable[TopicPartition],
@@ -282,7 +242,7 @@ class GroupAdmin:
                     for_code(p.error_code)(f"{t.name}-{p.partition_index}") if p.error_code else None
                     for t in response.topics for p in t.partitions}
 
-        results = await self._at_coordinator(group_id, request, check, timeout_ms)
+        results = await self._at_coordinator("deleteConsumerGroupOffsets", group_id, request, check, timeout_ms)
         return _first_error_raised(results, raise_errors)
 
 

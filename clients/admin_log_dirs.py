@@ -7,7 +7,8 @@ Kafka's ``Admin.describeLogDirs(brokers)`` in kafka-python's argument names:
     # {1: {"/var/lib/odradek/data": LogDirDescription(error=None, replicas={
     #          TopicPartition("events", 0): ReplicaInfo(size=1234, offset_lag=0, is_future=False), ...})}}
 
-One DescribeLogDirs request per broker (each answers only for its own dirs), sent at once. A dir with an
+One DescribeLogDirs request per broker (each answers only for its own dirs), sent at once, each retried at
+that broker until the call's deadline (``admin_calls``). A dir with an
 error (KAFKA_STORAGE_ERROR for an offline dir) carries the ``odradek.protocol.errors`` instance and no
 replicas, as the Java LogDirDescription does.
 """
@@ -19,6 +20,7 @@ from typing import Any, Iterable, Mapping, NamedTuple
 
 from ..protocol.errors import KafkaError, for_code  # type: ignore[attr-defined]
 from ..protocol.messages import DescribeLogDirsRequest
+from .admin_calls import ANY, AdminCalls, Broker, Try
 from .types import TopicPartition
 
 
@@ -39,9 +41,10 @@ TopicPartitionsArg = Mapping[str, Iterable[int]] | Iterable[str] | Iterable[Topi
 
 
 class LogDirAdmin:
-    """The log-dir part of ``AIOAdmin``; needs ``self._client`` (a SimpleClient)."""
+    """The log-dir part of ``AIOAdmin``; needs ``self._client`` (a SimpleClient) and ``self._calls``."""
 
     _client: Any
+    _calls: AdminCalls
 
     async def describe_log_dirs(self, topic_partitions: TopicPartitionsArg = None,
                                 brokers: Iterable[int] | None = None
@@ -50,12 +53,23 @@ class LogDirAdmin:
         topic names (all their partitions), or TopicPartitions; ``brokers``: None (all) or node ids."""
         topics = await self._log_dir_topics(topic_partitions)
         if brokers is None:
-            response = await self._client.metadata_response([])
+            response = await self._calls.run("findAllBrokers", ANY, self._metadata([]))
             brokers = [b.node_id for b in response.brokers]
         request = DescribeLogDirsRequest(topics=topics)
+
+        async def attempt(t: Try) -> Any:
+            assert t.conn is not None
+            return await t.conn.send(request, timeout=t.timeout)
+
         node_ids = sorted(set(brokers))
-        answers = await asyncio.gather(*(self._client.send(node, request) for node in node_ids))
+        answers = await asyncio.gather(*(self._calls.run("describeLogDirs", Broker(node), attempt)
+                                         for node in node_ids))
         return {node: _log_dirs(answer) for node, answer in zip(node_ids, answers)}
+
+    def _metadata(self, topics: list[str]) -> Any:
+        async def attempt(t: Try) -> Any:
+            return await self._client.metadata_at(t.conn, topics, timeout=t.timeout)
+        return attempt
 
     async def _log_dir_topics(self, topic_partitions: TopicPartitionsArg) -> list[Any] | None:
         if topic_partitions is None:
@@ -72,7 +86,7 @@ class LogDirAdmin:
                 else:
                     wanted.setdefault(item.topic, set()).add(item.partition)
             if names:  # all partitions of these topics, from the metadata
-                response = await self._client.metadata_response(names)
+                response = await self._calls.run("describeTopics", ANY, self._metadata(names))
                 for t in response.topics:
                     if t.error_code:
                         raise for_code(t.error_code)(f"topic '{t.name}'")

@@ -10,7 +10,8 @@ Named and shaped as Kafka's Admin (``electLeaders``, ``alterPartitionReassignmen
     ongoing = await admin.list_partition_reassignments()  # {TopicPartition: PartitionReassignment}
 
 All three go to the controller; NOT_CONTROLLER (per partition for ElectLeaders, for the whole
-request otherwise) or a lost connection makes the call look the controller up again and retry.
+request otherwise) or a lost connection makes the call look the controller up again and retry until
+its deadline (``admin_calls``). Other top-level errors end the call, as in Kafka 2.8.
 """
 
 from __future__ import annotations
@@ -21,11 +22,8 @@ from typing import Any, Iterable, Mapping, NamedTuple, Sequence
 from ..protocol.errors import KafkaError, for_code  # type: ignore[attr-defined]
 from ..protocol.messages import (AlterPartitionReassignmentsRequest, ElectLeadersRequest,
                                  ListPartitionReassignmentsRequest)
-from .simple_client import _raise_code, _Retry
+from .admin_calls import CONTROLLER, NOT_CONTROLLER, AdminCalls, Try, final
 from .types import TopicPartition
-
-NOT_CONTROLLER = 41
-_DEFAULT_TIMEOUT_MS = 30000
 
 
 class ElectionType(IntEnum):
@@ -42,63 +40,56 @@ class PartitionReassignment(NamedTuple):
 
 
 class PartitionAdmin:
-    """Mixed into AIOAdmin: expects ``self._client`` (SimpleClient) and ``self.request_timeout_ms``."""
+    """Mixed into AIOAdmin: expects ``self._calls``."""
 
-    _client: Any
-    request_timeout_ms: int
+    _calls: AdminCalls
 
     async def elect_leaders(self, election_type: ElectionType | int,
                             partitions: Iterable[TopicPartition] | None = None, timeout_ms: int | None = None
                             ) -> dict[TopicPartition, KafkaError | None]:
         """Elect leaders (preferred or unclean); per partition None or the error (ELECTION_NOT_NEEDED when
         the right leader leads already). ``partitions=None``: every partition that needs an election."""
-        timeout_ms = self.request_timeout_ms if timeout_ms is None else timeout_ms
         wanted = None if partitions is None else sorted({TopicPartition(*tp) for tp in partitions})
         topics: dict[str, list[int]] = {}
         for tp in wanted or ():
             topics.setdefault(tp.topic, []).append(tp.partition)
-        request = ElectLeadersRequest(election_type=int(election_type), timeout_ms=timeout_ms, topic_partitions=None
-                                      if wanted is None else [ElectLeadersRequest.TopicPartitions(topic=t, partitions=ps)
-                                                              for t, ps in topics.items()])
+        requested = None if wanted is None else [ElectLeadersRequest.TopicPartitions(topic=t, partitions=ps)
+                                                 for t, ps in topics.items()]
 
-        async def attempt() -> dict[TopicPartition, KafkaError | None]:
-            conn = await self._client._controller_connection()
-            response = await conn.send(request, timeout=self._client._timeout_for(timeout_ms))
-            if response.error_code:
-                raise _Retry(response.error_code, True, retriable=for_code(response.error_code).retriable)
+        async def attempt(t: Try) -> dict[TopicPartition, KafkaError | None]:
+            response = await _send(t, ElectLeadersRequest(election_type=int(election_type), timeout_ms=t.timeout_ms,
+                                                          topic_partitions=requested))
             results: dict[TopicPartition, KafkaError | None] = {}
             for topic in response.replica_election_results:
                 for p in topic.partition_result:
                     if p.error_code == NOT_CONTROLLER:
-                        raise _Retry(NOT_CONTROLLER, True)
+                        raise for_code(NOT_CONTROLLER)(p.error_message or "ElectLeaders")
                     results[TopicPartition(topic.topic, p.partition_id)] = (
                         for_code(p.error_code)(p.error_message or f"{topic.topic}-{p.partition_id}")
                         if p.error_code else None)
             return results
 
-        return await self._client._with_retries(attempt, _raise_code, topics=[])
+        return await self._calls.run("electLeaders", CONTROLLER, attempt, timeout_ms)
 
     async def alter_partition_reassignments(self, reassignments: Mapping[TopicPartition, Sequence[int] | None],
                                             timeout_ms: int | None = None, *, raise_errors: bool = False
                                             ) -> dict[TopicPartition, KafkaError | None]:
         """Start (replica list) or cancel (None) reassignments; per partition None or the error (the first
         error is raised instead with ``raise_errors``). Returns once the controller started them."""
-        timeout_ms = self.request_timeout_ms if timeout_ms is None else timeout_ms
         topic_cls = AlterPartitionReassignmentsRequest.ReassignableTopic
         by_topic: dict[str, list[Any]] = {}
         for tp, replicas in sorted(reassignments.items(), key=lambda item: tuple(item[0])):
             by_topic.setdefault(tp[0], []).append(topic_cls.ReassignablePartition(
                 partition_index=tp[1], replicas=None if replicas is None else list(replicas)))
-        request = AlterPartitionReassignmentsRequest(timeout_ms=timeout_ms, topics=[
-            topic_cls(name=name, partitions=parts) for name, parts in by_topic.items()])
+        topics = [topic_cls(name=name, partitions=parts) for name, parts in by_topic.items()]
 
-        async def attempt() -> dict[TopicPartition, KafkaError | None]:
-            response = await self._send_to_controller(request, timeout_ms)
+        async def attempt(t: Try) -> dict[TopicPartition, KafkaError | None]:
+            response = await _send(t, AlterPartitionReassignmentsRequest(timeout_ms=t.timeout_ms, topics=topics))
             return {TopicPartition(t.name, p.partition_index):
                     for_code(p.error_code)(p.error_message or f"{t.name}-{p.partition_index}") if p.error_code else None
                     for t in response.responses for p in t.partitions}
 
-        results = await self._client._with_retries(attempt, _raise_code, topics=[])
+        results = await self._calls.run("alterPartitionReassignments", CONTROLLER, attempt, timeout_ms)
         failed = [e for e in results.values() if e is not None]
         if raise_errors and failed:
             raise failed[0]
@@ -108,7 +99,6 @@ class PartitionAdmin:
                                            timeout_ms: int | None = None
                                            ) -> dict[TopicPartition, PartitionReassignment]:
         """Reassignments in progress, of ``partitions`` or (None) of the whole cluster."""
-        timeout_ms = self.request_timeout_ms if timeout_ms is None else timeout_ms
         topics = None
         if partitions is not None:
             by_topic: dict[str, list[int]] = {}
@@ -116,26 +106,24 @@ class PartitionAdmin:
                 by_topic.setdefault(tp.topic, []).append(tp.partition)
             topics = [ListPartitionReassignmentsRequest.ListPartitionReassignmentsTopics(name=t, partition_indexes=ps)
                       for t, ps in by_topic.items()]
-        request = ListPartitionReassignmentsRequest(timeout_ms=timeout_ms, topics=topics)
-
-        async def attempt() -> dict[TopicPartition, PartitionReassignment]:
-            response = await self._send_to_controller(request, timeout_ms)
+        async def attempt(t: Try) -> dict[TopicPartition, PartitionReassignment]:
+            response = await _send(t, ListPartitionReassignmentsRequest(timeout_ms=t.timeout_ms, topics=topics))
             return {TopicPartition(t.name, p.partition_index):
                     PartitionReassignment(list(p.replicas), list(p.adding_replicas), list(p.removing_replicas))
                     for t in response.topics for p in t.partitions}
 
-        return await self._client._with_retries(attempt, _raise_code, topics=[])
+        return await self._calls.run("listPartitionReassignments", CONTROLLER, attempt, timeout_ms)
 
-    async def _send_to_controller(self, request: Any, timeout_ms: int) -> Any:
-        """Send to the controller; a top-level error is retried if retriable (NOT_CONTROLLER), else raised."""
-        conn = await self._client._controller_connection()
-        response = await conn.send(request, timeout=self._client._timeout_for(timeout_ms))
-        if response.error_code:
-            error = for_code(response.error_code)
-            if error.retriable or response.error_code == NOT_CONTROLLER:
-                raise _Retry(response.error_code, True)
-            raise error(response.error_message or "")
-        return response
+
+async def _send(t: Try, request: Any) -> Any:
+    """Send to the controller; a top-level NOT_CONTROLLER is retried at the new one, other errors end the call."""
+    assert t.conn is not None
+    response = await t.conn.send(request, timeout=t.timeout)
+    if response.error_code == NOT_CONTROLLER:
+        raise for_code(NOT_CONTROLLER)(response.error_message or "")
+    if response.error_code:
+        raise final(for_code(response.error_code)(response.error_message or ""))
+    return response
 
 
 __all__ = ["ElectionType", "PartitionAdmin", "PartitionReassignment"]

@@ -8,9 +8,9 @@
     # {ClientQuotaEntity({'client-id': 'slow'}): {'producer_byte_rate': 200000.0}}
 
 An entity maps entity types (``user``, ``client-id``) to names; None is the default entity. An ``Op`` with
-value None removes the key. Both calls go to any broker (ZooKeeper holds the quotas); a broker error is
-raised as the ``odradek.protocol.errors`` class of its code (``raise_errors=False``: alter returns each
-entity's error instead).
+value None removes the key. Both calls go to any broker (ZooKeeper holds the quotas), retried as
+``admin_calls`` says; a broker error is raised as the ``odradek.protocol.errors`` class of its code
+(``raise_errors=False``: alter returns each entity's error instead).
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from typing import Any, Iterable, Mapping, NamedTuple, Sequence
 
 from ..protocol.errors import KafkaError, for_code  # type: ignore[attr-defined]
 from ..protocol.messages import AlterClientQuotasRequest, DescribeClientQuotasRequest
+from .admin_calls import ANY, AdminCalls, Try
 
 
 class ClientQuotaEntity:
@@ -98,9 +99,9 @@ class ClientQuotaAlteration(NamedTuple):
 
 
 class QuotaAdmin:
-    """The client-quota part of ``AIOAdmin``; needs ``self._client`` (a SimpleClient) and ``_retrying``."""
+    """The client-quota part of ``AIOAdmin``; needs ``self._calls``."""
 
-    _client: Any
+    _calls: AdminCalls
 
     async def describe_client_quotas(self, quota_filter: ClientQuotaFilter | None = None
                                      ) -> dict[ClientQuotaEntity, dict[str, float]]:
@@ -111,13 +112,14 @@ class QuotaAdmin:
             component_cls(entity_type=c.entity_type, match_type=c.match_type, match=c.match)
             for c in quota_filter.components])
 
-        async def attempt() -> Any:
-            response = await self._client.send(None, request)
+        async def attempt(t: Try) -> Any:
+            assert t.conn is not None
+            response = await t.conn.send(request, timeout=t.timeout)
             if response.error_code:
                 raise for_code(response.error_code)(response.error_message or "DescribeClientQuotas")
             return response
 
-        response = await self._retrying(attempt)  # type: ignore[attr-defined]
+        response = await self._calls.run("describeClientQuotas", ANY, attempt)
         return {ClientQuotaEntity({e.entity_type: e.entity_name for e in entry.entity}):
                 {v.key: v.value for v in entry.values} for entry in response.entries or ()}
 
@@ -131,10 +133,11 @@ class QuotaAdmin:
             ops=[entry_cls.OpData(key=op.key, value=0.0 if op.value is None else float(op.value),
                                   remove=op.value is None) for op in a.ops]) for a in alterations])
 
-        async def attempt() -> Any:
-            return await self._client.send(None, request)
+        async def attempt(t: Try) -> Any:
+            assert t.conn is not None
+            return await t.conn.send(request, timeout=t.timeout)
 
-        response = await self._retrying(attempt)  # type: ignore[attr-defined]
+        response = await self._calls.run("alterClientQuotas", ANY, attempt)
         results: dict[ClientQuotaEntity, KafkaError | None] = {}
         for entry in response.entries:
             entity = ClientQuotaEntity({e.entity_type: e.entity_name for e in entry.entity})

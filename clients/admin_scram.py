@@ -18,6 +18,7 @@ from typing import Any, Iterable, NamedTuple
 
 from ..protocol.errors import KafkaError, for_code  # type: ignore[attr-defined]
 from ..protocol.messages import AlterUserScramCredentialsRequest, DescribeUserScramCredentialsRequest
+from .admin_calls import ANY, AdminCalls, Try, at_controller
 from .security.scram import DEFAULT_ITERATIONS, MECHANISMS, MECHANISMS_BY_TYPE, random_salt, salted_password
 
 __all__ = ["ScramAdmin", "ScramCredentialInfo", "UserScramCredentialsDescription", "UserScramCredentialUpsertion",
@@ -60,9 +61,9 @@ def _mechanism(name: str) -> Any:
 
 
 class ScramAdmin:
-    """The SCRAM part of ``AIOAdmin``; needs ``self._client`` (a SimpleClient)."""
+    """The SCRAM part of ``AIOAdmin``; needs ``self._calls``."""
 
-    _client: Any
+    _calls: AdminCalls
 
     async def describe_user_scram_credentials(self, users: Iterable[str] | None = None
                                               ) -> dict[str, UserScramCredentialsDescription]:
@@ -70,9 +71,14 @@ class ScramAdmin:
         names = None if users is None else list(users)
         request = DescribeUserScramCredentialsRequest(
             users=None if names is None else [DescribeUserScramCredentialsRequest.UserName(name=n) for n in names])
-        response = await self._client.send(None, request)
-        if response.error_code:
-            raise for_code(response.error_code)(response.error_message or "")  # type: ignore[misc]
+        async def attempt(t: Try) -> Any:
+            assert t.conn is not None
+            response = await t.conn.send(request, timeout=t.timeout)
+            if response.error_code:
+                raise for_code(response.error_code)(response.error_message or "")  # type: ignore[misc]
+            return response
+
+        response = await self._calls.run("describeUserScramCredentials", ANY, attempt)
         out = {}
         for r in response.results:
             infos = [ScramCredentialInfo(MECHANISMS_BY_TYPE[i.mechanism].name if i.mechanism in MECHANISMS_BY_TYPE
@@ -96,16 +102,12 @@ class ScramAdmin:
             upsertions.append(AlterUserScramCredentialsRequest.ScramCredentialUpsertion(
                 name=a.user, mechanism=mechanism.type_id, iterations=a.iterations, salt=salt,
                 salted_password=salted_password(mechanism, a.password, salt, a.iterations)))
-        users = list(dict.fromkeys([u.name for u in upsertions] + [d.name for d in deletions]))
-        messages: dict[str, str | None] = {}
+        users = {name: name for name in [u.name for u in upsertions] + [d.name for d in deletions]}
 
-        async def send(conn: Any, names: list[str]) -> dict[str, int]:
-            request = AlterUserScramCredentialsRequest(upsertions=[u for u in upsertions if u.name in names],
-                                                       deletions=[d for d in deletions if d.name in names])
-            response = await conn.send(request, timeout=self._client.request_timeout)
-            messages.update({r.user: r.error_message for r in response.results})
-            return {r.user: r.error_code for r in response.results}
+        def request(names: list[str], t: Try) -> Any:
+            return AlterUserScramCredentialsRequest(upsertions=[u for u in upsertions if u.name in names],
+                                                    deletions=[d for d in deletions if d.name in names])
 
-        codes = await self._client._admin(users, send)
-        return {user: (for_code(codes[user])(messages.get(user) or "") if codes.get(user) else None)  # type: ignore[misc]
-                for user in users}
+        return await at_controller(self._calls, "alterUserScramCredentials", users, request,
+                                   lambda response: [(r.user, r.error_code, r.error_message or "")
+                                                     for r in response.results], None, item="user")

@@ -9,7 +9,8 @@
 
 It keeps one ``BrokerConnection`` per broker id (plus one per bootstrap address it had to use) and a
 ``ClusterMetadata`` picture. Partition requests go to the leader, topic administration to the
-controller, the rest to the least loaded live connection. Retriable errors are retried a few times
+controller, the rest to the least loaded live connection (or, when none is open, to a broker that has
+not failed lately: addresses whose connection failed are tried last). Retriable errors are retried a few times
 with exponential backoff; NOT_LEADER_OR_FOLLOWER, UNKNOWN_TOPIC_OR_PARTITION and
 LEADER_NOT_AVAILABLE (and NOT_CONTROLLER for administration) refresh the metadata first, as Kafka's
 clients do. Once the retries are spent, produce/fetch return the error code, create/delete return
@@ -142,6 +143,8 @@ class SimpleClient:
         self._connections: dict[Any, BrokerConnection] = {}  # node id, or ("bootstrap", host, port)
         self._connecting: dict[Any, asyncio.Lock] = {}
         self._throttles: dict[Any, ThrottleState] = {}  # per connection key, outliving connections (KIP-219)
+        self._failures: dict[tuple[str, int], int] = {}  # address -> number of its latest connection failure
+        self._failure_count = 0  # failures noted so far (numbers, not times: a coarse clock would tie them)
         self.throttle_time = ThrottleTimeSensor()  # every response's throttle_time_ms (the clients' metrics)
         self._closed = False
 
@@ -150,6 +153,10 @@ class SimpleClient:
 
     async def __aexit__(self, *exc_info: Any) -> None:
         await self.close()
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
 
     async def close(self) -> None:
         self._closed = True
@@ -170,12 +177,22 @@ class SimpleClient:
                 return conn
             if conn is not None:
                 await conn.close()  # closed already, or the broker moved to another address
-            conn = await BrokerConnection.connect(host, port, client_id=self.client_id,
-                                                  timeout=self.connect_timeout, security=self.security,
-                                                  throttle=self._throttles.setdefault(key, ThrottleState()),
-                                                  throttle_sensor=self.throttle_time)
+            try:
+                conn = await BrokerConnection.connect(host, port, client_id=self.client_id,
+                                                      timeout=self.connect_timeout, security=self.security,
+                                                      throttle=self._throttles.setdefault(key, ThrottleState()),
+                                                      throttle_sensor=self.throttle_time)
+            except OSError:
+                self.note_failure(host, port)
+                raise
             self._connections[key] = conn
             return conn
+
+    def note_failure(self, host: str, port: int) -> None:
+        """A connection to ``host:port`` failed or timed out: ``_any_connection`` tries it after the others
+        (as Java's leastLoadedNode skips nodes in reconnect backoff)."""
+        self._failure_count += 1
+        self._failures[(host, port)] = self._failure_count
 
     async def connection(self, node_id: int) -> BrokerConnection:
         """The connection to broker ``node_id`` (opened on first use, from the metadata's address)."""
@@ -196,6 +213,7 @@ class SimpleClient:
         brokers = [(node_id, (b.host, b.port)) for node_id, b in self.cluster.brokers.items()]
         random.shuffle(brokers)
         candidates = brokers + [(("bootstrap", host, port), (host, port)) for host, port in self.bootstrap_servers]
+        candidates.sort(key=lambda candidate: self._failures.get(candidate[1], -1))  # stable: shuffled otherwise
         failures = []
         for key, (host, port) in candidates:
             try:
@@ -290,22 +308,34 @@ class SimpleClient:
                                 allow_auto_topic_creation: bool = False) -> Any:
         """``metadata`` but returning the MetadataResponse itself (topic ids, offline replicas: Admin)."""
         async def attempt() -> Any:
-            conn = await self._any_connection()
-            version = conn.version_for(ApiKey.METADATA)
-            if topics is None:
-                wanted = [] if version == 0 else None  # v0 has no null: an empty list meant "all"
-            else:
-                wanted = [MetadataRequest.MetadataRequestTopic(name=name) for name in topics]
-            request = MetadataRequest(topics=wanted)
-            if version >= 4:  # earlier versions always let the broker's config decide
-                request.allow_auto_topic_creation = allow_auto_topic_creation
-            return await conn.send(request, version=version, timeout=self.request_timeout)
+            return await self.metadata_at(await self._any_connection(), topics, allow_auto_topic_creation)
 
         # No metadata refresh between attempts (that would recurse): another broker is simply tried.
-        response = await self._with_retries(attempt, _raise_code, topics=None)
+        return await self._with_retries(attempt, _raise_code, topics=None)
+
+    async def metadata_at(self, conn: BrokerConnection, topics: list[str] | None = None,
+                          allow_auto_topic_creation: bool = False, *, timeout: float | None = None) -> Any:
+        """One Metadata request on ``conn`` (``topics`` as for ``metadata``); the answer updates ``cluster``."""
+        version = conn.version_for(ApiKey.METADATA)
+        if topics is None:
+            wanted = [] if version == 0 else None  # v0 has no null: an empty list meant "all"
+        else:
+            wanted = [MetadataRequest.MetadataRequestTopic(name=name) for name in topics]
+        request = MetadataRequest(topics=wanted)
+        if version >= 4:  # earlier versions always let the broker's config decide
+            request.allow_auto_topic_creation = allow_auto_topic_creation
+        response = await conn.send(request, version=version, timeout=timeout or self.request_timeout)
         fresh = ClusterMetadata.from_response(response)
         self.cluster = fresh if topics is None else self.cluster.merged(fresh)
         return response
+
+    def forget_controller(self) -> None:
+        """The controller moved or died: the next administrative request looks it up again."""
+        self.cluster = ClusterMetadata(dict(self.cluster.brokers), -1, self.cluster.cluster_id, self.cluster.topics)
+
+    def forget_topics(self) -> None:
+        """Partition leaders may have moved: requests to leaders look them up again."""
+        self.cluster = self.cluster.without_topics(list(self.cluster.topics))
 
     async def _poll(self, topics: list[str], ready: Callable[[ClusterMetadata], bool], timeout: float,
                     what: str) -> ClusterMetadata:

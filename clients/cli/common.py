@@ -13,6 +13,9 @@ from ...protocol.errors import KafkaError  # type: ignore[attr-defined]
 from ..admin import AIOAdmin
 
 KAFKA_VERSION = "2.8.0 (Odradek)"  # what --version prints (AppInfoParser's version, then ours)
+# The admin client's timing in --command-config, Kafka's AdminClientConfig names -> AIOAdmin's keywords
+_ADMIN_TIMING = {"request.timeout.ms": "request_timeout_ms", "default.api.timeout.ms": "default_api_timeout_ms",
+                 "retries": "retries", "retry.backoff.ms": "retry_backoff_ms"}
 
 ExceptionTypes = Union[type, tuple]
 # (exception types, report or None): run_tool's "this failure ends the tool with exit code 1"
@@ -138,23 +141,45 @@ def failure_report(template: str, stderr: bool = False) -> Callable[[BaseExcepti
     return report
 
 
-def command_config_security(opts: argparse.Namespace) -> dict[str, Any]:
-    """The security keywords (TLS, SASL) of the tool's --command-config (--admin.config) properties,
-    in Kafka's client names: security.protocol, sasl.mechanism, sasl.jaas.config, ssl.truststore.*..."""
+def _command_config(opts: argparse.Namespace) -> dict[str, str]:
+    """The tool's --command-config (--admin.config) properties; {} without one."""
     path = getattr(opts, "command_config", None) or getattr(opts, "admin_config", None)
     if not path:
         return {}
-    from .kafka_properties import load_properties, security_kwargs  # that module imports this one
-    return security_kwargs(load_properties(path, "--command-config"))
+    from .kafka_properties import load_properties  # that module imports this one
+    return load_properties(path, "--command-config")
+
+
+def command_config_security(opts: argparse.Namespace) -> dict[str, Any]:
+    """The security keywords (TLS, SASL) of the tool's --command-config (--admin.config) properties,
+    in Kafka's client names: security.protocol, sasl.mechanism, sasl.jaas.config, ssl.truststore.*..."""
+    props = _command_config(opts)
+    if not props:
+        return {}
+    from .kafka_properties import security_kwargs  # that module imports this one
+    return security_kwargs(props)
+
+
+def command_config_admin_timing(opts: argparse.Namespace) -> dict[str, int]:
+    """request.timeout.ms, default.api.timeout.ms, retries and retry.backoff.ms of the tool's
+    --command-config, as AIOAdmin's keywords (Kafka's tools hand the whole file to their AdminClient)."""
+    timing = {}
+    for name, value in _command_config(opts).items():
+        if name in _ADMIN_TIMING:
+            try:
+                timing[_ADMIN_TIMING[name]] = int(value)
+            except ValueError:
+                raise UsageError(f"Invalid value {value} for configuration {name}: Not a number of type INT") from None
+    return timing
 
 
 def run_admin(opts: argparse.Namespace, work: Callable[[AIOAdmin], Awaitable[Any]], **admin_options: Any) -> Any:
     """Run ``work(admin)`` with an admin client on the tool's --bootstrap-server and client.id
-    (``opts.client_id``) and the security of its --command-config, closed afterwards; returns what
-    ``work`` returned."""
-    security = command_config_security(opts)
+    (``opts.client_id``) and the security and timing of its --command-config (the tool's own
+    ``admin_options`` first), closed afterwards; returns what ``work`` returned."""
+    options = {**command_config_security(opts), **command_config_admin_timing(opts), **admin_options}
 
     async def session() -> Any:
-        async with AIOAdmin(opts.bootstrap_server, client_id=opts.client_id, **security, **admin_options) as admin:
+        async with AIOAdmin(opts.bootstrap_server, client_id=opts.client_id, **options) as admin:
             return await work(admin)
     return asyncio.run(session())

@@ -13,6 +13,7 @@ from __future__ import annotations
 import signal
 
 from odradek.clients.admin import Admin, NewTopic
+from odradek.clients.simple_client import SyncSimpleClient
 from odradek.clients.types import TopicPartition
 from odradek.protocol.errors import UnknownTopicOrPartitionError  # type: ignore[attr-defined]
 from tests.integration.helpers import partition_dirs, wait_until
@@ -45,13 +46,14 @@ def test_a_topic_being_reassigned_is_deleted_only_after_its_move_completes_or_is
 
     cluster.brokers[stopped].process.send(signal.SIGSTOP)
     try:
-        with Admin(running) as admin:
+        with Admin(running) as admin, SyncSimpleClient(running) as client:
             started = admin.alter_partition_reassignments({TopicPartition("moving", 0): [a, stopped],
                                                            TopicPartition("cancelled", 0): [b, stopped]})
             assert started == {TopicPartition("moving", 0): None, TopicPartition("cancelled", 0): None}
-            # timeout 0: the answer does not wait for the deletion (Kafka's too)
-            assert admin.delete_topics(["moving", "cancelled"], timeout_ms=0) == {"moving": None, "cancelled": None}
-            assert admin.delete_topics(["plain"], timeout_ms=0) == {"plain": None}
+            # DeleteTopics' timeout 0: the answer does not wait for the deletion (Kafka's too). Sent by the
+            # SimpleClient: the Admin's timeout_ms is its whole call's deadline, as Kafka's Admin's.
+            assert client.delete_topics(["moving", "cancelled"], timeout_ms=0) == {"moving": 0, "cancelled": 0}
+            assert client.delete_topics(["plain"], timeout_ms=0) == {"plain": 0}
             # the controller handled the markers in order: once "plain" is gone it has seen the other two
             wait_until(lambda: "plain" not in admin.list_topics(), WAIT_S, what="plain deleted")
             wait_until(lambda: not on_disk(cluster, "plain"), WAIT_S, what="plain's replicas deleted")

@@ -147,10 +147,15 @@ def test_missing_bootstrap_server_and_help():
     assert "--bootstrap-server" in helped.stdout and "--under-replicated-partitions" in helped.stdout
 
 
-def test_unreachable_cluster_is_an_error_line():
-    done = topics_tool("--bootstrap-server", "127.0.0.1:1", "--list", check=False)
+def test_unreachable_cluster_is_an_error_line(tmp_path):
+    # As Kafka's, the tool's admin client tries until default.api.timeout.ms (60 s unless the
+    # --command-config says less).
+    config = tmp_path / "admin.properties"
+    config.write_text("request.timeout.ms=1000\ndefault.api.timeout.ms=2000\n")
+    done = topics_tool("--bootstrap-server", "127.0.0.1:1", "--list", "--command-config", str(config), check=False)
     assert done.returncode == 1
-    assert done.stdout.startswith("Error while executing topic command : ")
+    assert done.stdout.startswith("Error while executing topic command : listTopics timed out after "), done.stdout
+    assert "(deadline of 2000 ms passed)" in done.stdout and "127.0.0.1:1" in done.stdout
 
 
 def test_alter_partitions(three):

@@ -1,7 +1,8 @@
-"""A fake cluster for SimpleClient tests: real broker reactors (SocketServer + KafkaApis) on loopback,
-with small handlers for Metadata, Produce, Fetch, ListOffsets, CreateTopics, DeleteTopics and
-InitProducerId sharing one in-memory state that a test can change (move leaders and the controller,
-register brokers, inject error codes) while the client holds stale metadata.
+"""A fake cluster for SimpleClient and Admin tests: real broker reactors (SocketServer + KafkaApis) on
+loopback, with small handlers for Metadata, Produce, Fetch, ListOffsets, CreateTopics, DeleteTopics,
+InitProducerId, FindCoordinator and OffsetFetch sharing one in-memory state that a test can change (move
+leaders, the controller and the group coordinator, register brokers, inject error codes, close a
+connection after handling a request) while the client holds stale metadata.
 """
 
 from __future__ import annotations
@@ -13,11 +14,12 @@ from collections import Counter, defaultdict
 from typing import Any, Iterator
 
 from odradek.broker.kafka_apis import KafkaApis
+from odradek.broker.network.request_channel import Response
 from odradek.broker.network.socket_server import SocketServer
 from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.messages import (
-    CreateTopicsResponse, DeleteTopicsResponse, FetchResponse, InitProducerIdResponse, ListOffsetsResponse,
-    MetadataResponse, ProduceResponse,
+    CreateTopicsResponse, DeleteTopicsResponse, FetchResponse, FindCoordinatorResponse, InitProducerIdResponse,
+    ListOffsetsResponse, MetadataResponse, OffsetFetchResponse, ProduceResponse,
 )
 from odradek.protocol.records import RecordBatchView
 
@@ -34,6 +36,7 @@ OffsetsTopic = ListOffsetsResponse.ListOffsetsTopicResponse
 OffsetsPartition = OffsetsTopic.ListOffsetsPartitionResponse
 
 NOT_CONTROLLER = 41
+NOT_COORDINATOR = 16
 NOT_LEADER_OR_FOLLOWER = 6
 UNKNOWN_TOPIC_OR_PARTITION = 3
 
@@ -65,6 +68,8 @@ class FakeCluster:
         self.logs: dict[tuple[str, int], PartitionLog] = defaultdict(PartitionLog)
         self.calls: Counter = Counter()  # (broker id, api key) -> requests handled
         self.inject: dict[int, list[int]] = defaultdict(list)  # api key -> error codes to answer next
+        self.drop: Counter = Counter()  # api key -> requests handled, then answered by closing the connection
+        self.coordinator_id = 0  # of every group
         self.servers: dict[int, SocketServer] = {}
         self.next_producer_id = 1000
 
@@ -95,11 +100,16 @@ class FakeCluster:
             ApiKey.METADATA: self._metadata, ApiKey.PRODUCE: self._produce, ApiKey.FETCH: self._fetch,
             ApiKey.LIST_OFFSETS: self._list_offsets, ApiKey.CREATE_TOPICS: self._create_topics,
             ApiKey.DELETE_TOPICS: self._delete_topics, ApiKey.INIT_PRODUCER_ID: self._init_producer_id,
+            ApiKey.FIND_COORDINATOR: self._find_coordinator, ApiKey.OFFSET_FETCH: self._offset_fetch,
         }
         for key, handler in handlers.items():
             def handle(request, handler=handler, key=key):
                 self.calls[(broker_id, int(key))] += 1
-                return handler(broker_id, request)
+                answer = handler(broker_id, request)
+                if self.drop[int(key)] > 0:  # done, but the client never hears of it
+                    self.drop[int(key)] -= 1
+                    return Response.close(request, "the fake broker drops this connection")
+                return answer
             apis.register(key, handle)
         return apis
 
@@ -189,6 +199,18 @@ class FakeCluster:
                 code = 0 if self.topics.pop(name, None) is not None else UNKNOWN_TOPIC_OR_PARTITION
             results.append(DeleteTopicsResponse.DeletableTopicResult(name=name, error_code=code))
         return DeleteTopicsResponse(responses=results)
+
+    def _find_coordinator(self, broker_id: int, request: Any) -> Any:
+        code = self._injected(ApiKey.FIND_COORDINATOR)
+        if code:
+            return FindCoordinatorResponse(error_code=code, node_id=-1, host="", port=-1)
+        node = self.coordinator_id
+        return FindCoordinatorResponse(error_code=0, node_id=node, host="127.0.0.1", port=self.port(node))
+
+    def _offset_fetch(self, broker_id: int, request: Any) -> Any:
+        """No group has committed offsets; only the coordinator says so."""
+        code = 0 if broker_id == self.coordinator_id else NOT_COORDINATOR
+        return OffsetFetchResponse(error_code=code, topics=[])
 
     def _init_producer_id(self, broker_id: int, request: Any) -> Any:
         code = self._injected(ApiKey.INIT_PRODUCER_ID)

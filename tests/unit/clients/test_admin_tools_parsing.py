@@ -1,7 +1,9 @@
-"""Flag parsing and output formatting of odradek-consumer-groups and odradek-configs (no cluster)."""
+"""Flag parsing and output formatting of odradek-consumer-groups and odradek-configs, and the admin
+tools' --command-config (no cluster)."""
 
 from __future__ import annotations
 
+import argparse
 import io
 from datetime import datetime, timezone
 
@@ -10,7 +12,7 @@ import pytest
 from odradek.clients.admin import ConfigEntry
 from odradek.clients.admin_groups import ConsumerGroupDescription, Coordinator, MemberDescription
 from odradek.clients.cli import configs, consumer_groups
-from odradek.clients.cli.common import UsageError
+from odradek.clients.cli.common import UsageError, command_config_admin_timing
 from odradek.clients.types import TopicPartition
 
 
@@ -170,3 +172,15 @@ def test_config_entry_line():
                                          "retention.ms=1000, STATIC_BROKER_CONFIG:log.retention.hours=168}")
     secret = ConfigEntry("ssl.key.password", None, 2, False, False, True, [])
     assert configs.entry_line(secret) == "  ssl.key.password=null sensitive=true synonyms={}"
+
+
+def test_the_command_config_sets_the_admin_clients_timing(tmp_path):
+    config = tmp_path / "admin.properties"
+    config.write_text("client.id=mine\nrequest.timeout.ms=1000\ndefault.api.timeout.ms=2000\nretries=3\n")
+    opts = argparse.Namespace(command_config=str(config))
+    assert command_config_admin_timing(opts) == {"request_timeout_ms": 1000, "default_api_timeout_ms": 2000,
+                                                 "retries": 3}
+    assert command_config_admin_timing(argparse.Namespace(command_config=None)) == {}
+    config.write_text("retry.backoff.ms=soon\n")
+    with pytest.raises(UsageError, match="Invalid value soon for configuration retry.backoff.ms"):
+        command_config_admin_timing(opts)

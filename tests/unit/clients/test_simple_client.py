@@ -292,3 +292,22 @@ def test_dead_leader_is_replaced_after_a_metadata_refresh():
                 assert client.cluster.leader_for("t", 0) == 0
 
     run(main())
+
+
+def test_brokers_that_failed_lately_are_tried_last():
+    async def main():
+        async with fake_cluster(3) as cluster:
+            async with client_for(cluster) as client:
+                await client.metadata([])
+                client.note_failure("127.0.0.1", cluster.port(0))
+                client.note_failure("127.0.0.1", cluster.port(2))  # the latest failure: tried last of all
+                for _ in range(5):  # the order among brokers that never failed is random; these are not
+                    for conn in list(client._connections.values()):
+                        await conn.close()
+                    assert (await client._any_connection()).port == cluster.port(1)
+                await cluster.servers[1].stop(timeout=0)
+                for conn in list(client._connections.values()):
+                    await conn.close()
+                assert (await client._any_connection()).port == cluster.port(0)  # 1 refused, then noted
+
+    run(main())
