@@ -32,15 +32,15 @@ def _confluent(bootstrap, group, topic, client_id, session_ms, rebalance_ms):
 def _kafka_python(bootstrap, group, topic, client_id, session_ms, rebalance_ms):
     import logging
 
-    import kafka
+    from helpers import kafka_python_group_consumer  # this script's folder is first on sys.path
 
     # its group coordinator's INFO lines go to stderr, which the test shows when it fails
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
     logging.getLogger("kafka.coordinator").setLevel(logging.INFO)
 
-    consumer = kafka.KafkaConsumer(topic, bootstrap_servers=bootstrap, group_id=group, client_id=client_id,
-                                   session_timeout_ms=session_ms, heartbeat_interval_ms=1000,
-                                   max_poll_interval_ms=rebalance_ms)
+    consumer = kafka_python_group_consumer(topic, bootstrap_servers=bootstrap, group_id=group, client_id=client_id,
+                                           session_timeout_ms=session_ms, heartbeat_interval_ms=1000,
+                                           max_poll_interval_ms=rebalance_ms)
     return (lambda: consumer.poll(100), lambda: {tp.partition for tp in consumer.assignment()}, consumer.close)
 
 

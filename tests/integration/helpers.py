@@ -1,6 +1,7 @@
 """Helpers shared by the integration tests: running a coroutine with a bound, topics made and read back
-through SimpleClient, the console scripts run as a user runs them, and an idempotent confluent-kafka
-producer writing numbered records in a thread."""
+through SimpleClient, a kafka-python group consumer that knows its topics before it joins, the console
+scripts run as a user runs them, and an idempotent confluent-kafka producer writing numbered records in a
+thread."""
 
 from __future__ import annotations
 
@@ -38,6 +39,26 @@ async def create_topic(servers: str, name: str, partitions: int) -> None:
     async with SimpleClient(servers) as client:
         assert (await client.create_topics({name: (partitions, 1)}))[name] == 0
         await client.wait_for_leaders(name)
+
+
+def kafka_python_group_consumer(*topics: str, **configs):
+    """kafka-python's KafkaConsumer subscribed to ``topics`` that has their metadata before it first joins.
+
+    kafka-python 3.0.12 joins before its first metadata answer; leading the group then, it assigns nothing
+    ("No partition metadata") and rejoins when the metadata comes, its rejoin flag clear. If that join ends
+    after a poll()'s deadline, need_rejoin() is False at the next poll and the finished join is never applied:
+    no assignment and no heartbeats until its session expires (Java's rejoinNeededOrPending() counts a pending
+    join, and its leader refreshes metadata before assigning). The broker's part is Kafka 2.8's."""
+    import kafka
+
+    consumer = kafka.KafkaConsumer(*topics, **configs)
+
+    def knows_topics() -> bool:
+        consumer.topics()  # a metadata round trip each time: the coordinator's snapshot of the topics follows it
+        return all(consumer.partitions_for_topic(topic) for topic in topics)
+
+    wait_until(knows_topics, 60, f"kafka-python's metadata of {', '.join(topics)}")
+    return consumer
 
 
 async def read_all(servers: str, topic: str, partitions: int) -> dict[int, list]:

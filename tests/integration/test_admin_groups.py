@@ -27,6 +27,7 @@ from odradek.protocol.errors import (  # noqa: E402
     GroupIdNotFoundError, GroupSubscribedToTopicError, NonEmptyGroupError, UnknownMemberIdError,
 )
 from tests.conftest import new_cluster  # noqa: E402
+from tests.integration.helpers import kafka_python_group_consumer  # noqa: E402
 
 pytestmark = pytest.mark.timeout(300)
 GROUP_OVERRIDES = {"offsets.topic.num.partitions": "3", "group.initial.rebalance.delay.ms": "0"}
@@ -75,8 +76,8 @@ def committed(bootstrap: str, group: str, topic: str, partitions: list[int]) -> 
 
 
 def joined_kafka_python_consumer(bootstrap: str, topic: str, group: str, client_id: str) -> KafkaConsumer:
-    consumer = KafkaConsumer(topic, bootstrap_servers=bootstrap, group_id=group, client_id=client_id,
-                             auto_offset_reset="earliest", enable_auto_commit=False)
+    consumer = kafka_python_group_consumer(topic, bootstrap_servers=bootstrap, group_id=group, client_id=client_id,
+                                           auto_offset_reset="earliest", enable_auto_commit=False)
     deadline = time.monotonic() + 60
     while not consumer.assignment():
         assert time.monotonic() < deadline, "the kafka-python consumer never got an assignment"

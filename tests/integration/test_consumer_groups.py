@@ -301,6 +301,9 @@ class Announce(ConsumerRebalanceListener):
 consumer = KafkaConsumer(bootstrap_servers=bootstrap, group_id=group, auto_offset_reset="earliest",
                          enable_auto_commit=False, session_timeout_ms=6000, heartbeat_interval_ms=500)
 consumer.subscribe([topic], listener=Announce())  # kafka-python's default strategy: range, roundrobin
+consumer.topics()  # its metadata before it joins (helpers.kafka_python_group_consumer says why)
+while not consumer.partitions_for_topic(topic):
+    consumer.topics()
 
 def freeze_if_asked():
     if os.path.exists(freeze_file):  # stop between two records: all it reported is committed

@@ -21,7 +21,7 @@ from kafka.structs import OffsetAndMetadata as KafkaOffsetAndMetadata  # noqa: E
 from odradek.clients.admin import Admin, NewTopic  # noqa: E402
 from odradek.clients.types import TopicPartition  # noqa: E402
 from tests.conftest import new_cluster  # noqa: E402
-from tests.integration.helpers import console_tool  # noqa: E402
+from tests.integration.helpers import console_tool, kafka_python_group_consumer  # noqa: E402
 
 pytestmark = pytest.mark.timeout(300)
 GROUP_OVERRIDES = {"offsets.topic.num.partitions": "3", "group.initial.rebalance.delay.ms": "0"}
@@ -84,8 +84,9 @@ def committed(cluster, group: str) -> dict[int, int]:
 def active_member(cluster, topic):
     """A kafka-python member of a Stable group owning both partitions, partition 0 committed at 3."""
     group = f"active-{uuid.uuid4().hex[:6]}"
-    consumer = KafkaConsumer(topic, bootstrap_servers=cluster.bootstrap_servers, group_id=group,
-                             client_id="member-client", auto_offset_reset="earliest", enable_auto_commit=False)
+    consumer = kafka_python_group_consumer(topic, bootstrap_servers=cluster.bootstrap_servers, group_id=group,
+                                           client_id="member-client", auto_offset_reset="earliest",
+                                           enable_auto_commit=False)
     deadline = time.monotonic() + 60
     while len(consumer.assignment()) < 2:
         assert time.monotonic() < deadline, "the kafka-python consumer never got its assignment"

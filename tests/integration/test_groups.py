@@ -19,6 +19,8 @@ from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import NewTopic  # noqa: E402
 from kafka.structs import OffsetAndMetadata  # noqa: E402
 
+from tests.integration.helpers import kafka_python_group_consumer  # noqa: E402
+
 GROUP_OVERRIDES = {"offsets.topic.num.partitions": "3", "group.initial.rebalance.delay.ms": "0"}
 
 
@@ -103,8 +105,9 @@ def test_kafka_python_group_consumer_commits_and_a_new_member_resumes(odradek_cl
     create_topic(bootstrap, topic, 1, records=6)
 
     def consume(limit: int) -> list[bytes]:
-        consumer = KafkaConsumer(topic, bootstrap_servers=bootstrap, group_id=group, auto_offset_reset="earliest",
-                                 enable_auto_commit=False, consumer_timeout_ms=15000, max_poll_records=limit)
+        consumer = kafka_python_group_consumer(topic, bootstrap_servers=bootstrap, group_id=group,
+                                               auto_offset_reset="earliest", enable_auto_commit=False,
+                                               consumer_timeout_ms=15000, max_poll_records=limit)
         values = []
         for message in consumer:
             values.append(message.value)
@@ -169,10 +172,10 @@ def test_three_client_libraries_share_a_group_and_rebalance_when_one_leaves(odra
     bootstrap = cluster.bootstrap_servers
     topic, group = f"t-{uuid.uuid4().hex[:8]}", f"g-{uuid.uuid4().hex[:8]}"
     create_topic(bootstrap, topic, 6)
-    kp = KafkaConsumer(topic, bootstrap_servers=bootstrap, group_id=group, session_timeout_ms=10000,
-                       heartbeat_interval_ms=1000, partition_assignment_strategy=[
-                           kafka.coordinator.assignors.range.RangePartitionAssignor,
-                           kafka.coordinator.assignors.roundrobin.RoundRobinPartitionAssignor])
+    kp = kafka_python_group_consumer(topic, bootstrap_servers=bootstrap, group_id=group, session_timeout_ms=10000,
+                                     heartbeat_interval_ms=1000, partition_assignment_strategy=[
+                                         kafka.coordinator.assignors.range.RangePartitionAssignor,
+                                         kafka.coordinator.assignors.roundrobin.RoundRobinPartitionAssignor])
     ck = confluent_kafka.Consumer({"bootstrap.servers": bootstrap, "group.id": group,
                                    "partition.assignment.strategy": "range,roundrobin",
                                    "session.timeout.ms": 10000})
@@ -221,8 +224,8 @@ def test_admin_lists_describes_and_deletes_groups_and_their_offsets(odradek_clus
     topic, active, idle = f"t-{uuid.uuid4().hex[:8]}", f"a-{uuid.uuid4().hex[:8]}", f"i-{uuid.uuid4().hex[:8]}"
     create_topic(bootstrap, topic, 2, records=2)
     kp_commit(bootstrap, idle, topic, {0: (1, ""), 1: (2, "")})
-    consumer = KafkaConsumer(topic, bootstrap_servers=bootstrap, group_id=active, auto_offset_reset="earliest",
-                             client_id="member-client")
+    consumer = kafka_python_group_consumer(topic, bootstrap_servers=bootstrap, group_id=active,
+                                           auto_offset_reset="earliest", client_id="member-client")
     admin = KafkaAdminClient(bootstrap_servers=bootstrap)
     try:
         deadline = time.monotonic() + 60
@@ -299,8 +302,8 @@ def test_a_member_that_dies_is_expired_after_its_session_timeout_and_the_rest_ta
     bootstrap = cluster.bootstrap_servers
     topic, group = f"t-{uuid.uuid4().hex[:8]}", f"g-{uuid.uuid4().hex[:8]}"
     create_topic(bootstrap, topic, 6)
-    kp = KafkaConsumer(topic, bootstrap_servers=bootstrap, group_id=group, session_timeout_ms=10000,
-                       heartbeat_interval_ms=1000)
+    kp = kafka_python_group_consumer(topic, bootstrap_servers=bootstrap, group_id=group, session_timeout_ms=10000,
+                                     heartbeat_interval_ms=1000)
     members = {"kp": _Member(lambda: kp.poll(200), lambda: {tp.partition for tp in kp.assignment()}, kp.close),
                "aio": _aiokafka_member(bootstrap, topic, group)}
     for member in members.values():
