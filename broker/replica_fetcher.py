@@ -28,7 +28,6 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 from ..clients.connection import BrokerConnection
 from ..controller.channel_manager import inter_broker_connect
-from ..protocol.api_keys import ApiKey
 from ..protocol.errors import (  # type: ignore[attr-defined]
     FencedLeaderEpochError, FetchSessionIdNotFoundError, InvalidFetchSessionEpochError, OffsetOutOfRangeError,
     for_code,

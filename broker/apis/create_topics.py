@@ -52,7 +52,7 @@ class CreateTopicsApi:
             counts[t.name] = counts.get(t.name, 0) + 1
         results: dict[str, Any] = {}
         created: list[str] = []
-        active = services.controller is not None and services.controller.is_active
+        active = services.controller.is_active
         creatable, describable = self._authorized(request) if active else (set(), set())
         for t in body.topics:
             if t.name in results:

@@ -60,7 +60,7 @@ class DeleteTopicsApi:
         for name, topic_id in requested:
             try:
                 # Kafka 2.8's order: controller, delete.topic.enable, then per topic its id, its ACLs, its existence.
-                if services.controller is None or not services.controller.is_active:
+                if not services.controller.is_active:
                     raise NotControllerError("this broker is not the controller")
                 if not services.config.get("delete.topic.enable"):
                     if request.api_version < 3:  # Kafka's answer to clients that predate the error code
