@@ -262,6 +262,23 @@ class BrokerConnection(asyncio.Protocol):
             correlation_id = self._take_correlation_id()
             data = encode_request(body, version, correlation_id, self.client_id)  # may raise: nothing sent yet
             waiter = self._write(data, correlation_id, api_key, version, expects_response)
+        return await self.answer(waiter, api_key, version, timeout)
+
+    def send_now(self, body: Any) -> asyncio.Future | None:
+        """Write a request in this call, at ``version_for`` its api key, and return the future of its raw
+        answer, for ``answer()``; None (nothing written) when it cannot leave at once: the connection is
+        closed, requests are held behind a throttle, or the transport's buffer is full. Then use ``send``."""
+        if self._closed or self._paused or self._held or self._throttle.until > self._loop.time():
+            return None
+        api_key = body.MESSAGE.api_key
+        version = self.version_for(api_key)
+        correlation_id = self._take_correlation_id()
+        data = encode_request(body, version, correlation_id, self.client_id)
+        return self._write(data, correlation_id, api_key, version, True)
+
+    async def answer(self, waiter: asyncio.Future | None, api_key: int, version: int,
+                     timeout: float | None) -> Any:
+        """The response body of a written request (None when none comes), as ``send`` waits for it."""
         try:
             async with asyncio.timeout(timeout):
                 if self._paused:

@@ -2,10 +2,11 @@
 markers of every transaction queued for that broker (Kafka 2.8's TransactionMarkerChannelManager with its
 per-broker queues, drained by the InterBrokerSendThread).
 
-A transaction's task hands in the markers it needs on one broker and awaits that broker's answer for its
-producer id. Each destination has at most one request in flight: while it is out, new markers queue, and
-they all leave together when it returns, so concurrent transactions share requests instead of each sending
-its own. Two markers of one producer never share a request (the response is keyed by producer id, as in
+A transaction hands in the markers it needs on one broker (``submit``, in the call that decided them) and
+awaits that broker's answer for its producer id. Each destination has at most one request in flight. With
+none out and the connection open, the request leaves in the ``submit`` call itself (batching never waits
+for company); while one is out, new markers queue, and they all leave together when it returns, so
+concurrent transactions share requests instead of each sending its own. Two markers of one producer never share a request (the response is keyed by producer id, as in
 Kafka); the later one waits for the next. What a marker's answer means (done, retry, fenced) is the
 sender's business (marker_sender.py): this module only moves requests and hands back per-producer results.
 """
@@ -23,6 +24,7 @@ from .trace import trace
 
 log = logging.getLogger(__name__)
 
+_WRITE_TXN_MARKERS = WriteTxnMarkersRequest.MESSAGE.api_key
 _Marker = WriteTxnMarkersRequest.WritableTxnMarker
 _MarkerTopic = _Marker.WritableTxnMarkerTopic
 
@@ -62,21 +64,28 @@ class TxnMarkerChannel:
         self.requests_sent = 0    # WriteTxnMarkers requests sent (for tests and benchmarks)
         self.markers_sent = 0     # markers they carried
 
-    async def send(self, broker: int, address: tuple[str, int], producer_id: int, producer_epoch: int,
-                   commit: bool, coordinator_epoch: int, partitions: list[tuple[str, int]]) -> Any:
-        """Queue one transaction's markers for ``broker``; returns its WritableTxnMarkerResult, or None if
-        the request failed (lost connection, timeout). Cancelling the caller drops the marker from the queue."""
+    def submit(self, broker: int, address: tuple[str, int], producer_id: int, producer_epoch: int,
+               commit: bool, coordinator_epoch: int, partitions: list[tuple[str, int]]) -> asyncio.Future:
+        """Queue one transaction's markers for ``broker``; the future of its WritableTxnMarkerResult, or None
+        if the request failed (lost connection, timeout). With no request out to that broker and its
+        connection open, the request leaves in this call, with whatever else is queued: batching never waits
+        for company. Cancelling the future drops the marker from the queue."""
+        loop = asyncio.get_running_loop()
         queued = QueuedMarker(producer_id, producer_epoch, commit, coordinator_epoch, list(partitions),
-                              asyncio.get_running_loop().create_future())
+                              loop.create_future())
         self._queues.setdefault(broker, []).append(queued)
         self._addresses[broker] = address
         trace(producer_id, "markers-queued", broker=broker, partitions=len(partitions))
         drainer = self._drainers.get(broker)
         if drainer is None or drainer.done():
-            # started, not run: markers queued in this same loop iteration join the first request
-            self._drainers[broker] = asyncio.get_running_loop().create_task(
-                self._drain(broker), name=f"txn-marker-channel-{broker}")
-        return await queued.result
+            self._drainers[broker] = loop.create_task(self._drain(broker, self._send_now(broker)),
+                                                      name=f"txn-marker-channel-{broker}")
+        return queued.result
+
+    async def send(self, broker: int, address: tuple[str, int], producer_id: int, producer_epoch: int,
+                   commit: bool, coordinator_epoch: int, partitions: list[tuple[str, int]]) -> Any:
+        """``submit``, awaited."""
+        return await self.submit(broker, address, producer_id, producer_epoch, commit, coordinator_epoch, partitions)
 
     def queued(self, broker: int) -> int:
         return sum(1 for q in self._queues.get(broker, ()) if not q.result.done())
@@ -113,14 +122,33 @@ class TxnMarkerChannel:
         self._queues[broker] = left
         return batch
 
-    async def _drain(self, broker: int) -> None:
+    def _send_now(self, broker: int) -> tuple[list[QueuedMarker], asyncio.Future] | None:
+        """Write the queued batch on the broker's open connection in this call: (batch, answer future), or None
+        (not connected yet, or the connection cannot take it now): the drainer then sends it."""
+        known = self._connections.get(broker)
+        if known is None or known[0] != self._addresses[broker] or known[1].closed:
+            return None
+        batch = self._take_batch(broker)
+        if not batch:
+            return None
+        waiter = known[1].send_now(self._request(broker, batch))
+        if waiter is None:
+            self._queues[broker] = batch + self._queues[broker]
+            return None
+        return batch, waiter
+
+    async def _drain(self, broker: int, in_flight: tuple[list[QueuedMarker], asyncio.Future] | None = None) -> None:
         batch: list[QueuedMarker] = []
         try:
             while True:
-                batch = self._take_batch(broker)
+                waiter = None
+                if in_flight is not None:
+                    (batch, waiter), in_flight = in_flight, None
+                else:
+                    batch = self._take_batch(broker)
                 if not batch:
                     return
-                results = await self._send_batch(broker, batch)
+                results = await self._send_batch(broker, batch, waiter)
                 for queued in batch:
                     if not queued.result.done():
                         queued.result.set_result(None if results is None else results.get(queued.producer_id))
@@ -131,15 +159,24 @@ class TxnMarkerChannel:
                 if not queued.result.done():
                     queued.result.set_result(None)
 
-    async def _send_batch(self, broker: int, batch: list[QueuedMarker]) -> dict[int, Any] | None:
-        request = WriteTxnMarkersRequest(markers=[queued.to_request_marker() for queued in batch])
+    def _request(self, broker: int, batch: list[QueuedMarker]) -> Any:
         self.requests_sent += 1
         self.markers_sent += len(batch)
         for queued in batch:
             trace(queued.producer_id, "markers-sent", broker=broker, batch=len(batch))
+        return WriteTxnMarkersRequest(markers=[queued.to_request_marker() for queued in batch])
+
+    async def _send_batch(self, broker: int, batch: list[QueuedMarker],
+                          waiter: asyncio.Future | None = None) -> dict[int, Any] | None:
+        """Send the batch (unless ``waiter``: it was written already) and wait for the answer; the results by
+        producer id, or None when the request failed as a whole."""
         try:
             conn = await self._connection(broker, self._addresses[broker])
-            response = await conn.send(request, timeout=self.request_timeout_s)
+            if waiter is None:
+                response = await conn.send(self._request(broker, batch), timeout=self.request_timeout_s)
+            else:
+                response = await conn.answer(waiter, _WRITE_TXN_MARKERS, conn.version_for(_WRITE_TXN_MARKERS),
+                                             self.request_timeout_s)
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # lost connection, timeout, a broker that does not serve the API yet

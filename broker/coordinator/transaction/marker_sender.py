@@ -32,6 +32,7 @@ RETRIABLE = {3, 6, 19, 20, 7, 56, 15}   # unknown partition, not leader, not eno
 FENCED = {47, 52}                       # INVALID_PRODUCER_EPOCH, TRANSACTION_COORDINATOR_FENCED
 DROP = {43}                             # UNSUPPORTED_FOR_MESSAGE_FORMAT: the partition cannot take markers
 INITIAL_BACKOFF_S, MAX_BACKOFF_S = 0.05, 1.0
+Round = tuple[list[asyncio.Future], set[tuple[str, int]]]  # the leaders' answers, the partitions without a leader
 
 
 class TransactionMarkerSender:
@@ -57,8 +58,13 @@ class TransactionMarkerSender:
         previous = self._tasks.pop(tid, None)
         if previous is not None:
             previous[1].cancel()
+        # The first round's requests are written now, before EndTxn is answered: the markers, not the
+        # client, are on the path to the next transaction.
+        first = self._submit(metadata, coordinator_epoch, commit) \
+            if self._still_ours(tid, coordinator_epoch, metadata) else None
         task = asyncio.get_running_loop().create_task(
-            self._complete_transaction(coordinator_epoch, commit, metadata, complete), name=f"txn-markers-{tid}")
+            self._complete_transaction(coordinator_epoch, commit, metadata, complete, first),
+            name=f"txn-markers-{tid}")
         self._tasks[tid] = (self.state.partition_for(tid), task)
         task.add_done_callback(lambda t, tid=tid: self._forget(tid, t))
 
@@ -94,20 +100,25 @@ class TransactionMarkerSender:
             and entry.metadata is metadata
 
     async def _complete_transaction(self, coordinator_epoch: int, commit: bool, metadata: TransactionMetadata,
-                                    complete: TxnTransit) -> None:
+                                    complete: TxnTransit, first: "Round | None" = None) -> None:
         tid = metadata.transactional_id
         backoff = INITIAL_BACKOFF_S
+        sent = first
         while metadata.partitions:
-            if not self._still_ours(tid, coordinator_epoch, metadata):
-                log.info("Stopped sending the markers of %s: this broker no longer coordinates it at epoch %d",
-                         tid, coordinator_epoch)
-                return
-            by_broker, unknown_leader = self._group_by_leader(metadata)
-            sends = [self._send(broker, endpoint, metadata, coordinator_epoch, commit, partitions)
-                     for broker, (endpoint, partitions) in by_broker.items()]
-            # One leader (the usual small transaction) is awaited here: gather's task per leader would add
-            # event-loop turns on the way out and back.
-            outcomes = [await sends[0]] if len(sends) == 1 else await asyncio.gather(*sends)
+            if sent is None:
+                if not self._still_ours(tid, coordinator_epoch, metadata):
+                    log.info("Stopped sending the markers of %s: this broker no longer coordinates it at epoch %d",
+                             tid, coordinator_epoch)
+                    return
+                sent = self._submit(metadata, coordinator_epoch, commit)
+            answers, unknown_leader = sent
+            sent = None
+            try:
+                outcomes = [self._outcome(metadata, await answer) for answer in answers]
+            except asyncio.CancelledError:
+                for answer in answers:  # the markers still queued leave the channel's queues
+                    answer.cancel()
+                raise
             if any(outcome == "fenced" for outcome in outcomes):
                 log.info("Stopped sending the markers of %s: a newer coordinator or producer epoch fenced "
                          "coordinator epoch %d", tid, coordinator_epoch)
@@ -122,6 +133,16 @@ class TransactionMarkerSender:
                   "CompleteCommit" if commit else "CompleteAbort")
         trace(metadata.producer_id, "markers-written")
         await self._write_complete(metadata, coordinator_epoch, complete)
+
+    def _submit(self, metadata: TransactionMetadata, coordinator_epoch: int, commit: bool) -> "Round":
+        """One round: the partitions still without a marker, by leader, handed to the channel (each leader's
+        request may leave in this call); the futures of the leaders' answers, and the partitions whose
+        leader is unknown."""
+        by_broker, unknown_leader = self._group_by_leader(metadata)
+        answers = [self.channel.submit(broker, (endpoint.host, endpoint.port), metadata.producer_id,
+                                       metadata.producer_epoch, commit, coordinator_epoch, partitions)
+                   for broker, (endpoint, partitions) in by_broker.items()]
+        return answers, unknown_leader
 
     def _group_by_leader(self, metadata: TransactionMetadata) -> tuple[dict, set]:
         by_broker: dict[int, tuple[Any, list[tuple[str, int]]]] = {}
@@ -145,12 +166,10 @@ class TransactionMarkerSender:
             by_broker.setdefault(cached.leader, (endpoint, []))[1].append(tp)
         return by_broker, unknown_leader
 
-    async def _send(self, broker: int, endpoint: Any, metadata: TransactionMetadata, coordinator_epoch: int,
-                    commit: bool, partitions: list[tuple[str, int]]) -> str:
-        """This transaction's markers for one leader (sent with whatever else is queued for it); removes the
+    @staticmethod
+    def _outcome(metadata: TransactionMetadata, result: Any) -> str:
+        """What one leader's answer means for the transaction ("ok", "retry" or "fenced"); removes the
         partitions that got their marker."""
-        result = await self.channel.send(broker, (endpoint.host, endpoint.port), metadata.producer_id,
-                                         metadata.producer_epoch, commit, coordinator_epoch, partitions)
         if result is None:
             return "retry"  # the request failed as a whole; the channel logged why
         outcome = "ok"

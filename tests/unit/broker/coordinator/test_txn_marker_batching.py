@@ -35,6 +35,7 @@ class FakeBroker:
         self.gate = asyncio.Event()
         self.gate.set()
         self.fail_next = 0  # the next N requests lose their connection
+        self.busy_transport = False  # send_now cannot write (a full transport buffer): send must be used
 
     async def connect(self, host, port, client_id, timeout):
         return FakeConnection(self, port)
@@ -48,7 +49,23 @@ class FakeConnection:
         self.broker, self.broker_id, self.closed = broker, broker_id, False
 
     async def send(self, request, timeout):
+        self.broker.busy_transport = False  # it drained
+        return await self.answer(self.send_now(request), None, None, timeout)
+
+    def send_now(self, request):
+        """Written in this call (recorded at once); the answer comes once the gate is open."""
+        if self.broker.busy_transport:
+            return None
         self.broker.requests.append((self.broker_id, request))
+        return asyncio.ensure_future(self._respond(request))
+
+    def version_for(self, api_key):
+        return 1
+
+    async def answer(self, waiter, api_key, version, timeout):
+        return await waiter
+
+    async def _respond(self, request):
         await self.broker.gate.wait()
         if self.broker.fail_next:
             self.broker.fail_next -= 1
@@ -238,3 +255,20 @@ async def test_the_completion_carries_the_next_transaction_the_coordinator_hands
     await settled(markers)
     assert asked == [(tid, set(), COMPLETE_COMMIT)]  # asked once every marker is written, not before
     assert state.follow_ups == ["the next Ongoing state"]
+
+
+@run_in_loop
+async def test_with_the_connection_open_a_lone_transactions_markers_leave_in_the_call_that_hands_them_over():
+    markers, state, broker = sender()
+    commit(markers, state, 1, partitions=[("t", 0)])  # the first connects (in the channel's drainer)
+    await settled(markers)
+    commit(markers, state, 2, partitions=[("t", 0)])
+    assert broker.markers_per_request(1) == [1, 1]  # written before any loop turn: no company waited for
+    await settled(markers)
+    broker.busy_transport = True  # the connection cannot take it now: the drainer sends it in a later turn
+    commit(markers, state, 3, partitions=[("t", 0)])
+    assert broker.markers_per_request(1) == [1, 1]
+    await settled(markers)
+    assert broker.markers_per_request(1) == [1, 1, 1]
+    assert state.completed == ["tx-1", "tx-2", "tx-3"]
+    await markers.shutdown()
