@@ -4,10 +4,11 @@
     python benchmarks/txn_trace_breakdown.py broker-0.log broker-1.log broker-2.log
 
 Merges the ``txn-trace`` lines of every broker log (their clock is the machine's monotonic clock) into one
-timeline per producer id and cuts it into cycles, one per EndTxn: from the previous EndTxn's answer to this
-one's. For a producer that runs transactions back to back, each cycle holds the previous transaction's
-markers and completion and this transaction's AddPartitionsToTxn, produce and EndTxn. Prints the median of
-each step over the cycles (``bench_transactions.py --trace`` runs one-record transactions and calls this).
+timeline per producer id and cuts it into cycles, one per EndTxn: from an EndTxn's arrival at the coordinator
+to the next one's. For a producer that runs transactions back to back, each cycle holds this transaction's
+PrepareCommit, markers and completion, and the next transaction's AddPartitionsToTxn and produce. Prints the
+median of each step over the cycles (``bench_transactions.py --trace`` runs one-record transactions and calls
+this).
 """
 
 from __future__ import annotations
@@ -25,21 +26,22 @@ _LINE = re.compile(r"txn-trace (?P<t>\d+\.\d+) pid=(?P<pid>-?\d+) (?P<event>\S+)
 # state written (state-write:PrepareCommit); "*" matches any state a completion was written with
 # (CompleteCommit alone, or with the next transaction's Ongoing state in the same batch).
 STEPS = (
-    ("EndTxn answered -> markers sent (coordinator)", "end-txn-answered", "markers-sent"),
+    ("EndTxn arrives -> PrepareCommit replicated", "end-txn-received", "state-durable:Prepare*"),
+    ("PrepareCommit replicated -> markers sent (coordinator)", "state-durable:Prepare*", "markers-sent"),
+    ("PrepareCommit replicated -> EndTxn answered", "state-durable:Prepare*", "end-txn-answered:0"),
     ("markers sent -> leader appends them", "markers-sent", "marker-append"),
     ("marker appended -> replicated (acks=all)", "marker-append", "marker-replicated"),
     ("marker replicated -> coordinator has the answer", "marker-replicated", "markers-answered"),
     ("all markers answered -> completion written", "markers-answered", "state-write:Complete*"),
     ("completion write replicated", "state-write:Complete*", "state-durable:Complete*"),
-    ("EndTxn answered -> next AddPartitionsToTxn arrives (client)", "end-txn-answered", "add-partitions-received"),
+    ("EndTxn answered -> next AddPartitionsToTxn arrives (client)", "end-txn-answered:0", "add-partitions-received"),
     ("AddPartitionsToTxn held until the completion", "held*", "released*"),
     ("AddPartitionsToTxn arrives -> answered", "add-partitions-received", "add-partitions-answered:0"),
     ("Ongoing write replicated (when not carried by the completion)", "state-write:Ongoing", "state-durable:Ongoing"),
     ("Ongoing appended behind the completion -> durable", "state-write:Ongoing(behind)",
      "state-durable:Ongoing(behind)"),
-    ("AddPartitionsToTxn answered -> EndTxn arrives (produce, client)", "add-partitions-answered:0",
-     "end-txn-received"),
-    ("EndTxn arrives -> answered (PrepareCommit replicated)", "end-txn-received", "end-txn-answered:0"),
+    ("AddPartitionsToTxn answered -> next EndTxn arrives (produce, client)", "add-partitions-answered:0",
+     "next-end-txn-received"),
 )
 
 
@@ -63,18 +65,20 @@ def parse(lines: Iterable[str]) -> dict[int, list[tuple[float, str]]]:
 
 
 def cycles(timeline: list[tuple[float, str]]) -> list[dict[str, float]]:
-    """One dict per cycle (event -> time of its first occurrence), a cycle ending at each EndTxn answer."""
+    """One dict per cycle (event -> time of its first occurrence), from each EndTxn's arrival to the next
+    (whose time the cycle keeps as ``next-end-txn-received``)."""
     found: list[dict[str, float]] = []
     current: dict[str, float] | None = None
     for t, name in timeline:
+        if name == "end-txn-received":
+            if current is not None:
+                current["next-end-txn-received"] = t
+                found.append(current)
+            current = {}
         if current is not None:
             current.setdefault(name, t)
             if name.startswith("add-partitions-answered:") and name != "add-partitions-answered:0":
                 current["retries"] = current.get("retries", 0) + 1
-        if name.startswith("end-txn-answered"):
-            if current is not None:
-                found.append(current)
-            current = {"end-txn-answered": t}
     return found
 
 
@@ -93,13 +97,11 @@ def breakdown(cycle_list: list[dict[str, float]]) -> list[tuple[str, float, int]
                  if (a := _time(c, start)) is not None and (b := _time(c, end)) is not None and b >= a]
         if spans:
             rows.append((label, statistics.median(spans), len(spans)))
-    ends = [c["end-txn-answered"] for c in cycle_list]
     rows.append(("AddPartitionsToTxn answered with CONCURRENT_TRANSACTIONS (per cycle)",
                  statistics.median(c.get("retries", 0) for c in cycle_list), len(cycle_list)))
-    spans = [_time(c, "end-txn-answered:0") - start for c, start in zip(cycle_list, ends)
-             if _time(c, "end-txn-answered:0") is not None]
+    spans = [c["next-end-txn-received"] - c["end-txn-received"] for c in cycle_list]
     if spans:
-        rows.append(("cycle: EndTxn answered -> next EndTxn answered", statistics.median(spans), len(spans)))
+        rows.append(("cycle: EndTxn arrives -> next EndTxn arrives", statistics.median(spans), len(spans)))
     return rows
 
 
