@@ -11,6 +11,7 @@ from typing import Any, Awaitable, Callable, Sequence, Union
 
 from ...protocol.errors import KafkaError  # type: ignore[attr-defined]
 from ..admin import AIOAdmin
+from ..java_properties import parse_properties
 
 KAFKA_VERSION = "2.8.0 (Odradek)"  # what --version prints (AppInfoParser's version, then ours)
 # The admin client's timing in --command-config, Kafka's AdminClientConfig names -> AIOAdmin's keywords
@@ -52,15 +53,14 @@ def parse_known(parser: argparse.ArgumentParser, argv: Sequence[str],
     return opts
 
 
-def read_properties(path: str) -> dict[str, str]:
-    """A Java properties file's key=value lines (comments and blank lines skipped)."""
+def read_properties(path: str, flag: str = "--command-config") -> dict[str, str]:
+    """A Java properties file (``java_properties.parse_properties``); the last value of a repeated key wins."""
     try:
         with open(path, encoding="utf-8") as f:
-            lines = f.read().splitlines()
+            text = f.read()
     except OSError as exc:
-        raise UsageError(f"cannot read --command-config {path}: {exc.strerror}") from None
-    pairs = (line.split("=", 1) for line in lines if "=" in line and not line.lstrip().startswith(("#", "!")))
-    return {key.strip(): value.strip() for key, value in pairs}
+        raise UsageError(f"cannot read {flag} {path}: {exc.strerror}") from None
+    return {key: value for key, value, _ in parse_properties(text)}
 
 
 def client_id(command_config: str | None, default: str) -> str:
@@ -146,8 +146,7 @@ def _command_config(opts: argparse.Namespace) -> dict[str, str]:
     path = getattr(opts, "command_config", None) or getattr(opts, "admin_config", None)
     if not path:
         return {}
-    from .kafka_properties import load_properties  # that module imports this one
-    return load_properties(path, "--command-config")
+    return read_properties(path)
 
 
 def command_config_security(opts: argparse.Namespace) -> dict[str, Any]:

@@ -174,7 +174,7 @@ _OUTSIDE_BRACKETS = r"(?=[^\]]*(?:\[|$))"
 def parse_configs_to_add(text: str | None, path: str | None = None) -> dict[str, str]:
     """ConfigCommand.parseConfigsToBeAdded: 'k1=v1,k2=[a,b]' -> {'k1': 'v1', 'k2': 'a,b'} (commas inside
     [] stay, brackets are dropped, an empty value is allowed), after the --add-config-file's pairs."""
-    configs = read_properties(path) if path else {}
+    configs = read_properties(path, "--add-config-file") if path else {}
     if text is not None:
         for item in re.split("," + _OUTSIDE_BRACKETS, text):
             pair = re.split(r"\s*=\s*" + _OUTSIDE_BRACKETS, item)

@@ -22,7 +22,7 @@ from ..security.client_security import (
     SECURITY_PROPERTY_PREFIXES, security_kwargs_from_properties, unread_security_properties,
 )
 from ..types import KafkaConfigurationError
-from .common import Parser, UsageError, parse_known
+from .common import Parser, UsageError, parse_known, read_properties as load_properties
 from .tool_log import log_line
 
 __all__ = ["UsageError", "ToolParser", "require", "bootstrap_servers", "key_values", "load_properties",
@@ -73,34 +73,6 @@ def key_values(items: Iterable[str], flag: str) -> dict[str, str]:
             raise UsageError(f"Invalid {flag} {item!r}: expected key=value")
         result[key.strip()] = value
     return result
-
-
-def _unescape(text: str) -> str:
-    return (text.replace("\\t", "\t").replace("\\n", "\n").replace("\\r", "\r")
-            .replace("\\=", "=").replace("\\:", ":").replace("\\\\", "\\"))
-
-
-def load_properties(path: str, flag: str) -> dict[str, str]:
-    """A Java properties file: ``#``/``!`` comments, ``k=v``, ``k: v`` or ``k v``; backslash continues a line."""
-    try:
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
-    except OSError as exc:
-        raise UsageError(f"cannot read {flag} {path}: {exc.strerror}") from None
-    props: dict[str, str] = {}
-    logical = ""
-    for raw in text.splitlines():
-        line = logical + raw.lstrip() if logical else raw.strip()
-        if not logical and (not line or line[0] in "#!"):
-            continue
-        if line.endswith("\\") and not line.endswith("\\\\"):
-            logical = line[:-1]
-            continue
-        logical = ""
-        cut = min((i for i in (line.find("="), line.find(":"), line.find(" ")) if i >= 0), default=len(line))
-        key, value = line[:cut].strip(), line[cut + 1:].strip() if cut < len(line) else ""
-        props[_unescape(key)] = _unescape(value)
-    return props
 
 
 # Settings of the Java clients that have no meaning here (bytes in, bytes out; socket sizes left to the OS).

@@ -23,6 +23,14 @@ def test_properties_file_follows_java_rules(tmp_path):
         "acks": "all", "linger.ms": "7", "client.id": "console", "key.separator": "\t", "long": "ab"}
 
 
+def test_properties_file_separators_may_have_blanks_around_them_as_in_java(tmp_path):
+    path = tmp_path / "p.properties"
+    path.write_text("acks = all\nlinger.ms : 7\nclient.id   console\nkey\\=with\\:marks=v\n"
+                    "security.protocol=SASL_PLAINTEXT\nsecurity.protocol = SSL\n")
+    assert load_properties(str(path), "--producer.config") == {
+        "acks": "all", "linger.ms": "7", "client.id": "console", "key=with:marks": "v", "security.protocol": "SSL"}
+
+
 def test_unreadable_properties_file_names_the_flag(tmp_path):
     with pytest.raises(UsageError, match="--consumer.config"):
         load_properties(str(tmp_path / "missing"), "--consumer.config")
