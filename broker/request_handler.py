@@ -118,10 +118,7 @@ class KafkaRequestHandlerPool:
                     if type(response) is not Response:  # still to compute off the loop (Fetch down-conversion)
                         self._park(request, response, dequeued, local_done)
                         return
-                remote_done = monotonic()
-                self.channel.send_response(response)
-                if self.metrics is not None:
-                    self.metrics.record(request, dequeued, local_done, remote_done, monotonic())
+                self._send_parked(request, response, dequeued, local_done)
             except Exception:  # a bug guard, as in _run: never leave the connection muted
                 log.exception("Answering %r failed; closing its connection", request)
                 request.connection.close()
@@ -155,6 +152,10 @@ class KafkaRequestHandlerPool:
         except Exception as exc:
             log.error("Request %r failed: %r", request, exc)
             response = Response.close(request, "internal error")
+        self._send_parked(request, response, dequeued, local_done)
+
+    def _send_parked(self, request: Request, response: Response, dequeued: float, local_done: float) -> None:
+        """Send the answer of a request that waited, and record its times (the wait is its remote time)."""
         remote_done = monotonic()
         self.channel.send_response(response)
         if self.metrics is not None:

@@ -6,8 +6,8 @@ A transaction hands in the markers it needs on one broker (``submit``, in the ca
 awaits that broker's answer for its producer id. Each destination has at most one request in flight. With
 none out and the connection open, the request leaves in the ``submit`` call itself (batching never waits
 for company); while one is out, new markers queue, and they all leave together when it returns, so
-concurrent transactions share requests instead of each sending its own. Two markers of one producer never share a request (the response is keyed by producer id, as in
-Kafka); the later one waits for the next. What a marker's answer means (done, retry, fenced) is the
+concurrent transactions share requests instead of each sending its own. Two markers of one producer never
+share a request (the response is keyed by producer id, as in Kafka); the later one waits for the next. What a marker's answer means (done, retry, fenced) is the
 sender's business (marker_sender.py): this module only moves requests and hands back per-producer results.
 """
 
@@ -81,11 +81,6 @@ class TxnMarkerChannel:
             self._drainers[broker] = loop.create_task(self._drain(broker, self._send_now(broker)),
                                                       name=f"txn-marker-channel-{broker}")
         return queued.result
-
-    async def send(self, broker: int, address: tuple[str, int], producer_id: int, producer_epoch: int,
-                   commit: bool, coordinator_epoch: int, partitions: list[tuple[str, int]]) -> Any:
-        """``submit``, awaited."""
-        return await self.submit(broker, address, producer_id, producer_epoch, commit, coordinator_epoch, partitions)
 
     def queued(self, broker: int) -> int:
         return sum(1 for q in self._queues.get(broker, ()) if not q.result.done())

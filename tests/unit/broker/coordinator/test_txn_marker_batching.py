@@ -214,7 +214,7 @@ async def test_one_producer_never_has_two_markers_in_one_request():
     broker = FakeBroker()
     broker.gate.clear()
     channel = TxnMarkerChannel(0, 5.0, connect=broker.connect)
-    sends = [asyncio.ensure_future(channel.send(1, ("h", 1), pid, 0, True, 1, [("t", 0)])) for pid in (7, 7, 8)]
+    sends = [channel.submit(1, ("h", 1), pid, 0, True, 1, [("t", 0)]) for pid in (7, 7, 8)]
     await let_tasks_run()
     broker.gate.set()
     results = await asyncio.gather(*sends)
