@@ -456,7 +456,7 @@ class AIOAdmin(GroupAdmin, LogDirAdmin, PartitionAdmin, QuotaAdmin, ProducerAdmi
                         raise for_code(p.error_code)(f"DeleteRecords of {tp.topic}-{tp.partition}")
 
         async def attempt(t: Try) -> dict[TopicPartition, int]:
-            by_leader = await self._client.partitions_by_leader(pending)
+            by_leader = await _leaders(self._client, pending, t)
             await asyncio.gather(*(at_leader(leader, tps, t) for leader, tps in by_leader.items()))
             if pending:  # answered with a retriable error (the leader moved): look it up again
                 raise NotLeaderOrFollowerError(f"DeleteRecords of {sorted(pending)}")
@@ -470,6 +470,15 @@ def _config_route(resource: ConfigResource) -> Any:
     if resource.resource_type == ConfigResourceType.BROKER and resource.name:
         return Broker(int(resource.name))
     return ANY
+
+
+async def _leaders(client: Any, partitions: Iterable[TopicPartition], t: Try) -> dict[int, list[TopicPartition]]:
+    """The partitions grouped by leader. An unknown topic or partition is the call's result once the
+    propagation grace is over (Kafka 2.8's deleteRecords fails it at once); a missing leader is waited for."""
+    try:
+        return await client.partitions_by_leader(partitions)
+    except UnknownTopicOrPartitionError as error:
+        raise _unpropagated(error, t) from None
 
 
 def _unpropagated(error: KafkaError, t: Try) -> KafkaError:

@@ -28,7 +28,9 @@ import random
 from typing import Any, Awaitable, Callable, Iterable, Mapping, NamedTuple, Sequence, TypeVar
 
 from ..protocol.api_keys import ApiKey
-from ..protocol.errors import KafkaError, UnknownTopicOrPartitionError, UnsupportedVersionError, for_code  # type: ignore[attr-defined]
+from ..protocol.errors import (  # type: ignore[attr-defined]
+    KafkaError, LeaderNotAvailableError, UnknownTopicOrPartitionError, UnsupportedVersionError, for_code,
+)
 from ..protocol.messages import (
     CreateTopicsRequest, DeleteTopicsRequest, FetchRequest, InitProducerIdRequest, ListOffsetsRequest,
     MetadataRequest, ProduceRequest,
@@ -529,15 +531,21 @@ class SimpleClient:
         return await self._with_retries(attempt, _raise_code, topics=[topic])
 
     async def partitions_by_leader(self, partitions: Iterable[Any]) -> dict[int, list[Any]]:
-        """TopicPartitions grouped by their leader, from fresh metadata; a partition without a leader
-        raises UNKNOWN_TOPIC_OR_PARTITION (retriable)."""
+        """TopicPartitions grouped by their leader, from fresh metadata. A topic the metadata has an error
+        for raises that error, a partition it does not list UNKNOWN_TOPIC_OR_PARTITION, and one without a
+        leader LEADER_NOT_AVAILABLE (all but authorization errors retriable)."""
         partitions = list(partitions)
         metadata = await self.metadata(sorted({tp.topic for tp in partitions}))
         by_leader: dict[int, list[Any]] = {}
         for tp in partitions:
+            topic = metadata.topics.get(tp.topic)
+            if topic is not None and topic.error_code:
+                raise for_code(topic.error_code)(f"metadata of topic {tp.topic}")
+            if topic is None or tp.partition not in topic.partitions:
+                raise UnknownTopicOrPartitionError(f"no partition {tp.topic}-{tp.partition}")
             leader = metadata.leader_for(tp.topic, tp.partition)
-            if leader is None or leader < 0:
-                raise UnknownTopicOrPartitionError(f"no leader for {tp.topic}-{tp.partition}")
+            if leader is None:
+                raise LeaderNotAvailableError(f"no leader for {tp.topic}-{tp.partition}")
             by_leader.setdefault(leader, []).append(tp)
         return by_leader
 

@@ -25,6 +25,7 @@ from odradek.clients.admin import (  # noqa: E402
 from odradek.clients.types import OffsetAndMetadata, TopicPartition  # noqa: E402
 from odradek.protocol.errors import (  # noqa: E402
     GroupIdNotFoundError, GroupSubscribedToTopicError, NonEmptyGroupError, UnknownMemberIdError,
+    UnknownTopicOrPartitionError,
 )
 from tests.conftest import new_cluster  # noqa: E402
 from tests.integration.helpers import kafka_python_group_consumer  # noqa: E402
@@ -226,3 +227,15 @@ def test_delete_records_moves_the_low_watermark(cluster, admin):
     assert {tp.partition: offset for tp, offset in starts.items()} == {0: 3, 1: 5}
     assert admin.list_offsets({TopicPartition(topic, 0): EARLIEST, TopicPartition(topic, 1): LATEST}) == {
         TopicPartition(topic, 0): 3, TopicPartition(topic, 1): 5}
+
+
+def test_delete_records_of_an_unknown_topic_or_partition_is_that_error(cluster, admin):
+    # Kafka 2.8's deleteRecords fails such a partition at once; before, ours retried to its deadline
+    # and raised AdminTimeoutError
+    if not _serves(admin, 21):
+        pytest.skip("the broker does not serve DeleteRecords yet")
+    topic = new_topic(admin, cluster.bootstrap_servers, 1, 2)
+    for tp in (TopicPartition(f"no-such-{uuid.uuid4().hex[:8]}", 0), TopicPartition(topic, 7)):
+        with pytest.raises(UnknownTopicOrPartitionError):
+            admin.delete_records({tp: 1}, timeout_ms=120_000)
+    assert admin.delete_records({TopicPartition(topic, 0): 1}) == {TopicPartition(topic, 0): 1}
