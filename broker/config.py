@@ -187,7 +187,7 @@ def parse_zookeeper_connect(value: str, key: str = "zookeeper.connect") -> ZkCon
     for item in (h.strip() for h in hosts.split(",")):
         if not item:
             continue
-        host, port = item, 2181
+        host = item
         if item.startswith("["):
             end = item.find("]")
             host, rest = item[1:end], item[end + 1:]

@@ -20,7 +20,7 @@ import os
 import resource
 import threading
 from collections import OrderedDict
-from typing import Any, Iterator, Protocol
+from typing import Any, Protocol
 
 log = logging.getLogger(__name__)
 

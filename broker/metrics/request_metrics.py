@@ -25,7 +25,6 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 
 from ...protocol.api_keys import ApiKey
 from ...protocol.errors import for_code
-from ...protocol.schema import Struct
 
 if TYPE_CHECKING:
     from ..network.request_channel import Request

@@ -4,7 +4,6 @@ scenario planned (--dry-run changes nothing) and executed (checked with OffsetFe
 
 from __future__ import annotations
 
-import re
 import subprocess
 import time
 import uuid
@@ -19,7 +18,6 @@ from kafka import TopicPartition as KafkaTopicPartition  # noqa: E402
 from kafka.structs import OffsetAndMetadata as KafkaOffsetAndMetadata  # noqa: E402
 
 from odradek.clients.admin import Admin, NewTopic  # noqa: E402
-from odradek.clients.types import TopicPartition  # noqa: E402
 from tests.conftest import new_cluster  # noqa: E402
 from tests.integration.helpers import console_tool, kafka_python_group_consumer  # noqa: E402
 

@@ -10,8 +10,7 @@ import pytest
 
 from odradek.controller.replica_assignment import assign_replicas_to_brokers
 from odradek.controller.zk_client import ZkNodeExistsError
-from odradek.controller.zk_data import (BrokerInfo, LeaderIsrAndControllerEpoch as S, PreferredReplicaElectionZNode,
-                                        ReassignPartitionsZNode)
+from odradek.controller.zk_data import BrokerInfo, LeaderIsrAndControllerEpoch as S, PreferredReplicaElectionZNode
 from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.errors import (InvalidPartitionsError, InvalidReplicaAssignmentError, InvalidTopicError,
                                      UnknownTopicOrPartitionError)
