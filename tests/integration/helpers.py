@@ -1,7 +1,7 @@
 """Helpers shared by the integration tests: running a coroutine with a bound, topics made and read back
-through SimpleClient, a kafka-python group consumer that knows its topics before it joins, the console
-scripts run as a user runs them, and an idempotent confluent-kafka producer writing numbered records in a
-thread."""
+through SimpleClient, a topic known by every broker, a kafka-python group consumer that knows its topics
+before it joins, the console scripts run as a user runs them, and an idempotent confluent-kafka producer
+writing numbered records in a thread."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ import time
 
 from odradek.broker.log.log_manager import DELETE_DIR_SUFFIX
 from odradek.clients.simple_client import SimpleClient
+from odradek.protocol.messages import MetadataRequest
 
 
 def run(coro, timeout: float = 200):
@@ -39,6 +40,21 @@ async def create_topic(servers: str, name: str, partitions: int) -> None:
     async with SimpleClient(servers) as client:
         assert (await client.create_topics({name: (partitions, 1)}))[name] == 0
         await client.wait_for_leaders(name)
+
+
+async def known_by_every_broker(servers: str, topic: str) -> bool:
+    """Whether each live broker's metadata lists ``topic`` with a leader for every partition: Kafka answers
+    CreateTopics once the broker asked knows it, and a client that then asks another broker (kafka-python's
+    least loaded node) may find it unknown there for a moment."""
+    async with SimpleClient(servers) as client:
+        brokers = (await client.metadata([])).brokers
+        for node_id in brokers:
+            answer = await client.send(node_id, MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(
+                name=topic)]))
+            found = [t for t in answer.topics if t.name == topic and t.error_code == 0]
+            if not found or not found[0].partitions or any(p.leader_id < 0 for p in found[0].partitions):
+                return False
+    return True
 
 
 def kafka_python_group_consumer(*topics: str, **configs):

@@ -15,7 +15,7 @@ from odradek.protocol.errors import (  # type: ignore[attr-defined]
     TopicAlreadyExistsError, UnknownTopicOrPartitionError,
 )
 from odradek.protocol.messages import CreatePartitionsRequest
-from tests.integration.helpers import wait_until
+from tests.integration.helpers import known_by_every_broker, run, wait_until
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -235,6 +235,10 @@ def test_describe_configs_of_a_broker(admin):
 def test_kafka_python_describe_configs(three_broker_cluster, admin):
     kafka_admin = pytest.importorskip("kafka.admin")
     admin.create_topics([NewTopic("kp-configs", 1, 1, topic_configs={"cleanup.policy": "compact"})])
+    # a broker that does not know the topic yet answers UNKNOWN_TOPIC_OR_PARTITION, which kafka-python
+    # 3.0.12 turns into an empty description
+    wait_until(lambda: run(known_by_every_broker(three_broker_cluster.bootstrap_servers, "kp-configs")),
+               what="every broker's metadata of kp-configs")
     client = kafka_admin.KafkaAdminClient(bootstrap_servers=three_broker_cluster.bootstrap_servers)
     try:
         answer = client.describe_configs([kafka_admin.ConfigResource(kafka_admin.ConfigResourceType.TOPIC,
