@@ -17,6 +17,7 @@ import logging
 from time import monotonic
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, Mapping, Protocol
 
+from .metrics.request_log import describe_request, enabled as request_log_enabled
 from .network.request_channel import Request, RequestChannel, Response
 from .purgatory.completion import Completion
 
@@ -72,6 +73,8 @@ class KafkaRequestHandlerPool:
 
     def _handle(self, request: Request) -> None:
         dequeued = request.dequeue_time = monotonic()
+        if request_log_enabled():
+            request.log_entry = describe_request(request)  # before a handler may consume the body
         self.busy += 1
         try:
             try:

@@ -11,13 +11,11 @@ As Kafka, a Fetch is recorded under ``Fetch`` and also under ``FetchConsumer`` o
 Errors are counted per error code found in the response (``error="NONE"`` included), as Kafka's
 ``ErrorsPerSec`` from ``AbstractResponse.errorCounts``.
 
-The request log is the ``kafka.request.logger`` logger (Kafka's name) at DEBUG: one line per completed
-request with its breakdown.
+The request log (``kafka.request.logger`` at DEBUG) is written from here too: request_log.py.
 """
 
 from __future__ import annotations
 
-import logging
 from collections import deque
 from typing import TYPE_CHECKING, Any, Iterator
 
@@ -25,11 +23,10 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 
 from ...protocol.api_keys import ApiKey
 from ...protocol.errors import for_code
+from .request_log import describe_response, log_completed
 
 if TYPE_CHECKING:
     from ..network.request_channel import Request
-
-request_logger = logging.getLogger("kafka.request.logger")
 
 RESERVOIR_SIZE = 1028
 # The JMX exporter's kafka-2_0_0.yml turns 50thPercentile..999thPercentile into quantile="0.50".."0.999"
@@ -124,6 +121,8 @@ class RequestMetrics:
 
     def record_errors(self, request: Request, body: Any) -> None:
         """Called with each response body before it is encoded (KafkaApis.on_response)."""
+        if request.log_entry is not None:
+            describe_response(request, body)
         counts = count_errors(body, {})
         for name in self._names(request):
             errors = self._of(name).errors
@@ -149,14 +148,8 @@ class RequestMetrics:
             timers = m.timers
             for timer, ms in times:
                 timers[timer].update(ms)
-        if request_logger.isEnabledFor(logging.DEBUG):
-            h = request.header
-            request_logger.debug(
-                "Completed request:{api=%s, version=%d, correlationId=%d, clientId=%s} connection:%s "
-                "listener:%s principal:%s totalTime:%.3f requestQueueTime:%.3f localTime:%.3f remoteTime:%.3f "
-                "throttleTime:%.3f sendTime:%.3f requestSize:%d", self._names(request)[-1], version, h.correlation_id,
-                getattr(h, "client_id", None), request.connection_id, request.listener, request.principal,
-                *(ms for timer, ms in times if timer != "ResponseQueueTimeMs"), request.size)
+        if request.log_entry is not None:
+            log_completed(request, times)
 
 
 class RequestMetricsCollector:

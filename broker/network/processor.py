@@ -47,7 +47,7 @@ _API_VERSIONS = int(ApiKey.API_VERSIONS)
 class Connection(asyncio.Protocol):
     __slots__ = ("processor", "listener", "principal", "id", "peer_host", "transport", "splitter", "pending",
                  "in_flight", "closed", "last_active", "_reading", "_writable", "_served", "_stats", "_throttle",
-                 "security", "credentials", "authenticator", "_max_frame_size")
+                 "security", "credentials", "authenticator", "_max_frame_size", "client_software")
 
     def __init__(self, processor: "Processor", listener: str, max_frame_size: int,
                  security: ListenerSecurity | None = None, credentials: CredentialCache | None = None) -> None:
@@ -58,6 +58,8 @@ class Connection(asyncio.Protocol):
         self.credentials = credentials
         self.authenticator: SaslAuthenticator | None = None  # set while a SASL connection authenticates
         self._max_frame_size = max_frame_size
+        # (name, version) from ApiVersions v3+ (Kafka's ClientInformation): the request log shows it
+        self.client_software = ("unknown", "unknown")
         self.id = ""
         self.peer_host = ""
         self.transport: asyncio.Transport | None = None

@@ -45,7 +45,7 @@ class Request:
     """One decoded request and where it came from."""
 
     __slots__ = ("header", "body", "connection", "receive_time", "size", "unsupported_version", "dequeue_time",
-                 "local_complete_time", "throttle_time_ms", "pool")
+                 "local_complete_time", "throttle_time_ms", "pool", "log_entry")
 
     def __init__(self, header: RequestHeader, body: Any, connection: Connection, size: int = 0,
                  unsupported_version: bool = False) -> None:
@@ -61,6 +61,7 @@ class Request:
         self.local_complete_time = 0.0
         self.throttle_time_ms: int | None = None  # the client quotas' verdict, once taken (broker/quota)
         self.pool: Any = None  # the MemoryPool its bytes count against until it is handled
+        self.log_entry: dict | None = None  # its request-log entry, while kafka.request.logger is at DEBUG
 
     def release_memory(self) -> None:
         """Its bytes no longer count toward queued.max.request.bytes (called once it was handled)."""

@@ -184,8 +184,11 @@ def test_entrypoint_execs_the_broker_which_serves_and_stops_cleanly_on_sigterm(z
                for e in entries)
     requests = [e for e in entries if e["logger"] == "kafka.request.logger"]
     assert requests and all(e["level"] == "DEBUG" for e in requests)
-    assert any(e["message"].startswith("Completed request:{api=ApiVersions, version=0") and
-               "clientId=odradek-healthcheck" in e["message"] and "totalTime:" in e["message"] for e in requests)
+    completed = [json.loads(e["message"][len("Completed request:"):]) for e in requests
+                 if e["message"].startswith("Completed request:")]
+    assert any(c["requestHeader"]["requestApiKeyName"] == "API_VERSIONS" and c["requestHeader"]["requestApiVersion"] == 0
+               and c["requestHeader"]["clientId"] == "odradek-healthcheck" and c["response"]["errorCode"] == 0
+               and c["totalTimeMs"] >= 0 for c in completed)
     assert not any(e["level"] == "DEBUG" and e["logger"] != "kafka.request.logger" for e in entries)
     assert healthcheck.check("127.0.0.1", port, timeout=2.0) is not None  # nothing answers any more
     check = subprocess.run([sys.executable, str(HEALTHCHECK)], env=env, capture_output=True, text=True, timeout=30)
