@@ -147,9 +147,11 @@ def format_topic_id(topic_id: uuid.UUID) -> str:
 
 
 class ConfigResourceType(IntEnum):
-    """kafka-python's ConfigResourceType (the protocol's resource type ids)."""
+    """kafka-python's ConfigResourceType (the protocol's resource type ids); BROKER_LOGGER is a broker's
+    loggers (their levels, changed with incremental_alter_configs), as Kafka's ConfigResource.Type."""
     TOPIC = 2
     BROKER = 4
+    BROKER_LOGGER = 8
 
 
 @dataclass(frozen=True)
@@ -466,8 +468,8 @@ class AIOAdmin(GroupAdmin, LogDirAdmin, PartitionAdmin, QuotaAdmin, ProducerAdmi
 
 
 def _config_route(resource: ConfigResource) -> Any:
-    """A broker's configs are that broker's to tell and change; a topic's any broker's."""
-    if resource.resource_type == ConfigResourceType.BROKER and resource.name:
+    """A broker's configs and loggers are that broker's to tell and change; a topic's any broker's."""
+    if resource.resource_type in (ConfigResourceType.BROKER, ConfigResourceType.BROKER_LOGGER) and resource.name:
         return Broker(int(resource.name))
     return ANY
 

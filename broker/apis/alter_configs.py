@@ -1,4 +1,4 @@
-"""AlterConfigs (33) and IncrementalAlterConfigs (44) for topics and brokers, ZooKeeper mode.
+"""AlterConfigs (33) and IncrementalAlterConfigs (44) for topics, brokers and broker loggers, ZooKeeper mode.
 
 As Kafka 2.8's ZkAdminManager.alterConfigs / incrementalAlterConfigs, per resource:
 - TOPIC (2), any broker: the topic must exist (UNKNOWN_TOPIC_OR_PARTITION); AlterConfigs replaces the
@@ -12,6 +12,8 @@ As Kafka 2.8's ZkAdminManager.alterConfigs / incrementalAlterConfigs, per resour
   Kafka also allows thread pools, listeners, SSL stores and quotas here: we do not. Listener-prefixed keys
   (listener.name.<l>.ssl.key.password, JAAS entries) are static too: no password is ever stored by AlterConfigs
   (Kafka 2.8 would encrypt it with password.encoder.secret, which Odradek does not have).
+- BROKER_LOGGER (8), IncrementalAlterConfigs only (the name "" or this broker's id): SET or DELETE a
+  logger's level at run time (broker/broker_loggers.py); AlterConfigs refuses it, as Kafka 2.8's does.
 - Others: INVALID_REQUEST.
 
 Errors, as Kafka: a null value (AlterConfigs, or an incremental op other than DELETE) and duplicate
@@ -39,6 +41,7 @@ from ...protocol.errors import (  # type: ignore[attr-defined]
     UnknownTopicOrPartitionError,
 )
 from ...protocol.messages import AlterConfigsResponse, IncrementalAlterConfigsResponse
+from .. import broker_loggers
 from ..config import _format
 from ..config_keys import BROKER_KEYS, TOPIC_KEYS, Invalid, Type
 from ..dynamic_config import DEFAULT_ENTITY, DYNAMIC_BROKER_KEYS
@@ -52,7 +55,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-TOPIC, BROKER = 2, 4
+TOPIC, BROKER, BROKER_LOGGER = 2, 4, 8
 _TYPE_NAMES = {0: "UNKNOWN", 1: "ANY", 2: "TOPIC", 3: "GROUP", 4: "BROKER", 8: "BROKER_LOGGER"}
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 _OP_NAMES = {SET: "SET", DELETE: "DELETE", APPEND: "APPEND", SUBTRACT: "SUBTRACT"}
@@ -137,6 +140,17 @@ class AlterConfigsApi:
             values = self._effective_config().values()
             configs = _apply_ops(current, ops, BROKER_KEYS, lambda k: _format(values.get(k)), "broker")
             await self._write_broker(resource_type, name, entity, configs, validate_only)
+        elif resource_type == BROKER_LOGGER:
+            self._broker_entity(name)  # "" or this broker's id
+            try:
+                broker_loggers.validate(ops)
+            except broker_loggers.LoggerConfigError as exc:
+                raise InvalidRequestError(f"Invalid config value for resource {resource_label(resource_type, name)}"
+                                          f": {exc}") from None
+            except broker_loggers.LoggerRequestError as exc:
+                raise InvalidRequestError(str(exc)) from None
+            if not validate_only:
+                broker_loggers.apply(ops, log)
         else:
             raise InvalidRequestError(f"AlterConfigs is only supported for topics and brokers, but resource type "
                                       f"is {_TYPE_NAMES.get(resource_type, resource_type)}")

@@ -1,4 +1,4 @@
-"""DescribeConfigs (32): the effective configuration of topics and of this broker.
+"""DescribeConfigs (32): the effective configuration of topics and of this broker, and its loggers' levels.
 
 As Kafka 2.8's ZkAdminManager.describeConfigs, per resource:
 - TOPIC (2): every topic-level key, the topic's override from /config/topics/<t> (source
@@ -10,6 +10,8 @@ As Kafka 2.8's ZkAdminManager.describeConfigs, per resource:
   the cluster-wide dynamic defaults that are set; another id is INVALID_REQUEST (clients send a
   broker's resource to that broker). Keys that cannot change at run time are read-only
   (dynamic_config.DYNAMIC_BROKER_KEYS are the ones that can).
+- BROKER_LOGGER (8): every logger of the broker and its level (broker/broker_loggers.py), source
+  DYNAMIC_BROKER_LOGGER_CONFIG; the name must be this broker's id.
 - Others: INVALID_REQUEST "Unsupported resource type".
 A broker's configs need DescribeConfigs on the cluster (CLUSTER_AUTHORIZATION_FAILED), a topic's on
 the topic (TOPIC_AUTHORIZATION_FAILED), each with the error's default message, as Kafka 2.8.
@@ -36,6 +38,7 @@ from ...protocol.errors import (  # type: ignore[attr-defined]
     UnknownTopicOrPartitionError,
 )
 from ...protocol.messages import DescribeConfigsResponse
+from .. import broker_loggers
 from ..config import _format
 from ..config_keys import BROKER_KEYS, TOPIC_KEYS, TOPIC_SYNONYMS, Type
 from ..dynamic_config import DYNAMIC_BROKER_KEYS
@@ -50,10 +53,10 @@ _Result = DescribeConfigsResponse.DescribeConfigsResult
 _Entry = _Result.DescribeConfigsResourceResult
 _Synonym = _Entry.DescribeConfigsSynonym
 
-TOPIC, BROKER = 2, 4
+TOPIC, BROKER, BROKER_LOGGER = 2, 4, 8
 # ConfigSource ids (DescribeConfigsResponse.json)
 DYNAMIC_TOPIC_CONFIG, DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG = 1, 2, 3
-STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 4, 5
+STATIC_BROKER_CONFIG, DEFAULT_CONFIG, DYNAMIC_BROKER_LOGGER_CONFIG = 4, 5, 6
 _CONFIG_TYPES = {Type.BOOLEAN: 1, Type.STRING: 2, Type.INT: 3, Type.SHORT: 4, Type.LONG: 5, Type.DOUBLE: 6,
                  Type.LIST: 7, "password": 9}  # 0: UNKNOWN
 # KafkaConfig's broker synonyms (DynamicBrokerConfig.brokerConfigSynonyms): the finer unit wins.
@@ -86,6 +89,8 @@ class DescribeConfigsApi:
                     entries = await self._topic(version, resource.resource_name, include_synonyms, include_docs)
                 elif resource.resource_type == BROKER:
                     entries = self._broker(version, resource.resource_name, include_synonyms, include_docs)
+                elif resource.resource_type == BROKER_LOGGER:
+                    entries = self._broker_loggers(version, resource.resource_name)
                 else:
                     raise InvalidRequestError(f"Unsupported resource type: {resource.resource_type}")
             except KafkaError as exc:
@@ -144,6 +149,27 @@ class DescribeConfigsApi:
         listed.update((key, _format(values.get(key))) for key in BROKER_KEYS)
         return [self._broker_entry(version, key, value, include_synonyms, include_docs)
                 for key, value in sorted(listed.items())]
+
+    def _broker_loggers(self, version: int, name: str) -> list[Any]:
+        """Every logger and its level (broker/broker_loggers.py), as Kafka 2.8 lists its log4j loggers."""
+        broker_id = self.services.broker_id
+        if not name:
+            raise InvalidRequestError("Broker id must not be empty")
+        try:
+            asked = int(name)
+        except ValueError:
+            raise InvalidRequestError(f"Broker id must be an integer, but it is: {name}") from None
+        if asked != broker_id:
+            raise InvalidRequestError(f"Unexpected broker id, expected {broker_id} but received {name}")
+        entries = []
+        for logger, level in broker_loggers.loggers().items():
+            entry = _Entry(name=logger, value=level, read_only=False, is_sensitive=False)
+            if version == 0:
+                entry.is_default = False
+            else:
+                entry.config_source, entry.synonyms = DYNAMIC_BROKER_LOGGER_CONFIG, []
+            entries.append(entry)
+        return entries
 
     def _broker_entry(self, version: int, name: str, value: str | None, include_synonyms: bool,
                       include_docs: bool, per_broker: bool = True) -> Any:

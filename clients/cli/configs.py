@@ -1,11 +1,13 @@
-"""odradek-configs: describe and alter topic, broker, user and client configs, as Kafka's kafka-configs.sh.
+"""odradek-configs: describe and alter topic, broker, broker logger, user and client configs, as Kafka's
+kafka-configs.sh.
 
 Kafka 2.8's ConfigCommand in its --bootstrap-server mode (CONVENTIONS.md §1), for the entity types this
-cluster keeps configs for: topics, brokers, users and clients (``--entity-type``/``--entity-name``/
-``--entity-default`` or the shortcuts ``--topic``, ``--broker``, ``--broker-defaults``, ``--user``,
-``--user-defaults``, ``--client``, ``--client-defaults``). As Kafka 2.8: topics are altered with
+cluster keeps configs for: topics, brokers, broker-loggers, users and clients (``--entity-type``/
+``--entity-name``/``--entity-default`` or the shortcuts ``--topic``, ``--broker``, ``--broker-defaults``,
+``--broker-logger``, ``--user``, ``--user-defaults``, ``--client``, ``--client-defaults``). As Kafka 2.8:
+topics and broker loggers (their levels, which must name loggers the broker has) are altered with
 IncrementalAlterConfigs (SET and DELETE), brokers with the legacy AlterConfigs carrying the broker's whole
-new dynamic set; --describe shows the dynamic configs (--all: every config) as
+new dynamic set; --describe shows the dynamic configs (--all: every config; every logger of a broker) as
 "  key=value sensitive=false synonyms={SOURCE:key=value, ...}". Usage mistakes print one line on
 stderr and exit 1; a failed request prints "Error while executing config command with args '...'"
 and the error on stderr and exits 1.
@@ -15,8 +17,7 @@ written with DescribeClientQuotas / AlterClientQuotas; ``users`` and ``clients``
 user's quota on one client-id. --describe prints "Quota configs for user-principal 'u', client-id 'c' are
 k=v, ..." (values as Java prints doubles). Users also hold SCRAM credentials, through brokers (KIP-554's
 Describe/AlterUserScramCredentials) or, before any broker runs, with ``--zookeeper``, which keeps nothing
-else here (clients/cli/configs_scram.py). IPs and broker loggers are not kept by this cluster: naming them
-is an error.
+else here (clients/cli/configs_scram.py). IPs are not kept by this cluster: naming them is an error.
 """
 
 from __future__ import annotations
@@ -37,8 +38,8 @@ from .common import (
     run_admin, run_tool, tool_args,
 )
 
-SUPPORTED_TYPES = ("topics", "clients", "users", "brokers")
-KAFKA_ONLY_TYPES = ("broker-loggers", "ips")
+SUPPORTED_TYPES = ("topics", "clients", "users", "brokers", "broker-loggers")
+KAFKA_ONLY_TYPES = ("ips",)
 QUOTA_TYPES = ("users", "clients")
 QUOTA_KEYS = ("consumer_byte_rate", "controller_mutation_rate", "producer_byte_rate", "request_percentage")
 # Kafka's entityFlags and entityDefaultsFlags, in its order: entity types and names are listed in it.
@@ -93,8 +94,8 @@ def build_parser() -> argparse.ArgumentParser:
     add("--client-defaults", action="store_true", help="The config defaults for all clients.")
     add("--user", metavar="<String>", help="The user's principal name.")
     add("--user-defaults", action="store_true", help="The config defaults for all users.")
-    for flag in ("ip", "broker-logger"):
-        add(f"--{flag}", help=argparse.SUPPRESS)
+    add("--broker-logger", metavar="<String>", help="The broker's ID for its logger config.")
+    add("--ip", help=argparse.SUPPRESS)
     add("--ip-defaults", action="store_true", help=argparse.SUPPRESS)
     return parser
 
@@ -144,12 +145,14 @@ def _check(opts: argparse.Namespace) -> None:
     opts.name = names[0] if names else None  # None: every entity of the type (--describe only)
     if opts.entity == "topics" and opts.name == "":
         raise UsageError("--entity-default is not supported for topics")
-    if opts.entity == "brokers" and opts.name:
+    if opts.entity in ("brokers", "broker-loggers") and opts.name:
         try:
             int(opts.name)
         except ValueError:
-            raise UsageError(f"The entity name for brokers must be a valid integer broker id, but it is: "
+            raise UsageError(f"The entity name for {opts.entity} must be a valid integer broker id, but it is: "
                              f"{opts.name}") from None
+    if opts.entity == "broker-loggers" and opts.describe and not opts.name:
+        raise UsageError("an entity name must be specified with --describe of broker-loggers")
     if opts.entity == "topics" and opts.name and not _LEGAL_TOPIC.fullmatch(opts.name):
         raise UsageError(f'Topic name "{opts.name}" is illegal, it contains a character other than ASCII '
                          "alphanumerics, '.', '_' and '-'")
@@ -289,16 +292,20 @@ class ConfigCommand(AdminCommand):
         else:
             self.emit(f"Completed updating default config for {opts.entity} in the cluster.")
 
-    # -- topics and brokers -------------------------------------------------------------------------------
+    # -- topics, brokers and broker loggers -----------------------------------------------------------------
 
     def _resource(self, name: str) -> ConfigResource:
-        kind = ConfigResourceType.TOPIC if self.opts.entity == "topics" else ConfigResourceType.BROKER
+        kind = {"topics": ConfigResourceType.TOPIC, "brokers": ConfigResourceType.BROKER,
+                "broker-loggers": ConfigResourceType.BROKER_LOGGER}[self.opts.entity]
         return ConfigResource(kind, name)
 
     async def _entries(self, name: str, describe_all: bool) -> list[ConfigEntry]:
-        """getResourceConfig: the entity's dynamic entries (their source), or all with --all."""
+        """getResourceConfig: the entity's dynamic entries (their source), or all with --all; every
+        logger of a broker, by name."""
         resource = self._resource(name)
         entries = (await self.admin.describe_configs([resource], include_synonyms=True))[resource]
+        if self.opts.entity == "broker-loggers":
+            return sorted(entries.values(), key=lambda e: e.name)
         dynamic = DYNAMIC_TOPIC if self.opts.entity == "topics" else DYNAMIC_DEFAULT_BROKER if name == "" \
             else DYNAMIC_BROKER
         return [e for e in entries.values() if describe_all or e.source == dynamic]
@@ -326,7 +333,14 @@ class ConfigCommand(AdminCommand):
         if invalid:  # Kafka fails the command if a config to delete is not set
             raise InvalidConfiguration(f"Invalid config(s): {','.join(invalid)}")
         resource = self._resource(name)
-        if opts.entity == "topics":
+        if opts.entity == "broker-loggers":  # set or unset levels of loggers the broker has
+            unknown = [k for k in [*opts.to_delete, *opts.to_add] if k not in old]
+            if unknown:
+                raise InvalidConfiguration(f"Invalid broker logger(s): {','.join(unknown)}")
+            ops = [AlterConfigOp(k, v, AlterConfigOpType.SET) for k, v in opts.to_add.items()]
+            ops += [AlterConfigOp(k, "", AlterConfigOpType.DELETE) for k in opts.to_delete]
+            await self.admin.incremental_alter_configs({resource: ops})
+        elif opts.entity == "topics":
             ops = [AlterConfigOp(k, v, AlterConfigOpType.SET) for k, v in opts.to_add.items()]
             ops += [AlterConfigOp(k, None, AlterConfigOpType.DELETE) for k in opts.to_delete]
             await self.admin.incremental_alter_configs({resource: ops})

@@ -1,5 +1,5 @@
 """odradek-configs run from the shell against a real broker: Kafka's kafka-configs.sh flags and output;
-topic and broker changes show in --describe and take effect."""
+topic, broker and broker-logger changes show in --describe and take effect."""
 
 from __future__ import annotations
 
@@ -111,7 +111,30 @@ def test_alter_and_describe_broker_configs(single_broker_cluster, tool):
         tool("--broker-defaults", "--alter", "--delete-config", "log.segment.bytes")
 
 
+def test_alter_and_describe_broker_loggers(tool):
+    done = tool("--entity-type", "broker-loggers", "--entity-name", "0", "--alter",
+                "--add-config", "kafka.request.logger=DEBUG,odradek.server=WARN")
+    assert done.stdout == "Completed updating config for broker-logger 0.\n"
+    try:
+        lines = tool("--broker-logger", "0", "--describe").stdout.splitlines()
+        names = [line.split("=", 1)[0].strip() for line in lines[1:]]
+        assert lines[0] == "Dynamic configs for broker-logger 0 are:" and names == sorted(names)
+        assert {"  kafka.request.logger=DEBUG sensitive=false synonyms={}", "  odradek.server=WARN sensitive=false "
+                "synonyms={}", "  root=INFO sensitive=false synonyms={}"} <= set(lines[1:])
+    finally:
+        tool("--broker-logger", "0", "--alter", "--delete-config", "kafka.request.logger,odradek.server")
+    lines = tool("--broker-logger", "0", "--describe").stdout.splitlines()
+    assert "  kafka.request.logger=INFO sensitive=false synonyms={}" in lines
+    refused = tool("--broker-logger", "0", "--alter", "--add-config", "no.such.logger=DEBUG", check=False)
+    assert refused.returncode == 1 and "Invalid broker logger(s): no.such.logger" in refused.stderr
+    refused = tool("--broker-logger", "0", "--alter", "--add-config", "root=LOUD", check=False)
+    assert refused.returncode == 1 and "Cannot set the log level of root to LOUD" in refused.stderr
+    assert "  root=INFO sensitive=false synonyms={}" in tool("--broker-logger", "0", "--describe").stdout.splitlines()
+
+
 @pytest.mark.parametrize("args, message", [
+    (["--entity-type", "broker-loggers", "--describe"], "an entity name must be specified with --describe of broker-loggers"),
+    (["--broker-logger", "zero", "--describe"], "The entity name for broker-loggers must be a valid integer broker id"),
     (["--entity-type", "topics", "--entity-name", "t"], "Command must include exactly one action: --describe, --alter"),
     (["--describe"], "At least one entity type must be specified"),
     (["--entity-type", "ips", "--describe"], "Invalid entity type ips"),
