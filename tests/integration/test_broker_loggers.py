@@ -13,7 +13,6 @@ from odradek.clients.admin import Admin, AlterConfigOp, AlterConfigOpType, Confi
 from odradek.clients.simple_client import SyncSimpleClient
 from odradek.protocol.errors import InvalidRequestError  # type: ignore[attr-defined]
 from odradek.protocol.messages import DescribeConfigsRequest
-from tests.conftest import new_cluster
 from tests.integration.helpers import wait_until
 
 kafka_admin = pytest.importorskip("kafka.admin")
@@ -24,13 +23,9 @@ REQUEST_LOGGER = "kafka.request.logger"
 DYNAMIC_BROKER_LOGGER_CONFIG = 6
 
 
-@pytest.fixture(scope="module")
-def cluster(zookeeper, tmp_path_factory):
-    running = new_cluster(tmp_path_factory.mktemp("broker-loggers"), zookeeper, 1)
-    try:
-        yield running.start()
-    finally:
-        running.stop(timeout=15.0)
+@pytest.fixture
+def cluster(single_broker_cluster):
+    return single_broker_cluster
 
 
 @pytest.fixture
