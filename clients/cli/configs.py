@@ -329,18 +329,14 @@ class ConfigCommand(AdminCommand):
     async def _alter(self) -> None:
         opts, name = self.opts, self.opts.name
         old = {e.name: e for e in await self._entries(name, describe_all=False)}
-        invalid = [key for key in opts.to_delete if key not in old]
-        if invalid:  # Kafka fails the command if a config to delete is not set
-            raise InvalidConfiguration(f"Invalid config(s): {','.join(invalid)}")
         resource = self._resource(name)
         if opts.entity == "broker-loggers":  # set or unset levels of loggers the broker has
             unknown = [k for k in [*opts.to_delete, *opts.to_add] if k not in old]
             if unknown:
                 raise InvalidConfiguration(f"Invalid broker logger(s): {','.join(unknown)}")
-            ops = [AlterConfigOp(k, v, AlterConfigOpType.SET) for k, v in opts.to_add.items()]
-            ops += [AlterConfigOp(k, "", AlterConfigOpType.DELETE) for k in opts.to_delete]
-            await self.admin.incremental_alter_configs({resource: ops})
-        elif opts.entity == "topics":
+        elif invalid := [key for key in opts.to_delete if key not in old]:
+            raise InvalidConfiguration(f"Invalid config(s): {','.join(invalid)}")  # Kafka: only set configs
+        if opts.entity in ("topics", "broker-loggers"):
             ops = [AlterConfigOp(k, v, AlterConfigOpType.SET) for k, v in opts.to_add.items()]
             ops += [AlterConfigOp(k, None, AlterConfigOpType.DELETE) for k in opts.to_delete]
             await self.admin.incremental_alter_configs({resource: ops})

@@ -125,8 +125,9 @@ def test_alter_and_describe_broker_loggers(tool):
         tool("--broker-logger", "0", "--alter", "--delete-config", "kafka.request.logger,odradek.server")
     lines = tool("--broker-logger", "0", "--describe").stdout.splitlines()
     assert "  kafka.request.logger=INFO sensitive=false synonyms={}" in lines
-    refused = tool("--broker-logger", "0", "--alter", "--add-config", "no.such.logger=DEBUG", check=False)
-    assert refused.returncode == 1 and "Invalid broker logger(s): no.such.logger" in refused.stderr
+    for change in ("--add-config", "no.such.logger=DEBUG"), ("--delete-config", "no.such.logger"):
+        refused = tool("--broker-logger", "0", "--alter", *change, check=False)
+        assert refused.returncode == 1 and "Invalid broker logger(s): no.such.logger" in refused.stderr
     refused = tool("--broker-logger", "0", "--alter", "--add-config", "root=LOUD", check=False)
     assert refused.returncode == 1 and "Cannot set the log level of root to LOUD" in refused.stderr
     assert "  root=INFO sensitive=false synonyms={}" in tool("--broker-logger", "0", "--describe").stdout.splitlines()
