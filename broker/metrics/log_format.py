@@ -16,6 +16,8 @@ import logging
 import sys
 from typing import Mapping, TextIO
 
+from ..broker_loggers import LEVELS
+
 TEXT_FORMAT = "[%(asctime)s] %(levelname)s %(message)s (%(name)s)"
 
 
@@ -36,13 +38,13 @@ class JsonFormatter(logging.Formatter):
 
 
 def parse_levels(text: str) -> dict[str, int]:
-    """``a.b=DEBUG,c=WARN`` -> {logger: level}; unknown level names are skipped (log4j's WARN is WARNING)."""
+    """``a.b=DEBUG,c=WARN`` -> {logger: level}, log4j's names (broker_loggers.LEVELS: WARN, FATAL, TRACE) or
+    Python's; unknown level names are skipped."""
     levels = {}
     for item in text.split(","):
         name, sep, level = item.partition("=")
         level = level.strip().upper()
-        level = {"WARN": "WARNING", "FATAL": "CRITICAL", "TRACE": "DEBUG"}.get(level, level)
-        value = logging.getLevelName(level)
+        value = LEVELS.get(level) or logging.getLevelName(level)
         if sep and name.strip() and isinstance(value, int):
             levels[name.strip()] = value
     return levels
@@ -50,7 +52,6 @@ def parse_levels(text: str) -> dict[str, int]:
 
 def setup_logging(environ: Mapping[str, str], stream: TextIO | None = None) -> None:
     root_level = (environ.get("ODRADEK_LOG_LEVEL") or environ.get("KAFKA_LOG4J_ROOT_LOGLEVEL") or "INFO").upper()
-    root_level = {"WARN": "WARNING", "FATAL": "CRITICAL", "TRACE": "DEBUG"}.get(root_level, root_level)
     handler = logging.StreamHandler(stream or sys.stderr)
     if environ.get("ODRADEK_LOG_FORMAT", "text").lower() == "json":
         handler.setFormatter(JsonFormatter())
@@ -60,7 +61,7 @@ def setup_logging(environ: Mapping[str, str], stream: TextIO | None = None) -> N
     for old in list(root.handlers):
         root.removeHandler(old)
     root.addHandler(handler)
-    level = getattr(logging, root_level, logging.INFO)
+    level = LEVELS.get(root_level) or logging.getLevelName(root_level)
     root.setLevel(level if isinstance(level, int) else logging.INFO)
     logging.getLogger("kazoo").setLevel(logging.WARNING)
     for source in ("KAFKA_LOG4J_LOGGERS", "ODRADEK_LOG_LEVELS"):

@@ -9,6 +9,7 @@ from types import SimpleNamespace
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
+from odradek.broker.broker_loggers import TRACE
 from odradek.broker.metrics.log_format import parse_levels
 from odradek.broker.metrics.request_metrics import (RequestMetrics, RequestMetricsCollector, Timer, count_errors,
                                                     error_name, request_name)
@@ -89,4 +90,5 @@ def test_topic_stats_keep_follower_traffic_apart():
 
 def test_log_levels_take_log4j_spellings():
     assert parse_levels("kafka.request.logger=DEBUG, a.b=warn,c=TRACE,bad,d=NOPE") == {
-        "kafka.request.logger": logging.DEBUG, "a.b": logging.WARNING, "c": logging.DEBUG}
+        "kafka.request.logger": logging.DEBUG, "a.b": logging.WARNING, "c": TRACE}
+    assert TRACE < logging.DEBUG  # a TRACE logger logs DEBUG lines too
