@@ -65,5 +65,14 @@ def setup_logging(environ: Mapping[str, str], stream: TextIO | None = None) -> N
     root.setLevel(level if isinstance(level, int) else logging.INFO)
     logging.getLogger("kazoo").setLevel(logging.WARNING)
     for source in ("KAFKA_LOG4J_LOGGERS", "ODRADEK_LOG_LEVELS"):
-        for name, value in parse_levels(environ.get(source, "")).items():
+        text = environ.get(source, "")
+        levels = parse_levels(text)
+        for name, value in levels.items():
             logging.getLogger(name).setLevel(value)
+        for item in (i.strip() for i in text.split(",")):
+            if item and item.partition("=")[0].strip() not in levels:
+                logging.getLogger(__name__).warning("%s: ignoring '%s' (expected logger=LEVEL, LEVEL one of %s)",
+                                                    source, item, ", ".join(LEVELS))
+    if not isinstance(level, int):
+        logging.getLogger(__name__).warning("Unknown root log level '%s' (one of %s): using INFO", root_level,
+                                            ", ".join(LEVELS))

@@ -3,6 +3,7 @@ log-level parsing. The endpoint itself is scraped on real brokers in tests/integ
 
 from __future__ import annotations
 
+import io
 import logging
 from types import SimpleNamespace
 
@@ -10,7 +11,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from odradek.broker.broker_loggers import TRACE
-from odradek.broker.metrics.log_format import parse_levels
+from odradek.broker.metrics.log_format import parse_levels, setup_logging
 from odradek.broker.metrics.request_metrics import (RequestMetrics, RequestMetricsCollector, Timer, count_errors,
                                                     error_name, request_name)
 from odradek.broker.metrics.topic_stats import BrokerTopicMetricsCollector, BrokerTopicStats
@@ -92,3 +93,20 @@ def test_log_levels_take_log4j_spellings():
     assert parse_levels("kafka.request.logger=DEBUG, a.b=warn,c=TRACE,bad,d=NOPE") == {
         "kafka.request.logger": logging.DEBUG, "a.b": logging.WARNING, "c": TRACE}
     assert TRACE < logging.DEBUG  # a TRACE logger logs DEBUG lines too
+
+
+def test_unknown_levels_from_the_environment_are_warned_about_by_name():
+    stream = io.StringIO()
+    root = logging.getLogger()
+    saved = (root.level, list(root.handlers), logging.getLogger("odradek.test.env").level)
+    try:
+        setup_logging({"ODRADEK_LOG_LEVEL": "LOUD", "KAFKA_LOG4J_LOGGERS": "odradek.test.env=TRACE,x.y=NOPE,bare"},
+                      stream)
+        assert logging.getLogger("odradek.test.env").level == TRACE and root.level == logging.INFO
+    finally:
+        root.setLevel(saved[0])
+        root.handlers[:] = saved[1]
+        logging.getLogger("odradek.test.env").setLevel(saved[2])
+    text = stream.getvalue()
+    assert "KAFKA_LOG4J_LOGGERS: ignoring 'x.y=NOPE'" in text and "KAFKA_LOG4J_LOGGERS: ignoring 'bare'" in text
+    assert "Unknown root log level 'LOUD'" in text and "odradek.test.env" not in text
