@@ -1,11 +1,12 @@
 """Helpers shared by the integration tests: running a coroutine with a bound, topics made and read back
-through SimpleClient, a topic known by every broker, a kafka-python group consumer that knows its topics
+through SimpleClient, a topic known by every broker, the request log's entries, a kafka-python group consumer that knows its topics
 before it joins, the console scripts run as a user runs them, and an idempotent confluent-kafka producer
 writing numbered records in a thread."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 from pathlib import Path
 import shutil
@@ -55,6 +56,17 @@ async def known_by_every_broker(servers: str, topic: str) -> bool:
             if not found or not found[0].partitions or any(p.leader_id < 0 for p in found[0].partitions):
                 return False
     return True
+
+
+def request_log(text: str) -> list[dict]:
+    """The request log's entries (``Completed request:{json}`` lines of kafka.request.logger) in a broker log."""
+    prefix = "Completed request:"
+    entries = []
+    for line in text.splitlines():
+        start = line.find(prefix)
+        if start >= 0:
+            entries.append(json.loads(line[start + len(prefix):line.rindex("}") + 1]))
+    return entries
 
 
 def kafka_python_group_consumer(*topics: str, **configs):

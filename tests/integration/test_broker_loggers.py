@@ -5,15 +5,13 @@ kafka-python's admin client (confluent-kafka has no BROKER_LOGGER type) and ours
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
 from odradek.clients.admin import Admin, AlterConfigOp, AlterConfigOpType, ConfigResource, ConfigResourceType
 from odradek.clients.simple_client import SyncSimpleClient
 from odradek.protocol.errors import InvalidRequestError  # type: ignore[attr-defined]
 from odradek.protocol.messages import DescribeConfigsRequest
-from tests.integration.helpers import wait_until
+from tests.integration.helpers import request_log, wait_until
 
 kafka_admin = pytest.importorskip("kafka.admin")
 confluent_kafka = pytest.importorskip("confluent_kafka")
@@ -40,10 +38,7 @@ def loggers_of(admin: Admin) -> dict:
 
 
 def logged_requests(cluster) -> list[dict]:
-    prefix = "Completed request:"
-    text = cluster.broker_log(0).read_text(errors="replace")
-    return [json.loads(line[line.index(prefix) + len(prefix):line.rindex("}") + 1])
-            for line in text.splitlines() if prefix in line]
+    return request_log(cluster.broker_log(0).read_text(errors="replace"))
 
 
 def test_describe_lists_every_logger_with_its_level(admin):
