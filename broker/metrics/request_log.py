@@ -48,7 +48,7 @@ def describe_request(request: "Request") -> dict[str, Any]:
     header_json["requestApiKeyName"] = _api_name(header.api_key)
     body = request.body
     return {"isForwarded": False, "requestHeader": header_json,
-            "request": "" if body is None else _loggable(header.api_key, message_json(body, header.api_version)),
+            "request": "" if body is None else _body_json(header.api_key, body, header.api_version),
             "response": ""}
 
 
@@ -57,7 +57,16 @@ def describe_response(request: "Request", body: Any) -> None:
     entry = request.log_entry
     if entry is not None:
         version = 0 if request.unsupported_version else request.header.api_version
-        entry["response"] = _loggable(request.header.api_key, message_json(body, version))
+        entry["response"] = _body_json(request.header.api_key, body, version)
+
+
+def _body_json(api_key: int, body: Any, version: int) -> Any:
+    """The body's loggable JSON form; a body that cannot be put in that form is logged as a note, never
+    fails the request it belongs to."""
+    try:
+        return _loggable(api_key, message_json(body, version))
+    except Exception as exc:  # a bug guard: the log must not cost anyone an answer
+        return f"<not loggable: {type(exc).__name__}>"
 
 
 def log_completed(request: "Request", times_ms: Iterable[tuple[str, float]]) -> None:
@@ -79,7 +88,7 @@ def log_completed(request: "Request", times_ms: Iterable[tuple[str, float]]) -> 
         "principal": str(request.principal), "listener": request.listener,
         "clientInformation": {"softwareName": software[0], "softwareVersion": software[1]},
     })
-    request_logger.debug("Completed request:%s", json.dumps(entry, separators=(",", ":")))
+    request_logger.debug("Completed request:%s", json.dumps(entry, separators=(",", ":"), default=str))
 
 
 def _api_name(api_key: int) -> str:

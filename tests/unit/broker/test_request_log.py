@@ -103,3 +103,8 @@ def test_scram_salts_and_salted_passwords_are_hidden():
                                                                                upsertions=[upsertion])))
     assert entry["request"]["upsertions"] == [{"name": "alice", "mechanism": 1, "iterations": 4096,
                                                "salt": "[hidden]", "saltedPassword": "[hidden]"}]
+
+
+def test_a_body_that_cannot_be_put_in_json_form_is_a_note_not_a_failure():
+    request = request_of(0, 8, ProduceRequest(acks=1, timeout_ms=1, topic_data=[object()]))
+    assert describe_request(request)["request"] == "<not loggable: AttributeError>"
