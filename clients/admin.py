@@ -39,6 +39,7 @@ from enum import IntEnum
 from typing import Any, Callable, Iterable, Mapping, NamedTuple, Sequence
 
 from ..protocol.api_keys import ApiKey
+from ..protocol.config_resource import ConfigResourceType
 from ..protocol.errors import (  # type: ignore[attr-defined]
     KafkaError, NotLeaderOrFollowerError, UnknownTopicOrPartitionError, UnsupportedVersionError, for_code,
 )
@@ -144,14 +145,6 @@ class TopicDescription(NamedTuple):
 
 def format_topic_id(topic_id: uuid.UUID) -> str:
     return base64.urlsafe_b64encode(topic_id.bytes).rstrip(b"=").decode("ascii")
-
-
-class ConfigResourceType(IntEnum):
-    """kafka-python's ConfigResourceType (the protocol's resource type ids); BROKER_LOGGER is a broker's
-    loggers (their levels, changed with incremental_alter_configs), as Kafka's ConfigResource.Type."""
-    TOPIC = 2
-    BROKER = 4
-    BROKER_LOGGER = 8
 
 
 @dataclass(frozen=True)

@@ -40,6 +40,7 @@ from ...protocol.errors import (  # type: ignore[attr-defined]
     KafkaError,
     UnknownTopicOrPartitionError,
 )
+from ...protocol.config_resource import BROKER, BROKER_LOGGER, TOPIC
 from ...protocol.messages import AlterConfigsResponse, IncrementalAlterConfigsResponse
 from .. import broker_loggers
 from ..config import _format
@@ -55,7 +56,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-TOPIC, BROKER, BROKER_LOGGER = 2, 4, 8
 _TYPE_NAMES = {0: "UNKNOWN", 1: "ANY", 2: "TOPIC", 3: "GROUP", 4: "BROKER", 8: "BROKER_LOGGER"}
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 _OP_NAMES = {SET: "SET", DELETE: "DELETE", APPEND: "APPEND", SUBTRACT: "SUBTRACT"}

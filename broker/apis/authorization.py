@@ -15,6 +15,7 @@ from ...protocol.acl import (
     CLUSTER_NAME, AclOperation, ResourceType, operations_bitfield, supported_operations,
 )
 from ...protocol.api_keys import ApiKey
+from ...protocol.config_resource import ConfigResourceType
 from ...protocol.errors import (  # type: ignore[attr-defined]
     ClusterAuthorizationFailedError, KafkaError, TopicAuthorizationFailedError,
 )
@@ -29,7 +30,7 @@ GROUP = ResourceType.GROUP
 TRANSACTIONAL_ID = ResourceType.TRANSACTIONAL_ID
 AUTHORIZED_OPERATIONS_OMITTED = -(1 << 31)  # an *_authorized_operations field the client did not ask for
 T = TypeVar("T")
-CONFIG_TOPIC, CONFIG_BROKERS = 2, (4, 8)  # ConfigResource.Type ids: TOPIC; BROKER and BROKER_LOGGER
+CONFIG_BROKERS = (ConfigResourceType.BROKER, ConfigResourceType.BROKER_LOGGER)  # authorized on the cluster
 
 
 @functools.lru_cache(maxsize=4096)  # per request otherwise: a client address is parsed once
@@ -105,7 +106,7 @@ class AuthHelper:
         topic; the error class when refused (other resource types are the handler's business)."""
         if resource_type in CONFIG_BROKERS and not self.authorize(request, operation, CLUSTER):
             return ClusterAuthorizationFailedError
-        if resource_type == CONFIG_TOPIC and not self.authorize(request, operation, TOPIC, name):
+        if resource_type == ConfigResourceType.TOPIC and not self.authorize(request, operation, TOPIC, name):
             return TopicAuthorizationFailedError
         return None
 

@@ -37,6 +37,7 @@ from ...protocol.errors import (  # type: ignore[attr-defined]
     KafkaError,
     UnknownTopicOrPartitionError,
 )
+from ...protocol.config_resource import BROKER, BROKER_LOGGER, TOPIC
 from ...protocol.messages import DescribeConfigsResponse
 from .. import broker_loggers
 from ..config import _format
@@ -53,7 +54,6 @@ _Result = DescribeConfigsResponse.DescribeConfigsResult
 _Entry = _Result.DescribeConfigsResourceResult
 _Synonym = _Entry.DescribeConfigsSynonym
 
-TOPIC, BROKER, BROKER_LOGGER = 2, 4, 8
 # ConfigSource ids (DescribeConfigsResponse.json)
 DYNAMIC_TOPIC_CONFIG, DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG = 1, 2, 3
 STATIC_BROKER_CONFIG, DEFAULT_CONFIG, DYNAMIC_BROKER_LOGGER_CONFIG = 4, 5, 6

@@ -14,6 +14,7 @@ import re
 from typing import Mapping
 
 from ...clients.security.scram import MECHANISMS as SCRAM_MECHANISMS
+from ...protocol.config_resource import BROKER, BROKER_LOGGER, TOPIC
 from ..config_keys import BROKER_KEYS, TOPIC_KEYS, Type
 
 __all__ = ["PASSWORD_KEYS", "HIDDEN", "is_sensitive", "config_type", "listener_synonyms", "loggable",
@@ -70,19 +71,16 @@ def loggable(configs: Mapping[str, str | None]) -> dict[str, str | None]:
     return {k: HIDDEN if v is not None and is_sensitive(k) else v for k, v in configs.items()}
 
 
-_TOPIC, _BROKER, _BROKER_LOGGER = 2, 4, 8  # ConfigResource.Type ids
-
-
 def loggable_value(resource_type: int, name: str, value: str | None) -> str | None:
     """A value an AlterConfigs request sets, fit for the request log (KafkaConfig.loggableValue): ``[hidden]``
     when it may be a secret: a broker key as ``is_sensitive`` decides, a topic key Kafka does not know (its
     type is unknown), any key of a resource type other than these and the broker loggers."""
-    if resource_type == _BROKER:
+    if resource_type == BROKER:
         sensitive = is_sensitive(name)
-    elif resource_type == _TOPIC:
+    elif resource_type == TOPIC:
         sensitive = name not in TOPIC_KEYS
     else:
-        sensitive = resource_type != _BROKER_LOGGER
+        sensitive = resource_type != BROKER_LOGGER
     return HIDDEN if sensitive else value
 
 
