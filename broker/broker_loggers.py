@@ -23,7 +23,6 @@ TRACE = 5
 LEVELS = {"FATAL": logging.CRITICAL, "ERROR": logging.ERROR, "WARN": logging.WARNING, "INFO": logging.INFO,
           "DEBUG": logging.DEBUG, "TRACE": TRACE}  # Kafka's LogLevelConfig.VALID_LOG_LEVELS
 _NAMES = {value: name for name, value in LEVELS.items()}
-SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 
 if logging.getLevelName(TRACE) != "TRACE":
     logging.addLevelName(TRACE, "TRACE")
@@ -57,29 +56,27 @@ def _existing(name: str) -> logging.Logger | None:
     return logger if isinstance(logger, logging.Logger) else None
 
 
-def validate(ops: Iterable[tuple[str, int, str | None]]) -> None:
-    """Kafka's validateLogLevelConfigs: SET names an existing logger and a valid level, DELETE an existing
-    logger other than root; APPEND and SUBTRACT are refused."""
+def validate(ops: Iterable[tuple[str, str, str | None]]) -> None:
+    """Kafka's validateLogLevelConfigs over (logger, operation name, level): SET names an existing logger
+    and a valid level, DELETE an existing logger other than root; APPEND and SUBTRACT are refused."""
     for name, op, value in ops:
-        if op in (SET, DELETE) and _existing(name) is None:
+        if op not in ("SET", "DELETE"):
+            raise LoggerRequestError(f"{op} operation is not allowed for the BROKER_LOGGER resource")
+        if _existing(name) is None:
             raise LoggerConfigError(f"Logger {name} does not exist!")
-        if op == SET and value not in LEVELS:
+        if op == "SET" and value not in LEVELS:
             raise LoggerConfigError(f"Cannot set the log level of {name} to {value} as it is not a supported log "
                                     f"level. Valid log levels are {', '.join(LEVELS)}")
-        if op == DELETE and name == ROOT_LOGGER:
+        if op == "DELETE" and name == ROOT_LOGGER:
             raise LoggerRequestError(f"Removing the log level of the {ROOT_LOGGER} logger is not allowed")
-        if op == APPEND:
-            raise LoggerRequestError("APPEND operation is not allowed for the BROKER_LOGGER resource")
-        if op == SUBTRACT:
-            raise LoggerRequestError("SUBTRACT operation is not allowed for the BROKER_LOGGER resource")
 
 
-def apply(ops: Iterable[tuple[str, int, str | None]], log: logging.Logger) -> None:
+def apply(ops: Iterable[tuple[str, str, str | None]], log: logging.Logger) -> None:
     """Set or unset the levels (after ``validate``); an unset logger logs at its parent's level."""
     for name, op, value in ops:
         logger = _existing(name)
         assert logger is not None
-        if op == SET:
+        if op == "SET":
             log.info("Updating the log level of %s to %s", name, value)
             logger.setLevel(LEVELS[value])  # type: ignore[index]
         else:

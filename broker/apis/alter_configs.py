@@ -142,15 +142,16 @@ class AlterConfigsApi:
             await self._write_broker(resource_type, name, entity, configs, validate_only)
         elif resource_type == BROKER_LOGGER:
             self._broker_entity(name)  # "" or this broker's id
+            named_ops = [(k, _OP_NAMES[op], v) for k, op, v in ops]
             try:
-                broker_loggers.validate(ops)
+                broker_loggers.validate(named_ops)
             except broker_loggers.LoggerConfigError as exc:
                 raise InvalidRequestError(f"Invalid config value for resource {resource_label(resource_type, name)}"
                                           f": {exc}") from None
             except broker_loggers.LoggerRequestError as exc:
                 raise InvalidRequestError(str(exc)) from None
             if not validate_only:
-                broker_loggers.apply(ops, log)
+                broker_loggers.apply(named_ops, log)
         else:
             raise InvalidRequestError(f"AlterConfigs is only supported for topics and brokers, but resource type "
                                       f"is {_TYPE_NAMES.get(resource_type, resource_type)}")
