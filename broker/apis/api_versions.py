@@ -53,8 +53,8 @@ class ApiVersionsApi:
             raise InvalidRequestError(f"invalid client software name/version {body.client_software_name!r} "
                                       f"{body.client_software_version!r}")
         # Kafka registers a valid request's client software on the channel ("unknown" when empty: before v3)
-        request.connection.client_software = (getattr(body, "client_software_name", "") or "unknown",
-                                              getattr(body, "client_software_version", "") or "unknown")
+        request.connection.client_software = (body.client_software_name or "unknown",
+                                              body.client_software_version or "unknown")
         return ApiVersionsResponse(error_code=0, api_keys=self.entries(), throttle_time_ms=0)
 
     def error_response(self, request: "Request", error_code: int) -> Any:

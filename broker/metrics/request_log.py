@@ -31,7 +31,6 @@ request_logger = logging.getLogger("kafka.request.logger")
 _ALTER_CONFIGS = (int(ApiKey.ALTER_CONFIGS), int(ApiKey.INCREMENTAL_ALTER_CONFIGS))
 _ALTER_SCRAM = int(ApiKey.ALTER_USER_SCRAM_CREDENTIALS)
 _SASL_AUTHENTICATE = int(ApiKey.SASL_AUTHENTICATE)
-UNKNOWN_SOFTWARE = ("unknown", "unknown")  # Kafka's ClientInformation before (or without) ApiVersions v3
 
 
 def enabled() -> bool:
@@ -76,8 +75,7 @@ def log_completed(request: "Request", times_ms: Iterable[tuple[str, float]]) -> 
         return
     times = dict(times_ms)
     connection = request.connection
-    security = getattr(connection, "security", None)
-    software = getattr(connection, "client_software", UNKNOWN_SOFTWARE)
+    security, software = connection.security, connection.client_software
     entry.update({
         "connection": request.connection_id,
         "totalTimeMs": times["TotalTimeMs"], "requestQueueTimeMs": times["RequestQueueTimeMs"],
