@@ -1,7 +1,7 @@
 """Helpers shared by the integration tests: running a coroutine with a bound, topics made and read back
-through SimpleClient, a topic known by every broker, the request log's entries, a kafka-python group consumer that knows its topics
-before it joins, the console scripts run as a user runs them, and an idempotent confluent-kafka producer
-writing numbered records in a thread."""
+through SimpleClient, a topic known by every broker, the request log's entries, a kafka-python group
+consumer that knows its topics before it joins, the console scripts run as a user runs them, and an
+idempotent confluent-kafka producer writing numbered records in a thread."""
 
 from __future__ import annotations
 

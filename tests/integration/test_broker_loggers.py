@@ -22,13 +22,8 @@ DYNAMIC_BROKER_LOGGER_CONFIG = 6
 
 
 @pytest.fixture
-def cluster(single_broker_cluster):
-    return single_broker_cluster
-
-
-@pytest.fixture
-def admin(cluster):
-    with Admin(cluster.bootstrap_servers) as client:
+def admin(single_broker_cluster):
+    with Admin(single_broker_cluster.bootstrap_servers) as client:
         yield client
 
 
@@ -50,8 +45,8 @@ def test_describe_lists_every_logger_with_its_level(admin):
     assert entries[REQUEST_LOGGER].value == "INFO"  # no level of its own: the level it logs at
 
 
-def test_the_request_log_is_turned_on_and_off_at_run_time(cluster, admin):
-    client = kafka_admin.KafkaAdminClient(bootstrap_servers=cluster.bootstrap_servers)
+def test_the_request_log_is_turned_on_and_off_at_run_time(single_broker_cluster, admin):
+    client = kafka_admin.KafkaAdminClient(bootstrap_servers=single_broker_cluster.bootstrap_servers)
     resource = kafka_admin.ConfigResource(kafka_admin.ConfigResourceType.BROKER_LOGGER, "0",
                                           configs={REQUEST_LOGGER: "DEBUG"})
     try:
@@ -59,12 +54,14 @@ def test_the_request_log_is_turned_on_and_off_at_run_time(cluster, admin):
     finally:
         client.close()
     assert loggers_of(admin)[REQUEST_LOGGER].value == "DEBUG"
-    producer = confluent_kafka.Producer({"bootstrap.servers": cluster.bootstrap_servers, "linger.ms": 0})
+    producer = confluent_kafka.Producer({"bootstrap.servers": single_broker_cluster.bootstrap_servers,
+                                         "linger.ms": 0})
     producer.produce("logged-topic", b"0123456789", key=b"k")
     assert producer.flush(30) == 0
 
     def produce_logged() -> list[dict]:
-        return [e for e in logged_requests(cluster) if e["requestHeader"]["requestApiKeyName"] == "PRODUCE"]
+        return [e for e in logged_requests(single_broker_cluster)
+                if e["requestHeader"]["requestApiKeyName"] == "PRODUCE"]
     [entry] = wait_until(produce_logged, what="the Produce in the request log")
     [topic] = entry["request"]["topicData"]
     assert topic["name"] == "logged-topic" and topic["partitionData"][0]["recordsSizeInBytes"] > 10
@@ -76,9 +73,9 @@ def test_the_request_log_is_turned_on_and_off_at_run_time(cluster, admin):
     admin.incremental_alter_configs({ConfigResource(ConfigResourceType.BROKER_LOGGER, "0"): [
         AlterConfigOp(REQUEST_LOGGER, op_type=AlterConfigOpType.DELETE)]})
     assert loggers_of(admin)[REQUEST_LOGGER].value == "INFO"
-    count = len(logged_requests(cluster))
+    count = len(logged_requests(single_broker_cluster))
     assert loggers_of(admin)["root"].value == "INFO"  # a DescribeConfigs answered after the level went back
-    assert len(logged_requests(cluster)) == count
+    assert len(logged_requests(single_broker_cluster)) == count
 
 
 @pytest.mark.parametrize("name, op, value, message", [
@@ -99,10 +96,10 @@ def test_what_kafka_refuses_is_refused_and_changes_nothing(admin, name, op, valu
     ("7", "Unexpected broker id, expected 0 but received 7"), ("", "Broker id must not be empty"),
     ("zero", "Broker id must be an integer, but it is: zero"),
 ])
-def test_describe_names_this_brokers_id(cluster, name, message):
+def test_describe_names_this_brokers_id(single_broker_cluster, name, message):
     request = DescribeConfigsRequest(resources=[DescribeConfigsRequest.DescribeConfigsResource(
         resource_type=int(ConfigResourceType.BROKER_LOGGER), resource_name=name, configuration_keys=None)])
-    with SyncSimpleClient(cluster.bootstrap_servers) as client:
+    with SyncSimpleClient(single_broker_cluster.bootstrap_servers) as client:
         [result] = client.send(0, request).results  # to broker 0 whatever the name: the client would route it
     assert (result.error_code, result.error_message, result.configs) == (InvalidRequestError.code, message, [])
 

@@ -21,6 +21,7 @@ import yaml
 
 from odradek.broker.config import KafkaConfig, load_config, parse_properties
 from odradek.clients.cli.local_zookeeper import free_port
+from tests.integration.helpers import request_log
 
 ROOT = Path(__file__).resolve().parents[2]
 ENTRYPOINT = ROOT / "docker" / "entrypoint.py"
@@ -184,8 +185,7 @@ def test_entrypoint_execs_the_broker_which_serves_and_stops_cleanly_on_sigterm(z
                for e in entries)
     requests = [e for e in entries if e["logger"] == "kafka.request.logger"]
     assert requests and all(e["level"] == "DEBUG" for e in requests)
-    completed = [json.loads(e["message"][len("Completed request:"):]) for e in requests
-                 if e["message"].startswith("Completed request:")]
+    completed = request_log("\n".join(e["message"] for e in requests))
     assert any(c["requestHeader"]["requestApiKeyName"] == "API_VERSIONS" and c["requestHeader"]["requestApiVersion"] == 0
                and c["requestHeader"]["clientId"] == "odradek-healthcheck" and c["response"]["errorCode"] == 0
                and c["totalTimeMs"] >= 0 for c in completed)
