@@ -83,7 +83,7 @@ def main(argv: list[str] | None = None) -> None:
     from pyspark.sql import SparkSession
 
     from odradek.clients import Admin, NewTopic
-    from odradek.clients.cli.local_cluster import LocalCluster
+    from odradek.tools.local_cluster import LocalCluster
 
     workdir = Path(tempfile.mkdtemp(prefix="bench-spark-"))
     cluster = LocalCluster(workdir / "cluster", 1)

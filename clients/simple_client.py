@@ -40,7 +40,7 @@ from .cluster_metadata import ClusterMetadata
 from .connection import BrokerConnection
 from .event_loop_thread import EventLoopThread
 from .errors import KafkaConnectionError, NoBrokersAvailableError
-from .fetch_buffer import scan_fetched
+from .consumer.fetch_buffer import scan_fetched
 from .security.client_security import AUTHENTICATION_ERRORS, ClientSecurity
 from .throttle import ThrottleState, ThrottleTimeSensor
 
