@@ -7,11 +7,16 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
-from typing import Any, Awaitable, Callable, Sequence, Union
+from typing import Any, Awaitable, Callable, Sequence, TextIO, Union
 
 from ..protocol.errors import KafkaError  # type: ignore[attr-defined]
 from ..clients.admin.client import AIOAdmin
 from ..clients.java_properties import parse_properties
+from ..clients.security.client_security import (
+    SECURITY_PROPERTY_PREFIXES, security_kwargs_from_properties, unread_security_properties,
+)
+from ..clients.types import KafkaConfigurationError
+from .tool_log import log_line
 
 KAFKA_VERSION = "2.8.0 (Odradek)"  # what --version prints (AppInfoParser's version, then ours)
 # The admin client's timing in --command-config, Kafka's AdminClientConfig names -> AIOAdmin's keywords
@@ -25,6 +30,10 @@ Failure = tuple[ExceptionTypes, Union[Callable[[BaseException], None], None]]
 
 class UsageError(Exception):
     """A bad command line: printed as one line on stderr, exit code 1 (CommandLineUtils.printUsageAndDie)."""
+
+
+class InvalidConfiguration(Exception):
+    """Kafka's InvalidConfigurationException raised by a tool itself: one line on stderr, exit 1."""
 
 
 class Parser(argparse.ArgumentParser):
@@ -155,7 +164,6 @@ def command_config_security(opts: argparse.Namespace) -> dict[str, Any]:
     props = _command_config(opts)
     if not props:
         return {}
-    from .kafka_properties import security_kwargs  # that module imports this one
     return security_kwargs(props)
 
 
@@ -182,3 +190,18 @@ def run_admin(opts: argparse.Namespace, work: Callable[[AIOAdmin], Awaitable[Any
         async with AIOAdmin(opts.bootstrap_server, client_id=opts.client_id, **options) as admin:
             return await work(admin)
     return asyncio.run(session())
+
+
+def security_kwargs(props: dict[str, str], warn: TextIO | None = sys.stderr) -> dict[str, Any]:
+    """The security.protocol / ssl.* / sasl.* properties as our clients' keywords ({} for PLAINTEXT);
+    a bad one raises KafkaConfigurationError naming it, one our clients do not read is warned about."""
+    security = {k: v for k, v in props.items() if k.startswith(SECURITY_PROPERTY_PREFIXES)}
+    for name in unread_security_properties(security):
+        if warn is not None:
+            log_line("WARN", f"The configuration '{name}' was supplied but Odradek's clients do not support it; "
+                     "it was ignored.", "org.apache.kafka.common.config.AbstractConfig", file=warn)
+    try:
+        kwargs = security_kwargs_from_properties(security)
+    except ValueError as exc:
+        raise KafkaConfigurationError(str(exc)) from None
+    return {} if kwargs["security_protocol"] == "PLAINTEXT" else kwargs

@@ -34,8 +34,8 @@ from ..clients.admin.client import AlterConfigOp, AlterConfigOpType, ConfigEntry
 from ..clients.admin.quotas import ClientQuotaAlteration, ClientQuotaEntity, ClientQuotaFilter, ClientQuotaFilterComponent
 from . import configs_scram
 from .common import (
-    AdminCommand, Parser, UsageError, client_id, error_message, failure_report, parse_known, read_properties,
-    run_admin, run_tool, tool_args,
+    AdminCommand, InvalidConfiguration, Parser, UsageError, client_id, error_message, failure_report, parse_known,
+    read_properties, run_admin, run_tool, tool_args,
 )
 
 SUPPORTED_TYPES = ("topics", "clients", "users", "brokers", "broker-loggers")
@@ -52,10 +52,6 @@ CONFIG_SOURCES = {0: "UNKNOWN", 1: "DYNAMIC_TOPIC_CONFIG", 2: "DYNAMIC_BROKER_CO
                   4: "STATIC_BROKER_CONFIG", 5: "DEFAULT_CONFIG", 6: "DYNAMIC_BROKER_LOGGER_CONFIG"}
 DYNAMIC_TOPIC, DYNAMIC_BROKER, DYNAMIC_DEFAULT_BROKER = 1, 2, 3
 _LEGAL_TOPIC = re.compile(r"[a-zA-Z0-9._-]+")
-
-
-class InvalidConfiguration(Exception):
-    """Kafka's InvalidConfigurationException raised by the tool itself: one line on stderr, exit 1."""
 
 
 def build_parser() -> argparse.ArgumentParser:

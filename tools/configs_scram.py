@@ -23,7 +23,7 @@ from ..protocol.errors import ResourceNotFoundError  # type: ignore[attr-defined
 from ..controller.zk_data import desanitize_entity_name, sanitize_entity_name
 from ..clients.admin.scram import UserScramCredentialDeletion, UserScramCredentialUpsertion
 from ..clients.security.scram import DEFAULT_ITERATIONS, MECHANISMS, make_credential
-from .common import UsageError
+from .common import InvalidConfiguration, UsageError
 
 ZK_SUPPORTED_TYPES = ("users",)
 # User configs Kafka 2.8 keeps next to the credentials (DynamicConfig.User): quotas, stored as given.
@@ -92,7 +92,6 @@ def _alter_with_zk(zk: KafkaZkClient, opts: argparse.Namespace, out: Callable[[s
     configs = zk.get_entity_config("users", sanitized)
     missing = [key for key in opts.to_delete if key not in configs]
     if missing:
-        from .configs import InvalidConfiguration  # configs imports this module
         raise InvalidConfiguration(f"Invalid config(s): {','.join(missing)}")
     configs.update(to_add)
     for key in opts.to_delete:

@@ -18,11 +18,8 @@ from typing import Any, Callable, Iterable, Sequence, TextIO
 
 from ..clients.consumer.consumer import DEFAULT_CONFIG as CONSUMER_DEFAULTS
 from ..clients.producer.producer import _DEFAULTS as PRODUCER_DEFAULTS  # the producer's accepted kwargs and their defaults
-from ..clients.security.client_security import (
-    SECURITY_PROPERTY_PREFIXES, security_kwargs_from_properties, unread_security_properties,
-)
-from ..clients.types import KafkaConfigurationError
-from .common import Parser, UsageError, parse_known, read_properties as load_properties
+from ..clients.security.client_security import SECURITY_PROPERTY_PREFIXES
+from .common import Parser, UsageError, parse_known, read_properties as load_properties, security_kwargs
 from .tool_log import log_line
 
 __all__ = ["UsageError", "ToolParser", "require", "bootstrap_servers", "key_values", "load_properties",
@@ -96,21 +93,6 @@ def _convert(name: str, value: str) -> Any:
         return int(value)
     except ValueError:
         return value
-
-
-def security_kwargs(props: dict[str, str], warn: TextIO | None = sys.stderr) -> dict[str, Any]:
-    """The security.protocol / ssl.* / sasl.* properties as our clients' keywords ({} for PLAINTEXT);
-    a bad one raises KafkaConfigurationError naming it, one our clients do not read is warned about."""
-    security = {k: v for k, v in props.items() if k.startswith(SECURITY_PROPERTY_PREFIXES)}
-    for name in unread_security_properties(security):
-        if warn is not None:
-            log_line("WARN", f"The configuration '{name}' was supplied but Odradek's clients do not support it; "
-                     "it was ignored.", "org.apache.kafka.common.config.AbstractConfig", file=warn)
-    try:
-        kwargs = security_kwargs_from_properties(security)
-    except ValueError as exc:
-        raise KafkaConfigurationError(str(exc)) from None
-    return {} if kwargs["security_protocol"] == "PLAINTEXT" else kwargs
 
 
 def _kwargs(props: dict[str, str], known: dict[str, Any], warn: TextIO | None, config_class: str) -> dict[str, Any]:
