@@ -337,9 +337,12 @@ def consume_kafka_python(spec: dict, window: Window) -> dict:
 
 def read_spark(spec: dict, window: Window) -> dict:
     """A Spark batch read of the topic on local[2] after a warm-up query; CPU of the whole process tree."""
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
     from pyspark.sql import functions as F
+
+    from odradek.spark_connector import use_this_python_for_workers
+
+    use_this_python_for_workers()
 
     spark = (SparkSession.builder.master("local[2]").appName("bench-clients").config("spark.ui.enabled", "false")
              .config("spark.sql.shuffle.partitions", "2").getOrCreate())
