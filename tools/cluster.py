@@ -180,6 +180,9 @@ def start(args: argparse.Namespace) -> int:
     if cluster.security is not None:
         _say(f"Listeners are {cluster.security.protocol}; client settings (Kafka's names, for --command-config): "
              f"{cluster.security.properties_path}")
+        _say(f"ACLs are on (AclAuthorizer, super users {cluster.security.super_users}): other users need ACLs, "
+             f"e.g. `odradek-acls --bootstrap-server {cluster.bootstrap_servers} --command-config "
+             f"{cluster.security.properties_path} --add --allow-principal User:alice --operation All --topic '*'`")
     print(cluster.bootstrap_servers, flush=True)
     return 0
 

@@ -11,6 +11,10 @@ Each broker has one listener, named after its protocol, which is also the inter-
 * ``sasl_plaintext`` / ``sasl_ssl``: PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512; the brokers authenticate as
   ``admin`` with SCRAM-SHA-512, whose credentials are written into ZooKeeper before any broker starts
   (Kafka's bootstrap step); PLAIN knows ``admin`` from the listener's JAAS entry.
+
+Every mode turns Kafka's AclAuthorizer on, with the brokers' and the admin's principals as super users: an
+authenticated cluster whose authorizer is off lets any user send controller requests (StopReplica,
+LeaderAndIsr ...). Other users need ACLs (``odradek-acls --command-config client.properties ...``).
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ import secrets
 from pathlib import Path
 from typing import Any
 
+from ..broker.security.acl_authorizer import ACL_AUTHORIZER
 from ..controller.zk_client import KafkaZkClient
 from ..clients.security.client_security import ClientSecurity
 from ..clients.security.jaas import PLAIN_MODULE, client_jaas
@@ -31,6 +36,7 @@ __all__ = ["ClusterSecurity", "MODES", "ADMIN_USER"]
 
 MODES = {"ssl": "SSL", "sasl_plaintext": "SASL_PLAINTEXT", "sasl_ssl": "SASL_SSL"}
 ADMIN_USER = "admin"
+BROKER_USER = "broker"  # the brokers' certificate common name
 INTER_BROKER_MECHANISM = "SCRAM-SHA-512"
 PRINCIPAL_RULES = "RULE:^CN=([^,]+),.*$/$1/,DEFAULT"  # CN=admin,OU=...,O=Odradek -> admin
 
@@ -50,7 +56,7 @@ class ClusterSecurity:
             self.ca = LocalCA(self.directory / "ca")
             self.keystore = self.directory / "ca" / "broker.pem"
             if not self.keystore.exists():
-                self.ca.issue("broker", hosts=sorted({host, "localhost", "127.0.0.1"}))
+                self.ca.issue(BROKER_USER, hosts=sorted({host, "localhost", "127.0.0.1"}))
             self.admin_keystore = self.directory / "ca" / f"{ADMIN_USER}.pem"
             if not self.admin_keystore.exists():
                 self.ca.issue(ADMIN_USER, client=True)
@@ -77,7 +83,8 @@ class ClusterSecurity:
     # -- brokers ---------------------------------------------------------------------------------------
     def broker_overrides(self, port: int) -> dict[str, str]:
         name, prefix = self.protocol, f"listener.name.{self.protocol.lower()}."
-        overrides = {"listeners": f"{name}://{self.host}:{port}", "security.inter.broker.protocol": name}
+        overrides = {"listeners": f"{name}://{self.host}:{port}", "security.inter.broker.protocol": name,
+                     "authorizer.class.name": ACL_AUTHORIZER, "super.users": self.super_users}
         if self.uses_ssl:
             assert self.ca is not None
             overrides.update({"ssl.keystore.type": "PEM", "ssl.keystore.location": str(self.keystore),
@@ -94,6 +101,11 @@ class ClusterSecurity:
                                                    f'password="{password}" user_{ADMIN_USER}="{password}";',
             })
         return overrides
+
+    @property
+    def super_users(self) -> str:
+        """The brokers' principal (User:broker over mutual TLS; over SASL they log in as admin) and the admin's."""
+        return ";".join(f"User:{user}" for user in ([BROKER_USER] if self.protocol == "SSL" else []) + [ADMIN_USER])
 
     def prepare(self, zookeeper_connect: str) -> None:
         """Kafka's bootstrap step: the admin's SCRAM credentials in ZooKeeper before any broker runs."""
