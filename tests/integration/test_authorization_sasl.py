@@ -29,7 +29,7 @@ from odradek.protocol.messages import (
     InitProducerIdRequest, LeaderAndIsrRequest, MetadataRequest, StopReplicaRequest,
 )
 
-from ..conftest import new_cluster
+from ..conftest import new_cluster, running
 from .helpers import console_tool, delivery_errors, first_consumed, run
 from .security_clients import Profile
 
