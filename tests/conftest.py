@@ -3,6 +3,7 @@ clusters of real broker processes (each with a chroot of its own on that ZooKeep
 
 from __future__ import annotations
 
+import contextlib
 import uuid
 from pathlib import Path
 
@@ -51,24 +52,42 @@ def zk_client_factory(zk_chroot):
         client.close()
 
 
-def new_cluster(data_dir: Path, zookeeper: LocalZooKeeper, brokers: int = 1,
-                overrides: dict | None = None, **options) -> LocalCluster:
-    """A (not yet started) cluster on free ports with a chroot of its own on ``zookeeper``; ``options`` go
-    to LocalCluster (e.g. ``metrics_base_port=0``)."""
-    return LocalCluster(data_dir, brokers, zookeeper=zookeeper, base_port=0,
-                        chroot=f"/odradek-{uuid.uuid4().hex}",
-                        broker_overrides={**TEST_BROKER_OVERRIDES, **(overrides or {})}, **options)
+def new_cluster(data_dir: Path, zookeeper: LocalZooKeeper, brokers: int = 1, overrides: dict | None = None,
+                cluster_class: type[LocalCluster] = LocalCluster, **options) -> LocalCluster:
+    """A (not yet started) cluster on free ports with a chroot of its own on ``zookeeper``, its brokers given
+    TEST_BROKER_OVERRIDES and ``overrides``; ``options`` go to LocalCluster (e.g. ``metrics_base_port=0``,
+    ``security="sasl_ssl"``, ``base_port`` for a test's own listener layout); ``cluster_class``: a
+    LocalCluster subclass that starts its brokers otherwise."""
+    return cluster_class(data_dir, brokers, zookeeper=zookeeper, chroot=f"/odradek-{uuid.uuid4().hex}",
+                         broker_overrides={**TEST_BROKER_OVERRIDES, **(overrides or {})},
+                         **{"base_port": 0, **options})
+
+
+@contextlib.contextmanager
+def running(cluster: LocalCluster, timeout: float = 60.0, start_env: dict[str, str] | None = None):
+    """Starts ``cluster`` for the block and stops it after, also when the start or the block fails
+    (SIGKILLing what does not stop in time, so nothing outlives the tests). ``start_env``: environment
+    variables the brokers are started with (set in this process only while they start)."""
+    try:
+        with pytest.MonkeyPatch.context() as env:
+            for name, value in (start_env or {}).items():
+                env.setenv(name, value)
+            cluster.start(timeout)
+        yield cluster
+    finally:
+        cluster.stop(timeout=15.0)
 
 
 @pytest.fixture
 def odradek_cluster_factory(zookeeper, tmp_path, request):
-    """``make(brokers=1, overrides=None, timeout=60.0)`` starts a cluster of real broker processes and returns
-    the ``LocalCluster``; every cluster is stopped after the test, and its broker logs are printed if it fails."""
+    """``make(brokers=1, overrides=None, timeout=60.0, **options)`` starts a cluster of real broker processes
+    (``options``: as new_cluster's) and returns the ``LocalCluster``; every cluster is stopped after the
+    test, and its broker logs are printed if it fails."""
     clusters: list[LocalCluster] = []
     request.node.stash[_CLUSTERS] = clusters
 
-    def make(brokers: int = 1, overrides: dict | None = None, timeout: float = 60.0) -> LocalCluster:
-        cluster = new_cluster(tmp_path / f"cluster-{len(clusters)}", zookeeper, brokers, overrides)
+    def make(brokers: int = 1, overrides: dict | None = None, timeout: float = 60.0, **options) -> LocalCluster:
+        cluster = new_cluster(tmp_path / f"cluster-{len(clusters)}", zookeeper, brokers, overrides, **options)
         clusters.append(cluster)
         return cluster.start(timeout)
 
@@ -77,13 +96,12 @@ def odradek_cluster_factory(zookeeper, tmp_path, request):
         cluster.stop(timeout=15.0)  # SIGKILLs what does not stop in time, so nothing outlives the test
 
 
-def module_cluster(zookeeper: LocalZooKeeper, data_dir: Path, brokers: int, overrides: dict | None = None):
-    """A module fixture's body: ``yield from module_cluster(...)`` starts the cluster and stops it after."""
-    cluster = new_cluster(data_dir, zookeeper, brokers, overrides)
-    try:
-        yield cluster.start()
-    finally:
-        cluster.stop(timeout=15.0)
+def module_cluster(zookeeper: LocalZooKeeper, data_dir: Path, brokers: int, overrides: dict | None = None,
+                   **options):
+    """A module fixture's body: ``yield from module_cluster(...)`` starts the cluster (``options``: as
+    new_cluster's) and stops it after."""
+    with running(new_cluster(data_dir, zookeeper, brokers, overrides, **options)) as cluster:
+        yield cluster
 
 
 @pytest.fixture(scope="module")

@@ -34,14 +34,10 @@ OVERRIDES = {"offsets.topic.num.partitions": "2", "transaction.state.log.num.par
 
 @pytest.fixture(scope="module")
 def fuzz_cluster(zookeeper, tmp_path_factory):
-    from tests.conftest import new_cluster
-    cluster = new_cluster(tmp_path_factory.mktemp("fuzz"), zookeeper, 1, OVERRIDES)
-    try:
-        cluster.start()
+    from tests.conftest import new_cluster, running
+    with running(new_cluster(tmp_path_factory.mktemp("fuzz"), zookeeper, 1, OVERRIDES)) as cluster:
         asyncio.run(_prepare(cluster.bootstrap_servers))
         yield cluster
-    finally:
-        cluster.stop(timeout=15.0)
 
 
 async def _prepare(bootstrap: str) -> None:

@@ -27,7 +27,7 @@ from odradek.protocol.errors import (  # noqa: E402
     GroupIdNotFoundError, GroupSubscribedToTopicError, NonEmptyGroupError, UnknownMemberIdError,
     UnknownTopicOrPartitionError,
 )
-from tests.conftest import new_cluster  # noqa: E402
+from tests.conftest import module_cluster  # noqa: E402
 from tests.integration.helpers import kafka_python_group_consumer  # noqa: E402
 
 pytestmark = pytest.mark.timeout(300)
@@ -36,11 +36,7 @@ GROUP_OVERRIDES = {"offsets.topic.num.partitions": "3", "group.initial.rebalance
 
 @pytest.fixture(scope="module")
 def cluster(zookeeper, tmp_path_factory):
-    running = new_cluster(tmp_path_factory.mktemp("admin-groups"), zookeeper, 1, GROUP_OVERRIDES)
-    try:
-        yield running.start()
-    finally:
-        running.stop(timeout=15.0)
+    yield from module_cluster(zookeeper, tmp_path_factory.mktemp("admin-groups"), 1, GROUP_OVERRIDES)
 
 
 @pytest.fixture

@@ -14,7 +14,7 @@ from odradek.clients.simple_client import SyncSimpleClient
 from odradek.protocol.messages import (
     AlterConfigsRequest, DescribeConfigsRequest, IncrementalAlterConfigsRequest,
 )
-from tests.conftest import new_cluster
+from tests.conftest import module_cluster
 from tests.integration.helpers import wait_until
 
 pytestmark = pytest.mark.timeout(240)
@@ -28,11 +28,7 @@ OVERRIDES = {"log.retention.check.interval.ms": "1000"}
 
 @pytest.fixture(scope="module")
 def cluster(zookeeper, tmp_path_factory):
-    running = new_cluster(tmp_path_factory.mktemp("alter-configs"), zookeeper, 3, OVERRIDES)
-    try:
-        yield running.start()
-    finally:
-        running.stop(timeout=15.0)
+    yield from module_cluster(zookeeper, tmp_path_factory.mktemp("alter-configs"), 3, OVERRIDES)
 
 
 @pytest.fixture(scope="module")

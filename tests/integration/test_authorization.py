@@ -25,7 +25,7 @@ from odradek.protocol.messages import ListGroupsRequest, MetadataRequest
 from odradek.clients.types import TopicPartition
 from odradek.protocol.errors import SecurityDisabledError, TopicAuthorizationFailedError
 
-from ..conftest import module_cluster, new_cluster
+from ..conftest import module_cluster
 from .helpers import delivery_errors, first_consumed, run, send_from
 
 pytestmark = pytest.mark.timeout(240)
@@ -222,16 +222,13 @@ def test_authorized_operations_are_reported_when_asked(cluster, admin):
     assert {op.name for op in described.authorized_operations} == {op.name for op in every_cluster_operation}
 
 
-def test_acl_apis_without_an_authorizer_answer_security_disabled(zookeeper, tmp_path):
-    plain = new_cluster(tmp_path / "plain", zookeeper, 1).start()
-    try:
-        with Admin(bootstrap_servers=plain.bootstrap_servers) as client:
-            with pytest.raises(SecurityDisabledError):
-                client.describe_acls()
-            [(_, failure)] = client.create_acls([acl(ANONYMOUS, O.READ)])["failed"]
-            assert isinstance(failure, SecurityDisabledError)
-    finally:
-        plain.stop(timeout=15.0)
+def test_acl_apis_without_an_authorizer_answer_security_disabled(odradek_cluster_factory):
+    plain = odradek_cluster_factory(1)
+    with Admin(bootstrap_servers=plain.bootstrap_servers) as client:
+        with pytest.raises(SecurityDisabledError):
+            client.describe_acls()
+        [(_, failure)] = client.create_acls([acl(ANONYMOUS, O.READ)])["failed"]
+        assert isinstance(failure, SecurityDisabledError)
 
 
 # -- every API, from an address the ACLs give nothing -------------------------------------------------

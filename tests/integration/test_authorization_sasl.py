@@ -29,7 +29,7 @@ from odradek.protocol.messages import (
     InitProducerIdRequest, LeaderAndIsrRequest, MetadataRequest, StopReplicaRequest,
 )
 
-from ..conftest import new_cluster
+from ..conftest import new_cluster, running
 from .helpers import console_tool, delivery_errors, first_consumed, run
 from .security_clients import Profile
 
@@ -91,9 +91,8 @@ def secured(zookeeper, tmp_path_factory):
     add_user(cluster.zookeeper_connect, "admin", "SCRAM-SHA-512=[password=admin-secret]")
     for name in ("alice", "bob", "carol"):
         add_user(cluster.zookeeper_connect, name, f"SCRAM-SHA-256=[password={name}-secret]")
-    cluster.start()
-    ports["OPEN"] = cluster.brokers[0].port
-    try:
+    with running(cluster):
+        ports["OPEN"] = cluster.brokers[0].port
         secured = Secured(cluster, ca, ports, work)
         from confluent_kafka import Producer
         from confluent_kafka.admin import AdminClient, NewTopic
@@ -110,8 +109,6 @@ def secured(zookeeper, tmp_path_factory):
         secured.acls("--add", "--allow-principal", "User:bob", "--producer", "--topic", "bob-events",
                      "--transactional-id", "bob-tx")
         yield secured
-    finally:
-        cluster.stop(timeout=15.0)
 
 
 def first_poll(profile: Profile, topic: str, group: str):

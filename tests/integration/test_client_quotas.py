@@ -26,7 +26,7 @@ from odradek.tools.local_cluster import LocalCluster
 from odradek.clients.simple_client import SyncSimpleClient, build_batch
 from odradek.protocol import errors
 from odradek.protocol.messages import ProduceRequest
-from tests.conftest import new_cluster
+from tests.conftest import module_cluster
 from tests.integration.helpers import console_tool, wait_until
 
 pytestmark = pytest.mark.timeout(300)
@@ -38,12 +38,8 @@ BATCH_BYTES = 400_000  # one produce request's records (below the 1 MB max.messa
 
 @pytest.fixture(scope="module")
 def cluster(zookeeper, tmp_path_factory):
-    running = new_cluster(tmp_path_factory.mktemp("quota-cluster"), zookeeper, 3, {"quota.window.num": "2"},
-                          metrics_base_port=0)
-    try:
-        yield running.start()
-    finally:
-        running.stop(timeout=15.0)
+    yield from module_cluster(zookeeper, tmp_path_factory.mktemp("quota-cluster"), 3, {"quota.window.num": "2"},
+                              metrics_base_port=0)
 
 
 @pytest.fixture(scope="module")

@@ -3,16 +3,12 @@
 from __future__ import annotations
 
 import asyncio
-import uuid
 
 import pytest
 
-from odradek.tools.local_cluster import LocalCluster
 from odradek.tools.local_zookeeper import free_port
 from odradek.protocol.header import decode_response, encode_request
 from odradek.protocol.messages import ApiVersionsRequest
-
-from tests.conftest import TEST_BROKER_OVERRIDES
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -78,18 +74,15 @@ def test_per_ip_limits_close_new_connections_and_spare_other_addresses(odradek_c
         in cluster.broker_log(0).read_text()
 
 
-def test_at_max_connections_a_client_waits_for_a_free_slot(zookeeper, tmp_path):
+def test_at_max_connections_a_client_waits_for_a_free_slot(odradek_cluster_factory):
     """Two listeners: the inter-broker one (the controller's own connection) is exempt; the client listener
     blocks at max.connections (confluent-kafka times out waiting), and once connections close, the one the
     acceptor held is served and kafka-python gets in."""
     client_port, broker_port = free_port("127.0.0.1"), free_port("127.0.0.1")
-    cluster = LocalCluster(tmp_path / "cluster", 1, zookeeper=zookeeper, base_port=client_port,
-                           chroot=f"/limits-{uuid.uuid4().hex}", broker_overrides={
-                               **TEST_BROKER_OVERRIDES,
-                               "listeners": f"CLIENT://127.0.0.1:{client_port},BROKER://127.0.0.1:{broker_port}",
-                               "listener.security.protocol.map": "CLIENT:PLAINTEXT,BROKER:PLAINTEXT",
-                               "inter.broker.listener.name": "BROKER", "max.connections": "4"})
-    cluster.start(60)
+    cluster = odradek_cluster_factory(overrides={
+        "listeners": f"CLIENT://127.0.0.1:{client_port},BROKER://127.0.0.1:{broker_port}",
+        "listener.security.protocol.map": "CLIENT:PLAINTEXT,BROKER:PLAINTEXT",
+        "inter.broker.listener.name": "BROKER", "max.connections": "4"}, base_port=client_port)
     held: list = []
     loop = asyncio.new_event_loop()
 
@@ -115,4 +108,3 @@ def test_at_max_connections_a_client_waits_for_a_free_slot(zookeeper, tmp_path):
         for _, writer in held:
             writer.close()
         loop.close()
-        cluster.stop(15)

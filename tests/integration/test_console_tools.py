@@ -15,7 +15,7 @@ from kafka import KafkaConsumer, KafkaProducer
 from kafka import TopicPartition as KafkaTopicPartition
 
 from odradek.clients.admin.client import Admin, NewTopic
-from tests.conftest import new_cluster
+from tests.conftest import module_cluster
 from tests.integration.helpers import console_tool as tool
 
 pytestmark = pytest.mark.timeout(300)
@@ -32,12 +32,9 @@ def processed(done: subprocess.CompletedProcess) -> int:
 @pytest.fixture(scope="module")
 def cluster(zookeeper, tmp_path_factory):
     """One broker whose __consumer_offsets fits it (replication factor 1, few partitions), so groups work."""
-    cluster = new_cluster(tmp_path_factory.mktemp("console-tools"), zookeeper, 1, {
+    yield from module_cluster(zookeeper, tmp_path_factory.mktemp("console-tools"), 1, {
         "offsets.topic.replication.factor": "1", "offsets.topic.num.partitions": "3",
         "group.initial.rebalance.delay.ms": "0"})
-    cluster.start()
-    yield cluster
-    cluster.stop(timeout=15.0)
 
 
 @pytest.fixture

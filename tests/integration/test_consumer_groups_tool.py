@@ -18,7 +18,7 @@ from kafka import TopicPartition as KafkaTopicPartition  # noqa: E402
 from kafka.structs import OffsetAndMetadata as KafkaOffsetAndMetadata  # noqa: E402
 
 from odradek.clients.admin.client import Admin, NewTopic  # noqa: E402
-from tests.conftest import new_cluster  # noqa: E402
+from tests.conftest import module_cluster  # noqa: E402
 from tests.integration.helpers import console_tool, kafka_python_group_consumer  # noqa: E402
 
 pytestmark = pytest.mark.timeout(300)
@@ -34,11 +34,7 @@ def groups_tool(*args: str, check: bool = True) -> subprocess.CompletedProcess:
 
 @pytest.fixture(scope="module")
 def cluster(zookeeper, tmp_path_factory):
-    running = new_cluster(tmp_path_factory.mktemp("groups-tool"), zookeeper, 1, GROUP_OVERRIDES)
-    try:
-        yield running.start()
-    finally:
-        running.stop(timeout=15.0)
+    yield from module_cluster(zookeeper, tmp_path_factory.mktemp("groups-tool"), 1, GROUP_OVERRIDES)
 
 
 @pytest.fixture

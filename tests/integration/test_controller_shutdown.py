@@ -1,6 +1,6 @@
 """Controlled shutdown, ISR change notifications and the state-change log, against a real ZooKeeper.
 
-The brokers are test_controller's FakeBrokers (real sockets, real KafkaControllers, recording the
+The brokers are tests/fakes/controller_brokers' FakeBrokers (real sockets, real KafkaControllers, recording the
 controller's requests) that also serve ControlledShutdown with the real handler
 (broker/apis/controlled_shutdown.py); the shutting-down side is the real broker/controlled_shutdown.py.
 """
@@ -19,7 +19,7 @@ from odradek.controller import state_change_log as scl
 from odradek.controller.zk_data import LeaderIsrAndControllerEpoch as S
 from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.messages import ControlledShutdownRequest
-from tests.integration.test_controller import Cluster, FakeBroker, eventually, run
+from tests.fakes.controller_brokers import Cluster, FakeBroker, eventually, run
 
 NOT_CONTROLLER, STALE_BROKER_EPOCH, BROKER_NOT_AVAILABLE = 41, 77, 8
 

@@ -1,5 +1,5 @@
 """The controller's watches of new partitions, /admin/preferred_replica_election and
-/admin/reassign_partitions, against a real ZooKeeper with test_controller's FakeBrokers (real sockets,
+/admin/reassign_partitions, against a real ZooKeeper with tests/fakes/controller_brokers' FakeBrokers (real sockets,
 real KafkaControllers, recording the controller's requests)."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from odradek.controller.zk_data import BrokerInfo, LeaderIsrAndControllerEpoch a
 from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.errors import (InvalidPartitionsError, InvalidReplicaAssignmentError, InvalidTopicError,
                                      UnknownTopicOrPartitionError)
-from tests.integration.test_controller import Cluster, FakeBroker, eventually, run
+from tests.fakes.controller_brokers import Cluster, FakeBroker, eventually, run
 
 
 @pytest.fixture

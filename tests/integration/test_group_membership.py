@@ -20,7 +20,7 @@ from odradek.protocol.consumer_protocol import encode_assignment, encode_subscri
 from odradek.protocol.messages import (FindCoordinatorRequest, HeartbeatRequest, JoinGroupRequest, LeaveGroupRequest,
                                        SyncGroupRequest)
 
-from tests.conftest import new_cluster
+from tests.conftest import new_cluster, running
 
 from .helpers import create_topic, run, wait_until
 
@@ -69,10 +69,8 @@ class MemberProcess:
 @pytest.fixture(scope="module")
 def bootstrap(zookeeper, tmp_path_factory):
     """One broker for the module: each test has its own group and topic."""
-    cluster = new_cluster(tmp_path_factory.mktemp("group-membership"), zookeeper, 1, GROUP_OVERRIDES)
-    cluster.start()
-    yield cluster.bootstrap_servers
-    cluster.stop(timeout=15.0)
+    with running(new_cluster(tmp_path_factory.mktemp("group-membership"), zookeeper, 1, GROUP_OVERRIDES)) as cluster:
+        yield cluster.bootstrap_servers
 
 
 def _shares(*members: MemberProcess):

@@ -11,15 +11,13 @@ from __future__ import annotations
 import os
 import time
 import urllib.request
-import uuid
 
 import pytest
 
 from odradek.clients import Admin, NewTopic, Producer
-from odradek.tools.local_cluster import LocalCluster
 
 from ..compat.client_drivers import read_confluent_kafka, read_kafka_python
-from ..conftest import TEST_BROKER_OVERRIDES
+from ..conftest import module_cluster
 from .compaction import (
     CLEANER_OVERRIDES, cleaner_checkpoint, create_compacted, latest, partition_files, produce_sentinel,
     produce_updates, read_ours, wait_cleaned,
@@ -33,15 +31,11 @@ KEYS = 10_000
 
 @pytest.fixture(scope="module")
 def cluster(zookeeper, tmp_path_factory):
-    cluster = LocalCluster(tmp_path_factory.mktemp("cleaner"), 1, zookeeper=zookeeper, base_port=0,
-                           chroot=f"/odradek-{uuid.uuid4().hex}", metrics_base_port=0,
-                           broker_overrides={**TEST_BROKER_OVERRIDES, **CLEANER_OVERRIDES,
-                                             # __transaction_state in small segments, so that it gets cleaned
-                                             "transaction.state.log.num.partitions": "1",
-                                             "transaction.state.log.segment.bytes": "1024"})
-    cluster.start()
-    yield cluster
-    cluster.stop(timeout=15.0)
+    yield from module_cluster(zookeeper, tmp_path_factory.mktemp("cleaner"), 1, {
+        **CLEANER_OVERRIDES,
+        # __transaction_state in small segments, so that it gets cleaned
+        "transaction.state.log.num.partitions": "1", "transaction.state.log.segment.bytes": "1024"},
+        metrics_base_port=0)
 
 
 def create(cluster, topic: str, **configs: str) -> None:

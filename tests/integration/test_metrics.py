@@ -17,7 +17,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.conftest import TEST_BROKER_OVERRIDES
+from tests.conftest import module_cluster
 
 from odradek.tools.local_cluster import LocalCluster
 from tests.integration.helpers import wait_until
@@ -27,13 +27,8 @@ pytestmark = pytest.mark.timeout(240)
 
 @pytest.fixture(scope="module")
 def cluster(zookeeper, tmp_path_factory):
-    cluster = LocalCluster(tmp_path_factory.mktemp("metrics-cluster"), 3, zookeeper=zookeeper, base_port=0,
-                           chroot=f"/odradek-{uuid.uuid4().hex}", metrics_base_port=0, replication_defaults=True,
-                           broker_overrides=TEST_BROKER_OVERRIDES)
-    try:
-        yield cluster.start()
-    finally:
-        cluster.stop(timeout=15.0)
+    yield from module_cluster(zookeeper, tmp_path_factory.mktemp("metrics-cluster"), 3, metrics_base_port=0,
+                              replication_defaults=True)
 
 
 def scrape(url: str) -> dict[tuple[str, frozenset], float]:

@@ -15,7 +15,7 @@ import pytest
 from odradek.clients.simple_client import SimpleClient
 from odradek.protocol.messages import DescribeLogDirsRequest
 
-from ..conftest import new_cluster
+from ..conftest import module_cluster
 from .helpers import run, wait_until
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
@@ -31,11 +31,7 @@ def narrow_cluster(zookeeper, tmp_path_factory):
     python = data / "python-ulimit"
     python.write_text(f"#!/bin/sh\nulimit -n {OPEN_FILE_LIMIT}\nexec {sys.executable} \"$@\"\n")
     python.chmod(python.stat().st_mode | stat.S_IXUSR)
-    cluster = new_cluster(data / "cluster", zookeeper, 1, python=str(python))
-    try:
-        yield cluster.start()
-    finally:
-        cluster.stop(timeout=15.0)
+    yield from module_cluster(zookeeper, data / "cluster", 1, python=str(python))
 
 
 def test_a_broker_with_fewer_descriptors_than_partitions_serves_them_all(narrow_cluster):

@@ -12,7 +12,6 @@ clients that skip the handshake are refused as Kafka refuses them while the brok
 from __future__ import annotations
 
 import asyncio
-import os
 import socket
 import ssl
 import struct
@@ -34,7 +33,7 @@ from odradek.protocol.errors import (  # type: ignore[attr-defined]
 )
 from odradek.protocol.header import decode_response, encode_request
 from odradek.protocol.messages import ApiVersionsRequest, MetadataRequest, SaslHandshakeRequest
-from tests.conftest import new_cluster
+from tests.conftest import new_cluster, running
 from tests.integration.helpers import console_tool, request_log, run, wait_until
 from tests.integration.security_clients import Profile, kcat, round_trip
 
@@ -110,17 +109,10 @@ def secured(zookeeper, tmp_path_factory):
     add_scram_user(cluster.zookeeper_connect, "admin", "SCRAM-SHA-512=[password=admin-secret]")
     add_scram_user(cluster.zookeeper_connect, "alice",
                    "SCRAM-SHA-256=[iterations=8192,password=alice-secret],SCRAM-SHA-512=[password=alice-secret]")
-    previous = os.environ.get("KAFKA_LOG4J_LOGGERS")
-    os.environ["KAFKA_LOG4J_LOGGERS"] = "kafka.request.logger=DEBUG"  # request lines name the principal
-    try:
-        cluster.start()
-    finally:
-        os.environ.pop("KAFKA_LOG4J_LOGGERS") if previous is None else os.environ.update(KAFKA_LOG4J_LOGGERS=previous)
-    ports["OPEN"] = cluster.brokers[0].port
-    try:
+    # request lines name the principal
+    with running(cluster, start_env={"KAFKA_LOG4J_LOGGERS": "kafka.request.logger=DEBUG"}):
+        ports["OPEN"] = cluster.brokers[0].port
         yield Secured(cluster, ca, ports, files)
-    finally:
-        cluster.stop(timeout=15.0)
 
 
 def topic_name() -> str:

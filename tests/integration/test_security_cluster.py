@@ -16,7 +16,7 @@ import pytest
 from odradek.clients import Admin, Consumer, NewTopic, Producer
 from odradek.tools.local_cluster import LocalCluster
 from odradek.clients.errors import KafkaConnectionError
-from tests.conftest import TEST_BROKER_OVERRIDES
+from tests.conftest import module_cluster
 from tests.integration.helpers import IdempotentProducerLoad, wait_until
 from tests.integration.log_inspection import stored_records
 
@@ -29,14 +29,8 @@ AUTHORIZER = {"authorizer.class.name": "kafka.security.authorizer.AclAuthorizer"
 
 @pytest.fixture(scope="module")
 def cluster(zookeeper, tmp_path_factory):
-    cluster = LocalCluster(tmp_path_factory.mktemp("sasl-ssl-cluster"), 3, zookeeper=zookeeper, base_port=0,
-                           chroot=f"/odradek-{uuid.uuid4().hex}", broker_overrides={**TEST_BROKER_OVERRIDES, **AUTHORIZER},
-                           security="sasl_ssl")
-    cluster.start()
-    try:
-        yield cluster
-    finally:
-        cluster.stop(timeout=15.0)
+    yield from module_cluster(zookeeper, tmp_path_factory.mktemp("sasl-ssl-cluster"), 3, AUTHORIZER,
+                              security="sasl_ssl")
 
 
 def librdkafka_config(cluster: LocalCluster) -> dict[str, str]:

@@ -12,7 +12,6 @@ import re
 import subprocess
 import sys
 import time
-import uuid
 
 import pytest
 
@@ -20,7 +19,7 @@ from odradek.clients.admin.client import Admin, NewTopic
 from odradek.tools.local_cluster import LocalCluster
 from odradek.tools.state_change_log_merger import partitions_named
 
-from ..conftest import TEST_BROKER_OVERRIDES
+from ..conftest import new_cluster, running
 
 pytestmark = pytest.mark.timeout(240)
 _STAMP = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})\]")
@@ -37,11 +36,9 @@ class ClusterWithOwnStateChangeLogs(LocalCluster):
 
 @pytest.fixture(scope="module")
 def merged_cluster(zookeeper, tmp_path_factory):
-    cluster = ClusterWithOwnStateChangeLogs(
-        tmp_path_factory.mktemp("merger"), 3, zookeeper=zookeeper, base_port=0,
-        chroot=f"/odradek-{uuid.uuid4().hex}", broker_overrides=TEST_BROKER_OVERRIDES)
-    cluster.start()
-    try:
+    cluster = new_cluster(tmp_path_factory.mktemp("merger"), zookeeper, 3,
+                          cluster_class=ClusterWithOwnStateChangeLogs)
+    with running(cluster):
         with Admin(bootstrap_servers=cluster.bootstrap_servers) as admin:
             admin.create_topics([NewTopic("merge-a", num_partitions=2, replication_factor=3),
                                  NewTopic("merge-b", num_partitions=1, replication_factor=3)])
@@ -55,8 +52,6 @@ def merged_cluster(zookeeper, tmp_path_factory):
                 break
             time.sleep(0.5)
         yield cluster
-    finally:
-        cluster.stop(timeout=15.0)
 
 
 def _read(path) -> str:

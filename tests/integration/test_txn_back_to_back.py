@@ -24,7 +24,7 @@ from kafka import KafkaProducer  # noqa: E402
 from odradek.clients.simple_client import SyncSimpleClient  # noqa: E402
 from odradek.clients.producer.sync_producer import Producer  # noqa: E402
 from odradek.clients.types import TopicPartition as OurTopicPartition  # noqa: E402
-from tests.conftest import new_cluster  # noqa: E402
+from tests.conftest import module_cluster  # noqa: E402
 from tests.integration.helpers import wait_until  # noqa: E402
 from tests.integration.test_metrics import scrape, value  # noqa: E402
 
@@ -38,11 +38,8 @@ OVERRIDES = {"transaction.state.log.num.partitions": "3", "offsets.topic.num.par
 
 @pytest.fixture(scope="module")
 def cluster(zookeeper, tmp_path_factory):
-    running = new_cluster(tmp_path_factory.mktemp("txn-back-to-back"), zookeeper, 3, OVERRIDES, metrics_base_port=0)
-    try:
-        yield running.start()
-    finally:
-        running.stop(timeout=15.0)
+    yield from module_cluster(zookeeper, tmp_path_factory.mktemp("txn-back-to-back"), 3, OVERRIDES,
+                              metrics_base_port=0)
 
 
 def answered(cluster, request: str, error: str) -> float:

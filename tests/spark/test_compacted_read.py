@@ -10,7 +10,7 @@ import pytest
 
 from odradek.tools.local_cluster import LocalCluster
 
-from tests.conftest import new_cluster
+from tests.conftest import module_cluster
 from tests.integration.compaction import (
     CLEANER_OVERRIDES, create_compacted, produce_sentinel, produce_updates, read_ours, wait_cleaned,
 )
@@ -23,10 +23,7 @@ TOPIC, KEYS, UPDATES = "spark-compacted", 40, 4000
 
 @pytest.fixture(scope="module")
 def cluster(zookeeper, tmp_path_factory) -> LocalCluster:
-    cluster = new_cluster(tmp_path_factory.mktemp("spark-compacted"), zookeeper, 1, CLEANER_OVERRIDES)
-    cluster.start()
-    yield cluster
-    cluster.stop(timeout=15.0)
+    yield from module_cluster(zookeeper, tmp_path_factory.mktemp("spark-compacted"), 1, CLEANER_OVERRIDES)
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from odradek.clients import Admin
-from tests.conftest import new_cluster
+from tests.conftest import module_cluster
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "spark_pipeline.py"
 
@@ -50,11 +50,7 @@ def readme_cluster(zookeeper, tmp_path_factory):
     """Three brokers with the replication settings of `bash cluster.sh start` (LocalCluster's
     replication_defaults, as odradek-cluster passes them); the test fixtures' other overrides only shorten
     ZooKeeper sessions and shutdown retries."""
-    cluster = new_cluster(tmp_path_factory.mktemp("readme-cluster"), zookeeper, 3, replication_defaults=True)
-    try:
-        yield cluster.start()
-    finally:
-        cluster.stop(timeout=15.0)
+    yield from module_cluster(zookeeper, tmp_path_factory.mktemp("readme-cluster"), 3, replication_defaults=True)
 
 
 def test_example_pipeline(spark, readme_cluster, tmp_path):

@@ -10,21 +10,14 @@ import pytest
 
 from odradek.clients import Admin, NewTopic
 from odradek.tools.local_cluster import LocalCluster
-from tests.conftest import TEST_BROKER_OVERRIDES
+from tests.conftest import module_cluster
 
 pytestmark = pytest.mark.timeout(300)
 
 
 @pytest.fixture(scope="module")
 def secured_cluster(zookeeper, tmp_path_factory):
-    cluster = LocalCluster(tmp_path_factory.mktemp("spark-sasl-ssl"), 1, zookeeper=zookeeper, base_port=0,
-                           chroot=f"/odradek-{uuid.uuid4().hex}", broker_overrides=TEST_BROKER_OVERRIDES,
-                           security="sasl_ssl")
-    cluster.start()
-    try:
-        yield cluster
-    finally:
-        cluster.stop(timeout=15.0)
+    yield from module_cluster(zookeeper, tmp_path_factory.mktemp("spark-sasl-ssl"), 1, security="sasl_ssl")
 
 
 def kafka_options(cluster: LocalCluster) -> dict[str, str]:

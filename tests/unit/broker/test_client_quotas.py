@@ -22,14 +22,7 @@ from odradek.protocol.header import RequestHeader
 from odradek.protocol.messages import (
     HeartbeatRequest, HeartbeatResponse, LeaderAndIsrRequest, LeaderAndIsrResponse, ProduceRequest, ProduceResponse,
 )
-
-
-class Clock:
-    def __init__(self, ms: float = 1_000_000.0) -> None:
-        self.ms = ms
-
-    def __call__(self) -> float:
-        return self.ms
+from tests.fakes.clock import ManualClock
 
 
 # -- Kafka's Rate ---------------------------------------------------------------------------------------
@@ -127,7 +120,7 @@ def test_sensors_are_shared_by_whoever_shares_the_quota(configured, tags):
 
 
 def test_removing_a_quota_falls_back_to_the_next_level_for_live_sensors():
-    clock = Clock()
+    clock = ManualClock()
     manager = ClientQuotaManager(PRODUCE, clock=clock)
     manager.update_quota((None, DEFAULT_NAME), 500.0)
     manager.update_quota((None, "app"), 100.0)
@@ -141,7 +134,7 @@ def test_removing_a_quota_falls_back_to_the_next_level_for_live_sensors():
 # -- throttle times -------------------------------------------------------------------------------------
 
 def test_byte_rate_throttle_is_the_time_that_brings_the_rate_back_to_the_bound():
-    clock = Clock()
+    clock = ManualClock()
     manager = ClientQuotaManager(PRODUCE, clock=clock)
     assert manager.maybe_record_and_get_throttle_time_ms("alice", "app", 1e9) == 0  # no quota: nothing recorded
     assert manager.sensors == {}
@@ -154,7 +147,7 @@ def test_byte_rate_throttle_is_the_time_that_brings_the_rate_back_to_the_bound()
 
 
 def test_request_quota_throttle_is_capped_at_one_window():
-    clock = Clock()
+    clock = ManualClock()
     manager = ClientRequestQuotaManager(num_samples=11, window_seconds=1, clock=clock)
     manager.update_quota(("alice", None), 1.0)  # 1 % of one handler: 10 ms per second
     # 2 s of handler time in 10 s: 20 % -> (20 - 1) / 1 * 10 s, capped at the 1 s window
@@ -163,7 +156,7 @@ def test_request_quota_throttle_is_capped_at_one_window():
 
 
 def test_unrecord_takes_back_what_a_throttled_fetch_did_not_send():
-    clock = Clock()
+    clock = ManualClock()
     manager = ClientQuotaManager(FETCH, clock=clock)
     manager.update_quota((None, DEFAULT_NAME), 100.0)
     assert manager.record_and_get_throttle_time_ms("u", "c", 2000) > 0
@@ -173,11 +166,11 @@ def test_unrecord_takes_back_what_a_throttled_fetch_did_not_send():
 
 
 def test_idle_sensors_expire_after_an_hour():
-    clock = Clock()
+    clock = ManualClock()
     manager = ClientQuotaManager(PRODUCE, clock=clock)
     manager.update_quota((None, DEFAULT_NAME), 100.0)
     manager.record_and_get_throttle_time_ms("u", "old", 1)
-    clock.ms += 3600 * 1000 + 60_000
+    clock.now += 3600 * 1000 + 60_000
     manager.record_and_get_throttle_time_ms("u", "new", 1)
     assert set(manager.sensors) == {("", "new")}
 
@@ -199,7 +192,7 @@ class FakeConnection:
         return True
 
 
-def make_quotas(clock: Clock) -> ClientQuotas:
+def make_quotas(clock: ManualClock) -> ClientQuotas:
     config = SimpleNamespace(get={"quota.window.num": 11, "quota.window.size.seconds": 1,
                                   "quota.producer.default": 2**63 - 1, "quota.consumer.default": 2**63 - 1}.get)
     return ClientQuotas.from_config(config, clock=clock)
@@ -211,7 +204,7 @@ def produce_request(size: int, version: int = 8, acks: int = 1) -> Request:
 
 
 def test_a_produce_over_its_byte_rate_is_answered_at_once_with_the_throttle_and_mutes_the_connection():
-    clock = Clock()
+    clock = ManualClock()
     quotas = make_quotas(clock)
     quotas.apply_entity_config("clients", "app", {"producer_byte_rate": "1000"})
     apis = KafkaApis(api_versions=False)
@@ -233,7 +226,7 @@ def test_a_produce_over_its_byte_rate_is_answered_at_once_with_the_throttle_and_
 
 
 def test_acks_0_is_throttled_on_bytes_only():
-    clock = Clock()
+    clock = ManualClock()
     quotas = make_quotas(clock)
     quotas.apply_entity_config("users", "alice", {"producer_byte_rate": "100", "request_percentage": "0.001"})
     request = produce_request(100_000, acks=0)
@@ -246,7 +239,7 @@ def test_acks_0_is_throttled_on_bytes_only():
 
 
 def test_request_percentage_throttles_any_client_request_but_not_broker_to_broker_ones():
-    clock = Clock()
+    clock = ManualClock()
     quotas = make_quotas(clock)
     quotas.apply_entity_config("users", "<default>", {"request_percentage": "1"})
     heartbeat = Request(RequestHeader(ApiKey.HEARTBEAT, 4, 1, "app"), HeartbeatRequest(group_id="g"),
@@ -263,7 +256,7 @@ def test_request_percentage_throttles_any_client_request_but_not_broker_to_broke
 
 
 def test_entity_configs_as_zookeeper_stores_them():
-    quotas = make_quotas(Clock())
+    quotas = make_quotas(ManualClock())
     quotas.apply_entity_config("users", "User%3Aalice/clients/my%20app",
                                {"producer_byte_rate": "1000", "consumer_byte_rate": "2000",
                                 "request_percentage": "12.5"})
@@ -282,7 +275,7 @@ def test_entity_configs_as_zookeeper_stores_them():
 def test_an_unsupported_api_versions_request_is_throttled_but_answered_at_v0_without_the_field():
     from odradek.protocol.messages import ApiVersionsResponse
 
-    quotas = make_quotas(Clock())
+    quotas = make_quotas(ManualClock())
     quotas.apply_entity_config("users", "<default>", {"request_percentage": "1"})
     request = Request(RequestHeader(ApiKey.API_VERSIONS, 99, 1, "app"), None, FakeConnection(),
                       unsupported_version=True)

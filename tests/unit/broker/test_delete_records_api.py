@@ -11,10 +11,9 @@ import pytest
 from odradek.broker.apis.authorization import AuthHelper
 from odradek.broker.apis.delete_records import DeleteRecordsApi
 from odradek.broker.delayed_ops import FetchSpec
-from odradek.broker.log import LogManager
-from odradek.broker.metadata_cache import MetadataCache
-from odradek.broker.replica_manager import FetchParams, ReplicaManager
+from odradek.broker.replica_manager import FetchParams
 from odradek.protocol.messages import DeleteRecordsRequest
+from tests.fakes.replica_manager import partition_state
 
 from .log.helpers import value_batch
 from .network.helpers import run as run_loop
@@ -24,18 +23,14 @@ REQUEST_TIMED_OUT, OFFSET_OUT_OF_RANGE = 7, 1
 
 
 def state(leader: int = LEADER):
-    return SimpleNamespace(partition_index=0, controller_epoch=1, leader=leader, leader_epoch=0,
-                           isr=[LEADER, FOLLOWER], partition_epoch=0, replicas=[LEADER, FOLLOWER], is_new=True)
+    return partition_state(leader=leader, replicas=[LEADER, FOLLOWER])
 
 
 @pytest.fixture
-def rm(tmp_path):
-    lm = LogManager([str(tmp_path / "logs")], {}, broker_id=LEADER, cluster_id="c")
-    manager = ReplicaManager(LEADER, lm, MetadataCache(LEADER))
+def rm(replica_managers):
+    manager = replica_managers.make(LEADER)
     manager.metadata_cache.brokers[FOLLOWER] = object()  # alive
-    yield manager
-    manager.shutdown()
-    lm.shutdown()
+    return manager
 
 
 def api_for(rm) -> DeleteRecordsApi:

@@ -12,6 +12,7 @@ from odradek.broker.fetch_session import (
     next_epoch,
 )
 from odradek.protocol import errors
+from tests.fakes.clock import ManualClock
 
 
 @dataclass
@@ -23,14 +24,6 @@ class Result:
     log_start_offset: int = 0
     records: bytes = b""
     withheld: bool = False
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1_000_000
-
-    def __call__(self) -> int:
-        return self.now
 
 
 def spec(topic: str, partition: int, offset: int = 0) -> FetchSpec:
@@ -45,8 +38,8 @@ def partitions(n: int) -> dict:
     return {("t", i): CachedPartition(spec("t", i)) for i in range(n)}
 
 
-def manager(slots: int = 10) -> tuple[FetchManager, Clock]:
-    clock = Clock()
+def manager(slots: int = 10) -> tuple[FetchManager, ManualClock]:
+    clock = ManualClock()
     return FetchManager(FetchSessionCache(slots, rng=random.Random(7)), clock), clock
 
 
@@ -305,7 +298,7 @@ class Changes:
 
 
 def test_incremental_fetch_reads_what_changed_what_it_names_and_what_was_held_back_not_the_whole_session():
-    clock, changes = Clock(), Changes()
+    clock, changes = ManualClock(), Changes()
     fm = FetchManager(FetchSessionCache(10, rng=random.Random(7)), clock, changes)
     keys = [("t", i) for i in range(100)]
     full = fm.new_context(0, INITIAL_EPOCH, [spec(*k) for k in keys], [], is_follower=True)

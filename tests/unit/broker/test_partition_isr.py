@@ -8,20 +8,21 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from types import SimpleNamespace
 
 import pytest
 
 from odradek.broker.delayed_ops import FetchSpec
 from odradek.broker.isr_manager import PROPAGATION_LINGER_MS, IsrManager
 from odradek.broker.log import LogManager
-from odradek.broker.metadata_cache import MetadataCache
 from odradek.broker.purgatory.completion import Completion
 from odradek.broker.replica_fetcher import complete_batches, truncation_offset
 from odradek.broker.replica_manager import FetchParams, ReplicaManager
 from odradek.controller.zk_client import ZkConnectionError
 from odradek.controller.zk_data import LeaderIsrAndControllerEpoch
 from odradek.protocol import errors
+from tests.fakes.clock import ManualClock
+from tests.fakes.replica_manager import partition_state
+from tests.fakes.zookeeper import FakeZk
 
 from .log.helpers import value_batch as batch
 from .network.helpers import run as run_loop
@@ -31,17 +32,8 @@ LAG_MS = 10_000
 KEY = ("t", 0)
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1_000_000
-
-    def __call__(self) -> int:
-        return self.now
-
-
 def state(epoch: int = 0, leader: int = LEADER, isr=(LEADER, F1, F2), replicas=(LEADER, F1, F2), version: int = 0):
-    return SimpleNamespace(partition_index=0, controller_epoch=1, leader=leader, leader_epoch=epoch,
-                           isr=list(isr), partition_epoch=version, replicas=list(replicas), is_new=True)
+    return partition_state(leader=leader, leader_epoch=epoch, isr=isr, partition_epoch=version, replicas=replicas)
 
 
 def follower_fetch(rm: ReplicaManager, replica: int, offset: int, last_fetched_epoch: int = -1):
@@ -55,25 +47,17 @@ def run(coro):
 
 @pytest.fixture
 def clock():
-    return Clock()
+    return ManualClock()
 
 
 @pytest.fixture
-def make_rm(tmp_path, clock):
-    made = []
-
+def make_rm(replica_managers, clock):
     def make(min_insync: int = 1, isr=(LEADER, F1, F2)) -> ReplicaManager:
-        lm = LogManager([str(tmp_path / f"logs{len(made)}")], {"min.insync.replicas": str(min_insync)},
-                        broker_id=LEADER, cluster_id="c")
-        rm = ReplicaManager(LEADER, lm, MetadataCache(LEADER), clock=clock)
-        made.append((rm, lm))
+        rm = replica_managers.make(LEADER, {"min.insync.replicas": str(min_insync)}, clock=clock)
         assert rm.become_leader_or_follower(1, [("t", state(isr=isr))], {}) == {KEY: 0}
         return rm
 
-    yield make
-    for rm, lm in made:
-        rm.shutdown()
-        lm.shutdown()
+    return make
 
 
 def test_high_watermark_is_the_smallest_log_end_offset_in_the_isr(make_rm):
@@ -228,32 +212,6 @@ def test_complete_batches_drops_a_trailing_partial_batch():
 
 # -- IsrManager: the ZooKeeper side ----------------------------------------------------------------
 
-class FakeZk:
-    def __init__(self, version: int = 0, znode: LeaderIsrAndControllerEpoch | None = None) -> None:
-        self.version = version
-        self.znode = znode
-        self.writes: list[tuple[LeaderIsrAndControllerEpoch, int]] = []
-        self.notifications: list[list] = []
-
-    def update_partition_state(self, topic, partition, new_state, expected_version):
-        self.writes.append((new_state, expected_version))
-        if expected_version != self.version:
-            return None
-        self.version += 1
-        self.znode = new_state
-        return self.version
-
-    def update_partition_states(self, updates):
-        return {(t, p): self.update_partition_state(t, p, state, version) for (t, p), (state, version) in updates.items()}
-
-    def get_partition_states(self, keys):
-        return {k: (self.znode, self.version) for k in keys}
-
-    def propagate_isr_changes(self, partitions):
-        self.notifications.append(list(partitions))
-        return "isr_change_0000000000"
-
-
 def _leader_with_isr_manager(make_rm, clock, zk: FakeZk):
     rm = make_rm(isr=(LEADER, F1))
     manager = IsrManager(zk, LEADER, clock, on_isr_changed=rm.on_isr_changed)
@@ -263,7 +221,7 @@ def _leader_with_isr_manager(make_rm, clock, zk: FakeZk):
 
 def test_isr_expansion_is_written_conditionally_then_applied_and_propagated_after_the_linger(make_rm, clock):
     async def main():
-        zk = FakeZk(version=0)
+        zk = FakeZk({KEY: (LeaderIsrAndControllerEpoch(LEADER, 0, [LEADER, F1], 0), 0)})
         rm, manager = _leader_with_isr_manager(make_rm, clock, zk)
         p = rm.online_partition(*KEY)
         follower_fetch(rm, F1, 0)
@@ -271,19 +229,19 @@ def test_isr_expansion_is_written_conditionally_then_applied_and_propagated_afte
         assert p.isr == [LEADER, F1] and p.isr_update_in_flight  # not before ZooKeeper said yes
         while p.isr_update_in_flight:
             await asyncio.sleep(0.01)
-        assert zk.writes == [(LeaderIsrAndControllerEpoch(LEADER, 0, [LEADER, F1, F2], 1), 0)]
+        assert zk.writes == [(KEY, LeaderIsrAndControllerEpoch(LEADER, 0, [LEADER, F1, F2], 1), 0)]
         assert p.isr == [LEADER, F1, F2] and p.partition_epoch == 1
         assert await manager.propagate_due_changes() == []  # changes linger before they are announced
         clock.now += PROPAGATION_LINGER_MS + 1
         assert await manager.propagate_due_changes() == [KEY]
-        assert zk.notifications == [[KEY]]
+        assert zk.isr_notifications == [[KEY]]
     run(main())
 
 
 def test_a_version_conflict_gives_the_isr_change_up(make_rm, clock):
     async def main():
         # The controller wrote the znode meanwhile (version 5, another leader epoch).
-        zk = FakeZk(version=5, znode=LeaderIsrAndControllerEpoch(F1, 1, [F1], 2))
+        zk = FakeZk({KEY: (LeaderIsrAndControllerEpoch(F1, 1, [F1], 2), 5)})
         rm, manager = _leader_with_isr_manager(make_rm, clock, zk)
         p = rm.online_partition(*KEY)
         rm.append_records(1, 1000, {KEY: batch(b"a")})
@@ -293,7 +251,7 @@ def test_a_version_conflict_gives_the_isr_change_up(make_rm, clock):
         while p.isr_update_in_flight:
             await asyncio.sleep(0.01)
         assert p.isr == [LEADER, F1] and p.partition_epoch == 0
-        assert await manager.propagate_due_changes() == [] and zk.notifications == []
+        assert await manager.propagate_due_changes() == [] and zk.isr_notifications == []
     run(main())
 
 
@@ -301,18 +259,18 @@ class ResponseLostZk(FakeZk):
     """ZooKeeper that applies the first ``lost`` writes but whose answers never arrive (the leader's session
     lost its connection): the caller gets a connection error and must find out what happened."""
 
-    def __init__(self, lost: int, **kwargs) -> None:
-        super().__init__(**kwargs)
+    def __init__(self, lost: int) -> None:
+        super().__init__({KEY: (LeaderIsrAndControllerEpoch(LEADER, 0, [LEADER, F1], 0), 0)})
         self.lost = lost
         self.answer = threading.Event()  # set: writes answer (applied or not) at once
 
-    def update_partition_state(self, topic, partition, new_state, expected_version):
-        version = super().update_partition_state(topic, partition, new_state, expected_version)
+    def update_partition_states(self, updates, epoch_zk_version=None):
+        versions = super().update_partition_states(updates, epoch_zk_version)
         if self.lost > 0:
             self.lost -= 1
             self.answer.wait(5)
-            raise ZkConnectionError("update_partition_state: ConnectionLoss")
-        return version
+            raise ZkConnectionError("update_partition_states: ConnectionLoss")
+        return versions
 
 
 def _proposing_f2(make_rm, clock, zk: FakeZk):
@@ -335,7 +293,7 @@ def test_a_replica_joining_the_isr_counts_for_the_high_watermark_while_zookeeper
         zk = ResponseLostZk(lost=1)
         rm, manager, p = _proposing_f2(make_rm, clock, zk)  # F2 reached the HW
         await asyncio.sleep(0.05)
-        assert zk.znode.isr == [LEADER, F1, F2] and p.isr == [LEADER, F1] and p.isr_update_in_flight
+        assert zk.znodes[KEY][0].isr == [LEADER, F1, F2] and p.isr == [LEADER, F1] and p.isr_update_in_flight
         pending = rm.append_records(-1, 5000, {KEY: batch(b"a")})
         follower_fetch(rm, F1, 1)
         assert p.high_watermark == 0 and not pending.done()  # F2 may lead next and does not have it
@@ -358,7 +316,7 @@ def test_an_isr_write_whose_answer_was_lost_is_retried_until_its_outcome_is_know
         while p.isr_update_in_flight:
             await asyncio.sleep(0.01)
         # the first write was applied, its answer lost; the retry met a version conflict and found its own ISR
-        assert [version for _, version in zk.writes] == [0, 0, 0] and zk.version == 1
+        assert [version for _, _, version in zk.writes] == [0, 0, 0] and zk.znodes[KEY][1] == 1
         assert p.isr == [LEADER, F1, F2] and p.partition_epoch == 1
     run(main())
 

@@ -13,12 +13,11 @@ import pytest
 from odradek.broker.apis.authorization import AuthHelper
 from odradek.broker.apis.write_txn_markers import WriteTxnMarkersApi
 from odradek.broker.delayed_ops import FetchSpec
-from odradek.broker.log import LogManager
-from odradek.broker.metadata_cache import MetadataCache
 from odradek.broker.purgatory.completion import Completion
-from odradek.broker.replica_manager import FetchParams, ReplicaManager
+from odradek.broker.replica_manager import FetchParams
 from odradek.protocol.messages import WriteTxnMarkersRequest
 from odradek.protocol.records import iter_batches
+from tests.fakes.replica_manager import partition_state
 
 from .log.helpers import make_producer_batch
 from .network.helpers import run as run_loop
@@ -27,8 +26,7 @@ BROKER = 1
 
 
 def state(partition: int, leader: int = BROKER):
-    return SimpleNamespace(partition_index=partition, controller_epoch=1, leader=leader, leader_epoch=0,
-                           isr=[BROKER], partition_epoch=0, replicas=[BROKER], is_new=True)
+    return partition_state(partition, leader=leader, replicas=[BROKER])
 
 
 def read_committed(max_wait_ms: int = 0) -> FetchParams:
@@ -47,12 +45,8 @@ class Coordinator:
 
 
 @pytest.fixture
-def rm(tmp_path):
-    lm = LogManager([str(tmp_path / "logs")], {}, broker_id=BROKER, cluster_id="c")
-    manager = ReplicaManager(BROKER, lm, MetadataCache(BROKER))
-    yield manager
-    manager.shutdown()
-    lm.shutdown()
+def rm(replica_managers):
+    return replica_managers.make(BROKER)
 
 
 def markers_api(rm, coordinator=None):

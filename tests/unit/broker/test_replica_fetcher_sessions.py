@@ -14,13 +14,12 @@ from odradek.broker.apis.fetch import FetchApi
 from odradek.broker.apis.services import BrokerServices
 from odradek.broker.fetch_session import INITIAL_EPOCH
 from odradek.broker.fetch_session_handler import FetchSessionHandler
-from odradek.broker.log import LogManager
-from odradek.broker.metadata_cache import MetadataCache
 from odradek.broker.replica_fetcher import FetcherSettings, ReplicaFetcherManager, fetcher_id_for
-from odradek.broker.replica_manager import ReplicaManager, follower_watch_key
+from odradek.broker.replica_manager import follower_watch_key
 from odradek.protocol import errors
 from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.messages import FetchRequest
+from tests.fakes.replica_manager import partition_state
 
 from .log.helpers import value_batch as batch
 from .network.helpers import make_config, run as run_loop
@@ -30,8 +29,7 @@ PARTITIONS = 50
 
 
 def state(partition: int, epoch: int = 0):
-    return SimpleNamespace(partition_index=partition, controller_epoch=1, leader=LEADER, leader_epoch=epoch,
-                           isr=[LEADER, FOLLOWER], partition_epoch=0, replicas=[LEADER, FOLLOWER], is_new=True)
+    return partition_state(partition, leader=LEADER, leader_epoch=epoch, replicas=[LEADER, FOLLOWER])
 
 
 class Loopback:
@@ -55,15 +53,8 @@ class Loopback:
 
 
 @pytest.fixture
-def brokers(tmp_path):
-    leader_logs = LogManager([str(tmp_path / "leader")], {}, broker_id=LEADER, cluster_id="c")
-    follower_logs = LogManager([str(tmp_path / "follower")], {}, broker_id=FOLLOWER, cluster_id="c")
-    leader = ReplicaManager(LEADER, leader_logs, MetadataCache(LEADER))
-    follower = ReplicaManager(FOLLOWER, follower_logs, MetadataCache(FOLLOWER))
-    yield leader, follower
-    for rm, lm in ((leader, leader_logs), (follower, follower_logs)):
-        rm.shutdown()
-        lm.shutdown()
+def brokers(replica_managers):
+    return replica_managers.make(LEADER), replica_managers.make(FOLLOWER)
 
 
 def named(request) -> set:

@@ -9,12 +9,11 @@ from types import SimpleNamespace
 import pytest
 
 from odradek.broker.delayed_ops import FetchSpec
-from odradek.broker.log import LogManager
-from odradek.broker.metadata_cache import MetadataCache
 from odradek.broker.purgatory.completion import Completion
-from odradek.broker.replica_manager import FetchParams, ReplicaManager
+from odradek.broker.replica_manager import FetchParams
 from odradek.protocol import errors
 from odradek.protocol.records import iter_batches
+from tests.fakes.replica_manager import partition_state
 
 from .log.helpers import value_batch as batch
 from .network.helpers import run as run_loop
@@ -23,9 +22,7 @@ BROKER = 1
 
 
 def state(partition: int, leader: int = BROKER, epoch: int = 0, replicas=(BROKER,), isr=None):
-    return SimpleNamespace(partition_index=partition, controller_epoch=1, leader=leader, leader_epoch=epoch,
-                           isr=list(isr if isr is not None else replicas), partition_epoch=0,
-                           replicas=list(replicas), is_new=True)
+    return partition_state(partition, leader=leader, leader_epoch=epoch, replicas=replicas, isr=isr)
 
 
 def consumer(max_wait_ms: int = 0, min_bytes: int = 1) -> FetchParams:
@@ -33,12 +30,8 @@ def consumer(max_wait_ms: int = 0, min_bytes: int = 1) -> FetchParams:
 
 
 @pytest.fixture
-def rm(tmp_path):
-    lm = LogManager([str(tmp_path / "logs")], {}, broker_id=BROKER, cluster_id="c")
-    manager = ReplicaManager(BROKER, lm, MetadataCache(BROKER))
-    yield manager
-    manager.shutdown()
-    lm.shutdown()
+def rm(replica_managers):
+    return replica_managers.make(BROKER)
 
 
 def run(coro):
@@ -161,16 +154,12 @@ def test_a_follower_parked_without_a_partition_it_has_not_fetched_is_answered_at
     run(main())
 
 
-def test_acks_all_under_min_insync_replicas_is_refused(tmp_path):
-    lm = LogManager([str(tmp_path / "logs")], {"min.insync.replicas": "2"}, broker_id=BROKER, cluster_id="c")
-    rm = ReplicaManager(BROKER, lm, MetadataCache(BROKER))
-    try:
-        rm.become_leader_or_follower(1, [("t", state(0, replicas=(BROKER, 2), isr=(BROKER,)))], {})
-        assert rm.append_records(-1, 100, {("t", 0): batch(b"a")})[("t", 0)].error_code == \
-            errors.NotEnoughReplicasError.code
-        assert rm.append_records(1, 100, {("t", 0): batch(b"a")})[("t", 0)].error_code == 0
-    finally:
-        lm.shutdown()
+def test_acks_all_under_min_insync_replicas_is_refused(replica_managers):
+    rm = replica_managers.make(BROKER, {"min.insync.replicas": "2"})
+    rm.become_leader_or_follower(1, [("t", state(0, replicas=(BROKER, 2), isr=(BROKER,)))], {})
+    assert rm.append_records(-1, 100, {("t", 0): batch(b"a")})[("t", 0)].error_code == \
+        errors.NotEnoughReplicasError.code
+    assert rm.append_records(1, 100, {("t", 0): batch(b"a")})[("t", 0)].error_code == 0
 
 
 def test_stop_replica_with_delete_removes_the_log_and_answers_parked_fetches(rm):

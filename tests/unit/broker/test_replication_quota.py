@@ -3,34 +3,25 @@
 from __future__ import annotations
 
 import asyncio
-from types import SimpleNamespace
 
 import pytest
 
 from odradek.broker.config import KafkaConfig
 from odradek.broker.delayed_ops import FetchSpec
 from odradek.broker.dynamic_config import merged_config
-from odradek.broker.log import LogManager
-from odradek.broker.metadata_cache import MetadataCache
 from odradek.broker.purgatory.completion import Completion
-from odradek.broker.replica_manager import FetchParams, ReplicaManager
+from odradek.broker.replica_manager import FetchParams
 from odradek.broker.replication_quota import (
     ALL_REPLICAS, UNTHROTTLED, ReplicationQuotaManager, ReplicationQuotas, SimpleRate, parse_throttled_partitions,
 )
 from odradek.protocol.records import iter_batches
+from tests.fakes.clock import ManualClock
+from tests.fakes.replica_manager import partition_state
 
 from .log.helpers import value_batch as batch
 from .network.helpers import run as run_loop
 
 LEADER, NEW_REPLICA, IN_SYNC = 1, 3, 2
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.ms = 0.0
-
-    def __call__(self) -> float:
-        return self.ms
 
 
 # -- the rate -------------------------------------------------------------------------------------
@@ -63,13 +54,13 @@ def test_simple_rate_reuses_its_ring_of_samples():
 # -- quota managers ----------------------------------------------------------------------------
 
 def test_quota_is_exceeded_only_above_its_bound():
-    clock = Clock()
+    clock = ManualClock(0.0)
     quota = ReplicationQuotaManager("Leader", clock=clock)
     quota.record(10**9)
     assert not quota.is_quota_exceeded()  # unthrottled by default (Long.MAX_VALUE)
     quota.update_quota(500)
     assert quota.is_quota_exceeded()
-    clock.ms = 11_000 + 1  # every sample expired
+    clock.now = 11_000 + 1  # every sample expired
     assert not quota.is_quota_exceeded()
     quota.record(500)
     assert not quota.is_quota_exceeded()  # exactly at the bound is acceptable, as Kafka's Quota
@@ -99,7 +90,7 @@ def test_topic_configs_mark_and_remove_throttles():
 
 
 def test_in_sync_replicas_are_never_throttled():
-    clock = Clock()
+    clock = ManualClock(0.0)
     quotas = ReplicationQuotas(broker_id=LEADER, clock=clock)
     quotas.leader.update_quota(100)
     quotas.follower.update_quota(100)
@@ -134,8 +125,7 @@ def test_rates_come_from_the_dynamic_broker_config():
 # -- the leader side in a real ReplicaManager ---------------------------------------------------
 
 def _state(isr):
-    return SimpleNamespace(partition_index=0, controller_epoch=1, leader=LEADER, leader_epoch=0, isr=list(isr),
-                           partition_epoch=0, replicas=[LEADER, IN_SYNC, NEW_REPLICA], is_new=True)
+    return partition_state(leader=LEADER, replicas=[LEADER, IN_SYNC, NEW_REPLICA], isr=isr)
 
 
 def _follower(replica_id: int, max_wait_ms: int = 0) -> FetchParams:
@@ -143,18 +133,14 @@ def _follower(replica_id: int, max_wait_ms: int = 0) -> FetchParams:
 
 
 @pytest.fixture
-def rm(tmp_path):
-    lm = LogManager([str(tmp_path / "logs")], {}, broker_id=LEADER, cluster_id="c")
-    manager = ReplicaManager(LEADER, lm, MetadataCache(LEADER))
-    yield manager
-    manager.shutdown()
-    lm.shutdown()
+def rm(replica_managers):
+    return replica_managers.make(LEADER)
 
 
 def test_leader_holds_back_only_the_out_of_sync_follower_of_a_throttled_partition(rm):
     async def main():
         rm.start()
-        clock = Clock()
+        clock = ManualClock(0.0)
         rm.replication_quotas = quotas = ReplicationQuotas(LEADER, clock=clock)
         quotas.leader.update_quota(1000)
         quotas.apply_topic_config("t", {"leader.replication.throttled.replicas": "0:1"})
@@ -177,7 +163,7 @@ def test_leader_holds_back_only_the_out_of_sync_follower_of_a_throttled_partitio
         rm.append_records(1, 1000, {("t", 0): batch(b"y")})
         await asyncio.sleep(0.05)
         assert not parked.done()
-        clock.ms = 60_000  # the samples expire: the next wake-up serves it
+        clock.now = 60_000  # the samples expire: the next wake-up serves it
         rm.append_records(1, 1000, {("t", 0): batch(b"z")})
         result = (await asyncio.wait_for(parked, 5))[("t", 0)]
         assert len(list(iter_batches(result.records))) == 3

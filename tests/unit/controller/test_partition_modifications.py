@@ -10,31 +10,9 @@ from odradek.controller.controller_context import ControllerContext
 from odradek.controller.event_manager import PartitionModifications
 from odradek.controller.partition_modifications import PartitionModificationsWatcher
 from odradek.controller.zk_data import TopicAssignment
+from tests.fakes.zookeeper import FakeZk
 
 TOPIC_ID = uuid.UUID(int=7)
-
-
-class FakeZk:
-    def __init__(self, partitions):
-        self.assignment = TopicAssignment(partitions, TOPIC_ID)
-        self.partition_ids = sorted(partitions)
-        self.callbacks = {}
-        self.unwatched = []
-        self.written = []
-
-    def watch_data(self, path, callback):
-        self.callbacks[path] = callback
-        return lambda: self.unwatched.append(path)
-
-    def get_topic_assignments_with_versions(self, topics):
-        return {} if self.assignment is None else {t: (self.assignment, 3) for t in topics}
-
-    def get_topic_partition_ids(self, topic):
-        return self.partition_ids
-
-    def set_topic_assignment(self, topic, assignment, expected_version=-1, epoch_zk_version=None):
-        self.written.append((topic, assignment, expected_version, epoch_zk_version))
-        return 4
 
 
 async def run(fn, *args):
@@ -45,7 +23,7 @@ def watcher(partitions):
     ctx = ControllerContext()
     ctx.epoch_zk_version = 11
     ctx.add_topic("t", TopicAssignment({0: [1, 2], 1: [2, 1]}, TOPIC_ID))
-    zk = FakeZk(partitions)
+    zk = FakeZk(assignments={"t": TopicAssignment(partitions, TOPIC_ID)})
     events, created = [], []
 
     async def on_new_partitions(tps):
@@ -57,7 +35,7 @@ def watcher(partitions):
 
 def test_only_a_changed_or_deleted_assignment_is_an_event():
     _, zk, w, events, _ = watcher({0: [1, 2], 1: [2, 1]})
-    fire = zk.callbacks["/brokers/topics/t"]
+    fire = zk.watches["/brokers/topics/t"]
     fire(b"{}", 3)         # the firing as the watch is set: the version we read
     assert events == []
     fire(b"{}", 4)
@@ -76,7 +54,7 @@ def test_new_partitions_join_the_context_and_are_created():
 def test_nothing_new_does_nothing():
     ctx, zk, w, _, created = watcher({0: [1, 2], 1: [2, 1]})
     asyncio.run(w.process("t"))
-    assert created == [] and zk.written == []
+    assert created == [] and zk.assignment_writes == []
 
 
 def test_a_topic_the_controller_forgot_is_unwatched():
@@ -88,11 +66,11 @@ def test_a_topic_the_controller_forgot_is_unwatched():
 
 def test_partitions_added_during_deletion_are_written_out_again():
     ctx, zk, w, _, created = watcher({0: [3, 3], 1: [2, 1], 2: [1, 3]})
-    zk.partition_ids = [0, 1]
+    zk.partition_ids["t"] = [0, 1]
     ctx.queue_topic_deletion(["t"])
     asyncio.run(w.process("t"))
     assert created == [] and 2 not in ctx.assignments["t"]
-    (topic, assignment, version, epoch_zk_version), = zk.written
+    (topic, assignment, version, epoch_zk_version), = zk.assignment_writes
     # the partitions with znodes, with the replicas the controller knows; fenced by the controller epoch
     assert (topic, assignment.partitions, assignment.topic_id, epoch_zk_version) == \
         ("t", {0: [1, 2], 1: [2, 1]}, TOPIC_ID, 11)

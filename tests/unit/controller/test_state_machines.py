@@ -17,45 +17,10 @@ from odradek.controller.partition_state_machine import (CONTROLLED_SHUTDOWN_ELEC
 from odradek.controller.replica_state_machine import VALID_PREVIOUS_STATES, ReplicaState, ReplicaStateMachine
 from odradek.controller.zk_data import BrokerInfo, LeaderIsrAndControllerEpoch as S, TopicAssignment
 from odradek.protocol.api_keys import ApiKey
+from tests.fakes.zookeeper import FakeZk
 from tests.unit.controller.test_request_batch import RecordingChannel
 
 EPOCH = 5
-
-
-class FakeZk:
-    """Partition state znodes in a dict: (state, version); ``conflict`` makes the next write to a partition
-    fail once with a version conflict after a 'broker' changed its ISR."""
-
-    def __init__(self):
-        self.znodes: dict = {}
-        self.conflict: dict = {}
-        self.topic_configs: dict = {}  # topic -> its overrides in /config/topics
-
-    def update_partition_states(self, updates, epoch_zk_version=None):
-        out = {}
-        for tp, (state, version) in updates.items():
-            if tp in self.conflict:
-                self.znodes[tp] = (self.conflict.pop(tp), self.znodes[tp][1] + 1)
-            if self.znodes[tp][1] != version:
-                out[tp] = None
-                continue
-            self.znodes[tp] = (state, version + 1)
-            out[tp] = version + 1
-        return out
-
-    def get_entity_config(self, entity_type, name):
-        assert entity_type == "topics"
-        return self.topic_configs.get(name, {})
-
-    def get_partition_states(self, partitions):
-        return {tp: self.znodes[tp] for tp in partitions if tp in self.znodes}
-
-    def create_partition_states(self, states, epoch_zk_version=None):
-        out = {}
-        for tp, state in states.items():
-            out[tp] = tp not in self.znodes
-            self.znodes.setdefault(tp, (state, 0))
-        return out
 
 
 async def run(fn, *args):

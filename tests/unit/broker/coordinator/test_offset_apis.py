@@ -9,20 +9,13 @@ from odradek.broker.apis.authorization import AuthHelper
 from odradek.broker.apis.offset_apis import OffsetApis
 from odradek.broker.coordinator.group.coordinator import GroupCoordinator
 from odradek.protocol.messages import OffsetCommitRequest, OffsetFetchRequest
+from tests.fakes.coordinator_services import KnownPartitions
 
 from .helpers import DictConfig
 from .test_coordinator import CONFIG, FakeReplicaManager
 
 _Topic = OffsetCommitRequest.OffsetCommitRequestTopic
 _Partition = _Topic.OffsetCommitRequestPartition
-
-
-class KnownPartitions:
-    def __init__(self, known):
-        self.known = known
-
-    def partition(self, topic, partition):
-        return object() if (topic, partition) in self.known else None
 
 
 def request(body, version):

@@ -10,19 +10,12 @@ from odradek.broker.apis.producers import ProducerApis
 from odradek.broker.apis.txn_apis import TxnApis
 from odradek.protocol.messages import (AddOffsetsToTxnRequest, AddPartitionsToTxnRequest, EndTxnRequest,
                                        InitProducerIdRequest)
+from tests.fakes.coordinator_services import KnownPartitions
 
 from .helpers import run_in_loop
 from .test_txn_coordinator import make  # noqa: F401  (the fixture)
 
 _Topic = AddPartitionsToTxnRequest.AddPartitionsToTxnTopic
-
-
-class KnownPartitions:
-    def __init__(self, known):
-        self.known = known
-
-    def partition(self, topic, partition):
-        return object() if (topic, partition) in self.known else None
 
 
 def request(body, version):

@@ -4,7 +4,6 @@ sender is replaced by a recorder (the integration tests send real markers)."""
 from __future__ import annotations
 
 import asyncio
-from types import SimpleNamespace
 
 import pytest
 
@@ -14,10 +13,8 @@ from odradek.broker.coordinator.transaction.coordinator import TransactionCoordi
 from odradek.broker.coordinator.transaction.state_manager import TRANSACTION_STATE_TOPIC
 from odradek.broker.coordinator.transaction.transaction_metadata import (
     COMPLETE_ABORT, COMPLETE_COMMIT, EMPTY, ONGOING, PREPARE_ABORT, PREPARE_COMMIT)
-from odradek.broker.log import Log
-from odradek.broker.log.log_config import LogConfig
-from odradek.broker.replica_manager import ProducePartitionResult
 from odradek.protocol.records import iter_batches
+from tests.fakes.coordinator_services import LogReplicaManager
 
 from .helpers import DictConfig, run_in_loop
 
@@ -27,55 +24,13 @@ CONFIG = {"transaction.state.log.num.partitions": 1, "transaction.state.log.load
 STATE_TP = (TRANSACTION_STATE_TOPIC, 0)
 
 
-class LogReplicaManager:
-    """Appends to a real Log per partition, as the only replica and leader would."""
-
-    def __init__(self, directory):
-        self.directory = directory
-        self.logs: dict[tuple[str, int], Log] = {}
-        self.leader_epoch = 0
-        self.fail_with = 0
-        self.appends = 0
-        # True: acks=-1 appends go into the log at once but answer through a future that replicate() resolves
-        self.replicate_later = False
-        self.unreplicated: list[tuple[asyncio.Future, dict]] = []
-
-    def log(self, tp):
-        if tp not in self.logs:
-            self.logs[tp] = Log(str(self.directory / f"{tp[0]}-{tp[1]}"), LogConfig())
-        return self.logs[tp]
-
-    def online_partition(self, topic, partition):
-        return SimpleNamespace(log=self.log((topic, partition)), leader_epoch=self.leader_epoch)
-
-    def append_records(self, acks, timeout_ms, entries):
-        self.appends += 1
-        results = {}
-        for tp, data in entries.items():
-            if self.fail_with:
-                results[tp] = ProducePartitionResult(self.fail_with)
-                continue
-            info = self.log(tp).append_as_leader(data, self.leader_epoch)
-            results[tp] = ProducePartitionResult(0, info.first_offset)
-        if self.replicate_later and acks == -1:
-            future = asyncio.get_running_loop().create_future()
-            self.unreplicated.append((future, results))
-            return future
-        return results
-
-    def replicate(self, error_code=0):
-        """The oldest write waiting for its replicas is durable (or, with ``error_code``, failed)."""
-        future, results = self.unreplicated.pop(0)
-        future.set_result({tp: ProducePartitionResult(error_code) if error_code else r for tp, r in results.items()})
-
-    def state_records(self):
-        """(transactional id, TxnRecord or None) in log order."""
-        log_ = self.log(STATE_TP)
-        found = []
-        for batch in iter_batches(log_.read(0, 1 << 20).records):
-            for r in batch.records():
-                found.append((fmt.parse_key(r.key), fmt.parse_value(r.value) if r.value is not None else None))
-        return found
+def state_records(rm: LogReplicaManager):
+    """(transactional id, TxnRecord or None) in the transaction state log's order."""
+    found = []
+    for batch in iter_batches(rm.log(STATE_TP).read(0, 1 << 20).records):
+        for r in batch.records():
+            found.append((fmt.parse_key(r.key), fmt.parse_value(r.value) if r.value is not None else None))
+    return found
 
 
 class MarkerRecorder:
@@ -133,7 +88,7 @@ async def test_init_producer_id_creates_the_id_and_bumps_the_epoch_each_time(mak
     second = await c.init_producer_id("tx", 10000)
     assert (first.error_code, first.producer_id, first.producer_epoch) == (0, 100, 0)
     assert (second.error_code, second.producer_id, second.producer_epoch) == (0, 100, 1)
-    tid, record = rm.state_records()[-1]
+    tid, record = state_records(rm)[-1]
     assert (tid, record.producer_id, record.producer_epoch, record.state, record.timeout_ms) == \
         ("tx", 100, 1, EMPTY, 10000)
     assert (await c.init_producer_id("tx", 60001)).error_code == 50  # INVALID_TRANSACTION_TIMEOUT
@@ -155,9 +110,9 @@ async def test_commit_writes_prepare_commit_and_hands_the_markers_over(make):
     ids = await begin(c)
     pid, epoch = ids.producer_id, ids.producer_epoch
     assert await c.add_partitions("tx", pid, epoch, {("t", 0)}) == 0  # already in: nothing written
-    assert [r.state for _, r in rm.state_records()] == [EMPTY, ONGOING]
+    assert [r.state for _, r in state_records(rm)] == [EMPTY, ONGOING]
     assert await c.end_transaction("tx", pid, epoch, True) == 0
-    _, record = rm.state_records()[-1]
+    _, record = state_records(rm)[-1]
     assert (record.state, record.partitions) == (PREPARE_COMMIT, {("t", 0), ("t", 1)})
     (coordinator_epoch, commit, metadata, complete), = c.markers.sent
     assert (coordinator_epoch, commit, complete.state) == (0, True, COMPLETE_COMMIT)
@@ -166,7 +121,7 @@ async def test_commit_writes_prepare_commit_and_hands_the_markers_over(make):
     assert await c.state.append_transaction("tx", coordinator_epoch, complete) == 0
     assert await c.end_transaction("tx", pid, epoch, True) == 0    # a retried commit of a finished commit
     assert await c.end_transaction("tx", pid, epoch, False) == 48  # INVALID_TXN_STATE
-    assert rm.state_records()[-1][1].state == COMPLETE_COMMIT
+    assert state_records(rm)[-1][1].state == COMPLETE_COMMIT
 
 
 @run_in_loop
@@ -189,7 +144,7 @@ async def test_init_producer_id_aborts_an_ongoing_transaction_under_a_bumped_epo
     ids = await begin(c)
     init = asyncio.ensure_future(c.init_producer_id("tx", 10000))
     await until(lambda: c.completions.held == 1)  # Kafka answers CONCURRENT_TRANSACTIONS here; we wait
-    _, record = rm.state_records()[-1]
+    _, record = state_records(rm)[-1]
     assert (record.state, record.producer_epoch) == (PREPARE_ABORT, ids.producer_epoch + 1)
     (coordinator_epoch, commit, metadata, complete), = c.markers.sent
     assert commit is False and metadata.producer_epoch == ids.producer_epoch + 1
@@ -199,7 +154,7 @@ async def test_init_producer_id_aborts_an_ongoing_transaction_under_a_bumped_epo
     await c.state.append_transaction("tx", coordinator_epoch, complete)
     result = await init
     assert (result.error_code, result.producer_epoch) == (0, ids.producer_epoch + 2)
-    assert [r.state for _, r in rm.state_records()[-3:]] == [PREPARE_ABORT, COMPLETE_ABORT, EMPTY]
+    assert [r.state for _, r in state_records(rm)[-3:]] == [PREPARE_ABORT, COMPLETE_ABORT, EMPTY]
 
 
 async def committing(c, tid="tx"):
@@ -217,10 +172,10 @@ async def test_add_partitions_during_the_previous_markers_waits_for_the_completi
     offsets = asyncio.ensure_future(c.add_partitions("tx", ids.producer_id, ids.producer_epoch,
                                                      {("__consumer_offsets", 7)}))
     await until(lambda: c.completions.held == 2)
-    assert not add.done() and rm.state_records()[-1][1].state == PREPARE_COMMIT
+    assert not add.done() and state_records(rm)[-1][1].state == PREPARE_COMMIT
     assert await c.state.append_transaction("tx", 0, complete) == 0
     assert await add == 0 and await offsets == 0  # the second found the first's write pending and waited too
-    assert [(r.state, r.partitions) for _, r in rm.state_records()[-4:]] == [
+    assert [(r.state, r.partitions) for _, r in state_records(rm)[-4:]] == [
         (PREPARE_COMMIT, {("t", 0), ("t", 1)}), (COMPLETE_COMMIT, set()), (ONGOING, {("t", 2)}),
         (ONGOING, {("t", 2), ("__consumer_offsets", 7)})]
 
@@ -241,7 +196,7 @@ async def test_the_completion_write_carries_the_partitions_held_requests_add(mak
     assert await c.state.append_transaction("tx", 0, complete, follow_up=follow_up) == 0
     assert await add == 0 and await offsets == 0
     assert rm.appends == appends + 1  # one write: the completion and the next transaction's Ongoing state
-    assert [(r.state, r.partitions) for _, r in rm.state_records()[-2:]] == [
+    assert [(r.state, r.partitions) for _, r in state_records(rm)[-2:]] == [
         (COMPLETE_COMMIT, set()), (ONGOING, {("t", 2), ("__consumer_offsets", 7)})]
     assert (metadata.state, metadata.partitions, metadata.pending_state) == \
         (ONGOING, {("t", 2), ("__consumer_offsets", 7)}, None)
@@ -267,7 +222,7 @@ async def add_while_completion_replicates(make):
 async def test_the_next_ongoing_state_is_appended_behind_a_completion_being_replicated(make):
     c, rm, ids, metadata, completion, add = await add_while_completion_replicates(make)
     await until(lambda: len(rm.unreplicated) == 2)  # appended at once, while the completion replicates
-    assert [(r.state, r.partitions) for _, r in rm.state_records()[-2:]] == [
+    assert [(r.state, r.partitions) for _, r in state_records(rm)[-2:]] == [
         (COMPLETE_COMMIT, set()), (ONGOING, {("t", 2)})]
     # A second request finds a write already behind the completion: it waits, as before.
     offsets = asyncio.ensure_future(c.add_partitions("tx", ids.producer_id, ids.producer_epoch,
@@ -328,10 +283,10 @@ async def test_a_held_request_answers_concurrent_transactions_when_its_time_runs
     monkeypatch.setattr(coordinator_module, "MAX_HOLD_MS", 30)
     c, rm = await make()
     ids, complete = await committing(c)
-    written = len(rm.state_records())
+    written = len(state_records(rm))
     assert await c.add_partitions("tx", ids.producer_id, ids.producer_epoch, {("t", 2)}) == 51
     assert (await c.init_producer_id("tx", 10000)).error_code == 51
-    assert len(rm.state_records()) == written and c.completions.held == 2
+    assert len(state_records(rm)) == written and c.completions.held == 2
     assert c.completions.purgatory.num_delayed == 0
 
 
@@ -347,7 +302,7 @@ async def test_held_requests_redo_their_checks_when_released(make):
     await c.state.append_transaction("tx", 0, complete)
     assert (await init).producer_epoch == ids.producer_epoch + 1
     assert await add == 90  # PRODUCER_FENCED: the epoch check ran again after the release
-    assert all(r.partitions != {("t", 2)} for _, r in rm.state_records())
+    assert all(r.partitions != {("t", 2)} for _, r in state_records(rm))
     # A request held when the coordinator loses the partition answers NOT_COORDINATOR at once.
     new_ids, complete = await committing(c)
     add = asyncio.ensure_future(c.add_partitions("tx", new_ids.producer_id, new_ids.producer_epoch, {("t", 2)}))
@@ -375,13 +330,13 @@ async def test_timed_out_transactions_are_aborted_and_idle_ids_expire(make):
     await c.init_producer_id("idle", 10000)
     assert await c.abort_timed_out_transactions(now_ms=0) == 0
     assert await c.abort_timed_out_transactions(now_ms=10 ** 13) == 1
-    _, record = rm.state_records()[-1]
+    _, record = state_records(rm)[-1]
     assert (record.state, record.producer_epoch) == (PREPARE_ABORT, ids.producer_epoch + 1)
     _, _, _, complete = c.markers.sent[-1]
     await c.state.append_transaction("tx", 0, complete)
     assert c.state.get_state("tx")[1].metadata.state == COMPLETE_ABORT
     assert await c.remove_expired_transactional_ids(now_ms=10 ** 13) == 2
-    assert sorted(t for t, r in rm.state_records()[-2:] if r is None) == ["idle", "tx"]
+    assert sorted(t for t, r in state_records(rm)[-2:] if r is None) == ["idle", "tx"]
     assert c.state.get_state("tx") == (0, None)
 
 
@@ -421,4 +376,4 @@ async def test_an_exhausted_epoch_gets_a_new_producer_id(make):
     c.state.get_state("tx")[1].metadata.producer_epoch = 32766  # Short.MaxValue - 1: exhausted
     rotated = await c.init_producer_id("tx", 10000)
     assert (rotated.error_code, rotated.producer_epoch) == (0, 0) and rotated.producer_id != first.producer_id
-    assert rm.state_records()[-1][1].producer_id == rotated.producer_id
+    assert state_records(rm)[-1][1].producer_id == rotated.producer_id

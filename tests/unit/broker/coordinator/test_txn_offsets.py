@@ -4,16 +4,12 @@ on abort, and rebuilt from a real __consumer_offsets log (transactional batches 
 from __future__ import annotations
 
 import asyncio
-from types import SimpleNamespace
 
 import pytest
 
 from odradek.broker.coordinator.group.coordinator import GroupCoordinator
 from odradek.broker.coordinator.group.records import OffsetAndMetadata
-from odradek.broker.log import Log
-from odradek.broker.log.log_config import LogConfig
-from odradek.broker.replica_manager import ProducePartitionResult
-from odradek.protocol.records.control import ControlRecordType, build_control_batch
+from tests.fakes.coordinator_services import LogReplicaManager
 
 from .helpers import DictConfig, run_in_loop
 
@@ -22,30 +18,6 @@ CONFIG = {"offsets.topic.num.partitions": 1, "offsets.commit.required.acks": -1,
           "group.max.session.timeout.ms": 60000, "group.initial.rebalance.delay.ms": 0, "group.max.size": 3,
           "offsets.load.buffer.size": 1 << 20, "offsets.retention.minutes": 1}
 OFFSETS_TP = ("__consumer_offsets", 0)
-
-
-class LogReplicaManager:
-    def __init__(self, directory):
-        self.log = Log(str(directory / "__consumer_offsets-0"), LogConfig())
-
-    def online_partition(self, topic, partition):
-        return SimpleNamespace(log=self.log, leader_epoch=0)
-
-    def append_records(self, acks, timeout_ms, entries):
-        results = {}
-        for tp, data in entries.items():
-            try:
-                info = self.log.append_as_leader(data, 0)
-            except Exception as exc:  # the log's own producer checks (fenced epochs)
-                results[tp] = ProducePartitionResult(getattr(exc, "code", -1))
-                continue
-            results[tp] = ProducePartitionResult(0, info.first_offset)
-        return results
-
-    def marker(self, producer_id, epoch, committed):
-        kind = ControlRecordType.COMMIT if committed else ControlRecordType.ABORT
-        self.log.append_as_leader(bytearray(build_control_batch(kind, producer_id=producer_id, producer_epoch=epoch,
-                                                                coordinator_epoch=0)), 0)
 
 
 @pytest.fixture
@@ -69,9 +41,9 @@ async def test_offsets_are_invisible_until_the_commit_marker_and_dropped_on_abor
         {("t", 0): 0, ("t", 1): 0}
     assert await c.commit_transactional_offsets("g", 8, 0, "", None, -1, offsets(p2=9)) == {("t", 2): 0}
     assert c.fetch_offsets("g", [("t", 0), ("t", 2)]) == {("t", 0): None, ("t", 2): None}
-    rm.marker(7, 0, True)
+    rm.append_marker(OFFSETS_TP, 7, 0, True)
     assert c.complete_transactional_offsets(7, True, 0) == 2
-    rm.marker(8, 0, False)
+    rm.append_marker(OFFSETS_TP, 8, 0, False)
     assert c.complete_transactional_offsets(8, False, 0) == 0
     found = c.fetch_offsets("g", [("t", 0), ("t", 1), ("t", 2)])
     assert (found[("t", 0)].offset, found[("t", 1)].offset, found[("t", 2)]) == (5, 6, None)
@@ -84,7 +56,7 @@ async def test_a_newer_plain_commit_wins_over_an_older_transactional_one(make):
     c.manager.owned.add(0)
     await c.commit_transactional_offsets("g", 7, 0, "", None, -1, offsets(p0=5))
     await c.commit_offsets("g", "", None, -1, offsets(p0=40))
-    rm.marker(7, 0, True)
+    rm.append_marker(OFFSETS_TP, 7, 0, True)
     c.complete_transactional_offsets(7, True, 0)
     assert c.fetch_offsets("g", [("t", 0)])[("t", 0)].offset == 40
 
@@ -110,8 +82,8 @@ async def test_a_reload_honours_markers_and_keeps_open_transactions_pending(make
     await c.commit_transactional_offsets("g", 8, 0, "", None, -1, offsets(p1=6))
     await c.commit_transactional_offsets("g", 9, 0, "", None, -1, offsets(p2=7))
     await c.commit_offsets("g", "", None, -1, offsets(p3=1))
-    rm.marker(7, 0, True)
-    rm.marker(8, 0, False)
+    rm.append_marker(OFFSETS_TP, 7, 0, True)
+    rm.append_marker(OFFSETS_TP, 8, 0, False)
     successor, _ = make(rm)
     successor.on_leadership_change([OFFSETS_TP], [])
     for _ in range(200):
@@ -122,7 +94,7 @@ async def test_a_reload_honours_markers_and_keeps_open_transactions_pending(make
     assert {tp: o.offset for tp, o in found.items()} == {("t", 0): 5, ("t", 3): 1}
     group = successor.manager.get_group("g")
     assert list(group.pending_txn_offsets) == [9] and group.has_pending_txn_offsets(("t", 2))
-    rm.marker(9, 0, True)
+    rm.append_marker(OFFSETS_TP, 9, 0, True)
     successor.complete_transactional_offsets(9, True, 0)
     assert successor.fetch_offsets("g", [("t", 2)])[("t", 2)].offset == 7
 
@@ -134,6 +106,6 @@ async def test_require_stable_sees_partitions_with_pending_transactional_offsets
     await c.commit_offsets("g", "", None, -1, offsets(p0=1, p1=1))
     await c.commit_transactional_offsets("g", 7, 0, "", None, -1, offsets(p0=5))
     assert c.unstable_partitions("g", [("t", 0), ("t", 1)]) == {("t", 0)}
-    rm.marker(7, 0, True)
+    rm.append_marker(OFFSETS_TP, 7, 0, True)
     c.complete_transactional_offsets(7, True, 0)
     assert c.unstable_partitions("g", [("t", 0), ("t", 1)]) == set()

@@ -5,20 +5,13 @@ import pytest
 from odradek.broker.log import Log, LogConfig, UnexpectedAppendOffsetError, parse_topic_partition
 from odradek.protocol.errors import OffsetOutOfRangeError
 from odradek.protocol.records import RecordBatchView, decode_batch, iter_batches
+from tests.fakes.clock import ManualClock
 
 from .helpers import make_batch
 
 
-class Clock:
-    def __init__(self, now=1_000_000):
-        self.now = now
-
-    def __call__(self):
-        return self.now
-
-
 def new_log(tmp_path, clock=None, **config):
-    return Log(str(tmp_path / "orders-3"), LogConfig(**config), clock=clock or Clock())
+    return Log(str(tmp_path / "orders-3"), LogConfig(**config), clock=clock or ManualClock())
 
 
 def test_dir_name_parsing():
@@ -42,7 +35,7 @@ def test_leader_append_assigns_offsets_in_place(tmp_path):
 
 
 def test_log_append_time(tmp_path):
-    clock = Clock(123_456)
+    clock = ManualClock(123_456)
     log = new_log(tmp_path, clock, message_timestamp_type="LogAppendTime")
     info = log.append_as_leader(make_batch(2, timestamp=5), 1)
     assert info.log_append_time == 123_456
@@ -79,7 +72,7 @@ def test_roll_by_size_and_read_across_segments(tmp_path):
 
 
 def test_roll_by_time_with_injected_clock(tmp_path):
-    clock = Clock()
+    clock = ManualClock()
     log = new_log(tmp_path, clock, segment_ms=60_000)
     log.append_as_leader(make_batch(1, timestamp=clock.now), 0)
     log.append_as_leader(make_batch(1, timestamp=clock.now + 30_000), 0)
@@ -98,7 +91,7 @@ def test_roll_when_index_is_full(tmp_path):
 
 
 def test_retention_by_time(tmp_path):
-    clock = Clock(10_000_000)
+    clock = ManualClock(10_000_000)
     log = new_log(tmp_path, clock, segment_bytes=500, retention_ms=1000)
     for i in range(10):
         log.append_as_leader(make_batch(3, timestamp=clock.now - 5000 if i < 6 else clock.now), 0)
@@ -114,7 +107,7 @@ def test_retention_by_time(tmp_path):
 
 
 def test_retention_never_passes_high_watermark(tmp_path):
-    clock = Clock(10_000_000)
+    clock = ManualClock(10_000_000)
     log = new_log(tmp_path, clock, segment_bytes=500, retention_ms=1)
     for _ in range(10):
         log.append_as_leader(make_batch(3, timestamp=1), 0)

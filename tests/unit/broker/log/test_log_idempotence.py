@@ -12,21 +12,14 @@ from odradek.broker.log.producer_snapshot import (
 )
 from odradek.protocol.errors import InvalidProducerEpochError, OutOfOrderSequenceNumberError
 from odradek.protocol.records import iter_batches
+from tests.fakes.clock import ManualClock
 
 from .helpers import make_batch, make_producer_batch, run_until_killed
 
 
-class Clock:
-    def __init__(self, now=1_000_000):
-        self.now = now
-
-    def __call__(self):
-        return self.now
-
-
 def open_log(directory, **kwargs):
     config = kwargs.pop("config", LogConfig())
-    return Log(str(directory), config, clock=kwargs.pop("clock", Clock()), **kwargs)
+    return Log(str(directory), config, clock=kwargs.pop("clock", ManualClock()), **kwargs)
 
 
 def produce(log, seq, count=2, *, pid=1000, epoch=0):
@@ -76,7 +69,7 @@ def test_gap_and_old_epoch_are_rejected_before_anything_is_written(tmp_path):
 
 
 def test_duplicate_under_log_append_time_reports_the_original_append_time(tmp_path):
-    clock = Clock(5_000)
+    clock = ManualClock(5_000)
     log = open_log(tmp_path / "t-0", clock=clock, config=LogConfig(message_timestamp_type="LogAppendTime"))
     assert produce(log, 0).log_append_time == 5_000
     clock.now = 9_000
@@ -190,7 +183,7 @@ def test_follower_append_updates_state_without_checks(tmp_path):
 
 
 def test_retention_removes_old_snapshots_but_keeps_the_producers(tmp_path):
-    clock = Clock()
+    clock = ManualClock()
     directory = tmp_path / "t-0"
     log, _ = filled_log(directory, 30, clock=clock, config_extra={"retention_bytes": 500})
     log.update_high_watermark(log.log_end_offset)
@@ -200,7 +193,7 @@ def test_retention_removes_old_snapshots_but_keeps_the_producers(tmp_path):
 
 
 def test_log_manager_expires_idle_producers_and_passes_the_setting(tmp_path):
-    clock = Clock(1_000_000)
+    clock = ManualClock(1_000_000)
     manager = LogManager([str(tmp_path / "d")], broker_id=1, clock=clock, max_producer_id_expiration_ms=60_000)
     log = manager.get_or_create_log("t", 0)
     log.append_as_leader(make_producer_batch(1, 0, 0, timestamp=1_000_000), 0)
@@ -296,7 +289,7 @@ def test_a_stop_just_after_a_roll_keeps_only_the_snapshots_last_batch_for_retrie
     """Kafka 2.8's snapshot holds one batch per producer: when the roll's snapshot is at the log end, a retry
     of the last batch is still a duplicate and an older one is out of order (the case the SIGKILL test above
     meets when the kill comes right after a roll)."""
-    now = Clock()
+    now = ManualClock()
     log = open_log(tmp_path / "t-0", clock=now)
     for seq in range(0, 30, 3):
         log.append_as_leader(make_producer_batch(42, 1, seq, 3, timestamp=now.now), 0)

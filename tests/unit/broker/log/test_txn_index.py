@@ -12,20 +12,13 @@ from odradek.broker.log import Log, LogConfig
 from odradek.broker.log.offset_index import CorruptIndexError
 from odradek.broker.log.txn_index import ENTRY_SIZE, AbortedTxn, TransactionIndex
 from odradek.protocol.records import ControlRecordType, build_control_batch
+from tests.fakes.clock import ManualClock
 
 from .helpers import make_batch, make_producer_batch
 
 
-class Clock:
-    def __init__(self, now=1_000_000):
-        self.now = now
-
-    def __call__(self):
-        return self.now
-
-
 def open_log(directory, segment_bytes=1 << 20, **kwargs):
-    return Log(str(directory), LogConfig(segment_bytes=segment_bytes), clock=Clock(), **kwargs)
+    return Log(str(directory), LogConfig(segment_bytes=segment_bytes), clock=ManualClock(), **kwargs)
 
 
 def marker(kind, pid, epoch=0, coordinator_epoch=0):

@@ -1,14 +1,7 @@
 import pytest
 
 from odradek.broker.purgatory import DelayedOperation, DelayedOperationPurgatory, Timer
-
-
-class FakeClock:
-    def __init__(self, now=0):
-        self.now = now
-
-    def __call__(self):
-        return self.now
+from tests.fakes.clock import ManualClock
 
 
 class MockOp(DelayedOperation):
@@ -37,7 +30,7 @@ class MockOp(DelayedOperation):
 
 @pytest.fixture
 def env():
-    clock = FakeClock(1000)
+    clock = ManualClock(1000)
     timer = Timer(tick_ms=1, wheel_size=20, time_ms=clock)
     return DelayedOperationPurgatory("test", timer, purge_interval=1000), timer, clock
 
@@ -160,7 +153,7 @@ def test_needs_a_key(env):
 
 
 def test_purge_drops_expired_ops_from_watcher_lists():
-    clock = FakeClock(0)
+    clock = ManualClock(0)
     purgatory = DelayedOperationPurgatory("p", Timer(time_ms=clock), purge_interval=10)
     ops = [MockOp(5) for _ in range(11)]
     for i, op in enumerate(ops):
@@ -178,7 +171,7 @@ def test_purge_drops_expired_ops_from_watcher_lists():
 
 
 def test_no_purge_while_ops_are_still_delayed():
-    clock = FakeClock(0)
+    clock = ManualClock(0)
     purgatory = DelayedOperationPurgatory("p", Timer(time_ms=clock), purge_interval=5)
     for i in range(20):
         purgatory.try_complete_else_watch(MockOp(1000), [("t", i)])

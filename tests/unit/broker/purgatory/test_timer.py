@@ -4,18 +4,11 @@ import pytest
 
 from odradek.broker.purgatory import CallbackTask, Timer, TimerTaskEntry, TimerTaskList, TimingWheel
 from odradek.broker.purgatory.timer import _Counter
-
-
-class FakeClock:
-    def __init__(self, now=0):
-        self.now = now
-
-    def __call__(self):
-        return self.now
+from tests.fakes.clock import ManualClock
 
 
 def make_timer(tick_ms=1, wheel_size=20, start=1000):
-    clock = FakeClock(start)
+    clock = ManualClock(start)
     return Timer(tick_ms, wheel_size, time_ms=clock), clock
 
 

@@ -18,9 +18,7 @@ OffsetForLeaderEpoch, since the assigned offset is explicit and leader epochs ar
 
 from __future__ import annotations
 
-import socket
 import struct
-import threading
 import time
 
 import pytest
@@ -28,9 +26,9 @@ import pytest
 from odradek.protocol import messages as m
 from odradek.protocol.api_keys import KAFKA_2_8_VERSIONS, ApiKey
 from odradek.protocol.errors import UnsupportedApiVersionError
-from odradek.protocol.framing import FrameSplitter
 from odradek.protocol.header import decode_request, decode_response, encode_response
 from odradek.protocol.records import Compression, RecordBatchBuilder, iter_batches
+from tests.fakes.socket_broker import FrameServer
 
 pytestmark = pytest.mark.usefixtures("each_codec")  # every test with both record codecs
 
@@ -50,67 +48,14 @@ SERVED = {ApiKey.PRODUCE, ApiKey.FETCH, ApiKey.LIST_OFFSETS, ApiKey.METADATA, Ap
 ADVERTISED = {key: rng for key, rng in KAFKA_2_8_VERSIONS.items() if key in SERVED}
 
 
-class FakeBroker:
+class FakeBroker(FrameServer):
     """One broker, one topic, one partition holding ``log`` (already-built batches)."""
 
     def __init__(self, log: bytes, record_count: int) -> None:
         self.log = log
         self.record_count = record_count
-        self.server = socket.create_server(("127.0.0.1", 0))
-        self.server.settimeout(0.2)
-        self.port = self.server.getsockname()[1]
         self.requests: list[tuple[int, int]] = []  # (api key, version), in arrival order
-        self.errors: list[str] = []
-        self.stop = threading.Event()
-        self.conns: list[socket.socket] = []
-        self.threads = [threading.Thread(target=self._accept, daemon=True)]
-        self.threads[0].start()
-
-    def close(self) -> None:
-        self.stop.set()
-        self.server.close()
-        for conn in list(self.conns):
-            try:
-                conn.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
-            conn.close()
-        for thread in self.threads:
-            thread.join(5)
-
-    def _accept(self) -> None:
-        while not self.stop.is_set():
-            try:
-                conn, _ = self.server.accept()
-            except socket.timeout:
-                continue
-            except OSError:
-                return
-            self.conns.append(conn)
-            thread = threading.Thread(target=self._serve, args=(conn,), daemon=True)
-            self.threads.append(thread)
-            thread.start()
-
-    def _serve(self, conn: socket.socket) -> None:
-        splitter = FrameSplitter()
-        with conn:
-            while not self.stop.is_set():
-                try:
-                    chunk = conn.recv(65536)
-                except OSError:
-                    return
-                if not chunk:
-                    return
-                for frame in splitter.feed(chunk):
-                    try:
-                        response = self._handle(bytes(frame))
-                    except Exception as exc:  # noqa: BLE001 - reported by the test
-                        self.errors.append(f"{type(exc).__name__}: {exc}")
-                        return
-                    try:
-                        conn.sendall(response)
-                    except OSError:
-                        return
+        super().__init__(self._handle)
 
     def _handle(self, frame: bytes) -> bytes:
         try:
@@ -183,7 +128,7 @@ class FakeBroker:
                     aborted_transactions=None if version >= 4 else [], records=records))
             responses.append(R.FetchableTopicResponse(topic=topic.topic, partitions=partitions))
         if empty:  # long poll, briefly: keep librdkafka from spinning on empty fetches
-            self.stop.wait(min(body.max_wait_ms, 100) / 1000)
+            self.stopping.wait(min(body.max_wait_ms, 100) / 1000)
         return R(throttle_time_ms=0, error_code=0, session_id=0, responses=responses)
 
     def _list_offsets(self, body, version):

@@ -8,13 +8,13 @@ Produce v3-v7, whose records bytes it keeps. Responses are encoded by hand with 
 
 from __future__ import annotations
 
-import socket
 import struct
 import threading
 
 import pytest
 
 from odradek.protocol.records import Compression, Record, iter_batches
+from tests.fakes.socket_broker import FrameServer
 
 pytestmark = pytest.mark.usefixtures("each_codec")  # every test with both record codecs
 
@@ -58,60 +58,26 @@ class _Reader:
         return value
 
 
-class FakeBroker:
+class FakeBroker(FrameServer):
     """One-partition broker that records every Produce request's records bytes."""
 
     def __init__(self) -> None:
-        self.server = socket.create_server(("127.0.0.1", 0))
-        self.port = self.server.getsockname()[1]
         self.produced: list[bytes] = []
         self.requests: list[tuple[int, int]] = []  # (api key, version)
         self.next_offset = 0
         self.lock = threading.Lock()
-        self.running = True
-        self.threads = [threading.Thread(target=self._accept, daemon=True)]
-        self.threads[0].start()
+        super().__init__(self._answer)
 
-    def close(self) -> None:
-        self.running = False
-        self.server.close()
-
-    def _accept(self) -> None:
-        while self.running:
-            try:
-                conn, _ = self.server.accept()
-            except OSError:
-                return
-            thread = threading.Thread(target=self._serve, args=(conn,), daemon=True)
-            thread.start()
-            self.threads.append(thread)
-
-    @staticmethod
-    def _read_exact(conn: socket.socket, size: int) -> bytes:
-        chunks = []
-        while size:
-            chunk = conn.recv(size)
-            if not chunk:
-                raise ConnectionError
-            chunks.append(chunk)
-            size -= len(chunk)
-        return b"".join(chunks)
-
-    def _serve(self, conn: socket.socket) -> None:
-        with conn:
-            try:
-                while self.running:
-                    size = struct.unpack(">i", self._read_exact(conn, 4))[0]
-                    request = _Reader(self._read_exact(conn, size))
-                    api_key, version, correlation_id = request.take(">hhi")
-                    request.string()  # client id
-                    self.requests.append((api_key, version))
-                    body = self._handle(api_key, version, request)
-                    if body is not None:
-                        response = struct.pack(">i", correlation_id) + body  # header v0
-                        conn.sendall(struct.pack(">i", len(response)) + response)
-            except (ConnectionError, OSError, struct.error):
-                return
+    def _answer(self, frame: bytes) -> bytes | None:
+        request = _Reader(frame)
+        api_key, version, correlation_id = request.take(">hhi")
+        request.string()  # client id
+        self.requests.append((api_key, version))
+        body = self._handle(api_key, version, request)
+        if body is None:
+            return None
+        response = struct.pack(">i", correlation_id) + body  # header v0
+        return struct.pack(">i", len(response)) + response
 
     def _handle(self, api_key: int, version: int, request: _Reader) -> bytes | None:
         if api_key == 18:
