@@ -83,7 +83,7 @@ class FetchApi:
             is_follower=body.replica_id >= 0)
         params.previous_fetch_ms = context.previous_fetch_ms
         if self.auth.authorizer is not None:
-            context.refuse(self._unauthorized(request, context.specs()))
+            context.refuse(self._refused(request, context.specs()))
         result = self.replica_manager.fetch_messages(params, context.specs(), context.to_read, context.watch_keys,
                                                      context.spec_of)
         if isinstance(result, dict):
@@ -108,7 +108,7 @@ class FetchApi:
         return FetchParams(body.replica_id, body.max_wait_ms, min_bytes, max_bytes,
                            body.isolation_level, hard_max_bytes_limit=request.api_version <= 2)
 
-    def _unauthorized(self, request: "Request", specs: Iterable[FetchSpec]) -> dict:
+    def _refused(self, request: "Request", specs: Iterable[FetchSpec]) -> dict:
         """Kafka's checks: a follower needs ClusterAction (else every partition is refused), a consumer
         Read on each topic. The refused partitions are answered TOPIC_AUTHORIZATION_FAILED, unread."""
         if request.body.replica_id >= 0:
