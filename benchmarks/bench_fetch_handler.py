@@ -100,7 +100,7 @@ def main() -> None:
     parser.add_argument("--partitions", default="1,100")
     parser.add_argument("--batches", type=int, default=2, help="batches of 10 x 100-byte records per partition")
     parser.add_argument("--version", type=int, default=11)
-    parser.add_argument("--cases", default="no quota,quota")
+    parser.add_argument("--cases", default="no-quota,quota")
     parser.add_argument("--fetches", type=int, default=0, help="answer this many fetches per case, once")
     args = parser.parse_args()
     counts = [int(n) for n in args.partitions.split(",")]
@@ -121,7 +121,7 @@ def main() -> None:
             apis.throttle = quotas.throttle_response
             fetch.register(apis, SimpleNamespace(config=config, replica_manager=rm, auth=AuthHelper(),
                                                  client_quotas=quotas))
-            cases["quota" if quota else "no quota"] = apis
+            cases["quota" if quota else "no-quota"] = apis
         if args.fetches:
             for partitions in counts:
                 body = fetch_request(partitions, args.version)

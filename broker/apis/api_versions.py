@@ -64,9 +64,9 @@ class ApiVersionsApi:
         return ApiVersionsResponse(error_code=error_code, api_keys=keys, throttle_time_ms=0)
 
 
-
 def register(apis: "KafkaApis", services: "BrokerServices | None" = None) -> ApiVersionsApi:
-    """Answer ApiVersions with the keys ``apis`` serves (read at each request: later registrations count)."""
+    """Answer ApiVersions with the keys ``apis`` serves (read at each request: later registrations count).
+    ``services`` is not needed; it is taken as every API module's ``register`` takes it."""
     api = ApiVersionsApi(apis.handlers)
     apis.register(KEY, api.handle, api.error_response)
     return api
