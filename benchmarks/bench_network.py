@@ -21,8 +21,9 @@ import time
 import uvloop
 
 from odradek.broker.config import KafkaConfig
+from odradek.broker.apis import api_versions
 from odradek.broker.kafka_apis import KafkaApis
-from odradek.broker.network.socket_server import SocketServer
+from odradek.broker.server import build_socket_server
 from odradek.protocol.header import encode_request
 from odradek.protocol.messages import ApiVersionsRequest
 
@@ -75,7 +76,10 @@ async def serve_and_measure(connections: int, window: int, seconds: float, io_th
                             apis: KafkaApis | None = None) -> float:
     config = KafkaConfig({"listeners": "PLAINTEXT://127.0.0.1:0", "zookeeper.connect": "localhost:2181",
                           "num.io.threads": str(io_threads)})
-    server = SocketServer(config, apis or KafkaApis())
+    if apis is None:
+        apis = KafkaApis()
+        api_versions.register(apis)  # the clients ask ApiVersions
+    server = build_socket_server(config, apis)
     await server.start()
     result: mp.Queue = mp.Queue()
     proc = mp.get_context("fork").Process(target=client, args=(server.port(), connections, window, seconds, result))

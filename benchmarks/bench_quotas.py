@@ -34,6 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_network import serve_and_measure  # noqa: E402
 
 from odradek.broker.config import KafkaConfig  # noqa: E402
+from odradek.broker.apis import api_versions  # noqa: E402
 from odradek.broker.kafka_apis import KafkaApis  # noqa: E402
 from odradek.broker.quota.client_quotas import ClientQuotas  # noqa: E402
 
@@ -42,6 +43,7 @@ from odradek.broker.quota.client_quotas import ClientQuotas  # noqa: E402
 
 async def round_trips(with_quotas: bool, seconds: float) -> float:
     apis = KafkaApis()
+    api_versions.register(apis)
     if with_quotas:
         quotas = ClientQuotas.from_config(KafkaConfig({"zookeeper.connect": "localhost:2181"}))
         quotas.apply_entity_config("users", "<default>", {"request_percentage": "1000000"})

@@ -11,12 +11,17 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any, Callable
 
-from .security.acl_authorizer import AUTHORIZER_CLASSES, parse_super_users
+from ..protocol.acl import parse_principal
 
 INT_MIN, INT_MAX = -(2**31), 2**31 - 1
 LONG_MIN, LONG_MAX = -(2**63), 2**63 - 1
 SHORT_MIN, SHORT_MAX = -(2**15), 2**15 - 1
 DOUBLE_MAX = 1.7976931348623157e308
+
+# authorizer.class.name: the names under which Kafka 2.8 knows its ACL authorizer (security/acl_authorizer.py)
+ACL_AUTHORIZER = "kafka.security.authorizer.AclAuthorizer"
+LEGACY_ACL_AUTHORIZER = "kafka.security.auth.SimpleAclAuthorizer"  # Kafka wraps it; same behaviour here
+AUTHORIZER_CLASSES = (ACL_AUTHORIZER, LEGACY_ACL_AUTHORIZER)
 
 
 class Invalid(Exception):
@@ -206,6 +211,19 @@ def _no_reauthentication(v: int) -> None:
 def _authorizer_class(name: str) -> None:
     if name and name not in AUTHORIZER_CLASSES:
         raise Invalid(f"empty (no authorizer) or {' or '.join(AUTHORIZER_CLASSES)}")
+
+
+def parse_super_users(text: str | None) -> frozenset[str]:
+    """``User:alice;User:bob`` -> {'User:alice', 'User:bob'} (Kafka splits at ';' and trims; Java's
+    split drops trailing empty parts). A part that is not a principal raises ValueError."""
+    parts = (text or "").split(";")
+    while parts and not parts[-1].strip():
+        parts.pop()
+    users = set()
+    for part in parts:
+        principal_type, name = parse_principal(part.strip())
+        users.add(f"{principal_type}:{name}")
+    return frozenset(users)
 
 
 def _super_users(text: str) -> None:

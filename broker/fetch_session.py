@@ -26,7 +26,7 @@ from __future__ import annotations
 import logging
 import random
 import time
-from typing import Any, Callable, Iterable, Iterator, Mapping
+from typing import Any, Callable, Collection, Iterable, Iterator, Mapping
 
 from ..protocol.errors import (  # type: ignore[attr-defined]
     FetchSessionIdNotFoundError,
@@ -37,6 +37,7 @@ from .delayed_ops import FetchSpec
 log = logging.getLogger(__name__)
 
 Key = tuple[str, int]
+Specs = Collection[FetchSpec]  # a list, or a session's partitions walked lazily (SessionSpecs)
 
 INVALID_SESSION_ID = 0   # "no session", in requests and responses
 INITIAL_EPOCH = 0        # create (or re-create) a session
@@ -311,26 +312,53 @@ FULL_READ_MS = 30_000
 
 
 class FetchContext:
-    """How one Fetch request is served: which partitions to wait on, which to read, which results to send."""
+    """How one Fetch request is served: which partitions to wait on, which to read, which results to send.
+
+    The Fetch handler asks it in one pass: ``refuse`` (the partitions the fetcher may not read), then the
+    replica manager reads ``specs`` / ``to_read``, then ``answer`` (or ``preview`` and ``throttled_answer``
+    under a client quota) says what to send. Subclasses give the session kind's ``_specs``, ``_to_read``,
+    ``_answer`` and ``_preview``; the refused partitions are kept out of reads and put into answers here."""
 
     previous_fetch_ms: int | None = None  # an incremental session's previous fetch (see FetchParams)
     watch_keys: list[Any] | None = None    # a session's purgatory key (None: one per partition)
     spec_of: Callable[[Key], FetchSpec | None] | None = None
+    refused: Mapping[Key, Any] = {}        # answered as they are, never read (not authorized)
 
-    def specs(self) -> list[FetchSpec]:
+    def refuse(self, refused: Mapping[Key, Any]) -> None:
+        """Partitions the fetcher may not read: left out of every read, answered with these results."""
+        self.refused = refused
+
+    def specs(self) -> Specs:
         """The partitions the fetch waits on (and the purgatory watches)."""
-        raise NotImplementedError
+        return self._readable(self._specs())
 
-    def to_read(self) -> list[FetchSpec]:
+    def to_read(self) -> Specs:
         """The partitions worth reading now (asked again when a parked fetch completes)."""
-        return self.specs()
+        return self._readable(self._to_read())
 
     def answer(self, results: Mapping[Key, Any]) -> FetchAnswer:
-        raise NotImplementedError
+        """What to send for the partitions read, and the session moved on accordingly."""
+        return self._answer({**results, **self.refused} if self.refused else results)
 
     def preview(self, results: Mapping[Key, Any]) -> FetchAnswer:
         """What ``answer`` would send, without touching the session (Kafka's getResponseSize sizes it)."""
-        return self.answer(results)
+        return self._preview({**results, **self.refused} if self.refused else results)
+
+    def _readable(self, specs: Specs) -> Specs:
+        refused = self.refused
+        return specs if not refused else [s for s in specs if (s.topic, s.partition) not in refused]
+
+    def _specs(self) -> Specs:
+        raise NotImplementedError
+
+    def _to_read(self) -> Specs:
+        return self._specs()
+
+    def _answer(self, results: Mapping[Key, Any]) -> FetchAnswer:
+        raise NotImplementedError
+
+    def _preview(self, results: Mapping[Key, Any]) -> FetchAnswer:
+        return self._answer(results)
 
     def throttled_answer(self) -> FetchAnswer:
         """The empty answer of a fetch throttled by a client quota (Kafka's getThrottledResponse): no
@@ -344,10 +372,10 @@ class SessionErrorContext(FetchContext):
     def __init__(self, error_code: int) -> None:
         self.error_code = error_code
 
-    def specs(self) -> list[FetchSpec]:
+    def _specs(self) -> list[FetchSpec]:
         return []
 
-    def answer(self, results: Mapping[Key, Any]) -> FetchAnswer:
+    def _answer(self, results: Mapping[Key, Any]) -> FetchAnswer:
         return FetchAnswer(self.error_code, INVALID_SESSION_ID, [])
 
 
@@ -355,10 +383,10 @@ class SessionlessFetchContext(FetchContext):
     def __init__(self, fetch_data: dict[Key, FetchSpec]) -> None:
         self.fetch_data = fetch_data
 
-    def specs(self) -> list[FetchSpec]:
+    def _specs(self) -> list[FetchSpec]:
         return list(self.fetch_data.values())
 
-    def answer(self, results: Mapping[Key, Any]) -> FetchAnswer:
+    def _answer(self, results: Mapping[Key, Any]) -> FetchAnswer:
         return FetchAnswer(0, INVALID_SESSION_ID, [(key, results[key]) for key in self.fetch_data])
 
 
@@ -374,11 +402,11 @@ class FullFetchContext(SessionlessFetchContext):
         self.changes = changes
         self._read_seq = 0
 
-    def to_read(self) -> list[FetchSpec]:
+    def _to_read(self) -> list[FetchSpec]:
         self._read_seq = self.changes.change_seq
-        return self.specs()
+        return self._specs()
 
-    def answer(self, results: Mapping[Key, Any]) -> FetchAnswer:
+    def _answer(self, results: Mapping[Key, Any]) -> FetchAnswer:
         def create_partitions() -> dict[Key, CachedPartition]:
             return {key: CachedPartition(spec, results[key]) for key, spec in self.fetch_data.items()}
         now = self.clock()
@@ -388,8 +416,8 @@ class FullFetchContext(SessionlessFetchContext):
             session.note_answered(results, self._read_seq, True, now)
         return FetchAnswer(0, session_id, [(key, results[key]) for key in self.fetch_data])
 
-    def preview(self, results: Mapping[Key, Any]) -> FetchAnswer:
-        return SessionlessFetchContext.answer(self, results)
+    def _preview(self, results: Mapping[Key, Any]) -> FetchAnswer:
+        return SessionlessFetchContext._answer(self, results)
 
 
 class IncrementalFetchContext(FetchContext):
@@ -411,16 +439,16 @@ class IncrementalFetchContext(FetchContext):
         cached = self.session.partitions.get(key)
         return None if cached is None else cached.spec
 
-    def specs(self) -> "SessionSpecs":  # type: ignore[override]
+    def _specs(self) -> "SessionSpecs":
         return SessionSpecs(self.session)
 
-    def to_read(self) -> list[FetchSpec]:
+    def _to_read(self) -> Specs:
         session = self.session
         self._read_seq = self.changes.change_seq
         now = self.clock()
         self._full = now - session.full_read_ms >= FULL_READ_MS
         if self._full:
-            return self.specs()
+            return self._specs()
         partitions = session.partitions
         # Held-back partitions first, those that just got records last: under max_bytes they take turns
         # (Kafka moves answered partitions to the back of the session for the same reason).
@@ -429,7 +457,7 @@ class IncrementalFetchContext(FetchContext):
         keys.update(dict.fromkeys(self.named))
         return [partitions[key].spec for key in keys if key in partitions]
 
-    def answer(self, results: Mapping[Key, Any]) -> FetchAnswer:
+    def _answer(self, results: Mapping[Key, Any]) -> FetchAnswer:
         session = self.session
         if session.epoch != self.expected_epoch:
             # Another request of this session went through while this one waited in the purgatory.
@@ -449,7 +477,7 @@ class IncrementalFetchContext(FetchContext):
                               self.clock())
         return FetchAnswer(0, session.id, changed)
 
-    def preview(self, results: Mapping[Key, Any]) -> FetchAnswer:
+    def _preview(self, results: Mapping[Key, Any]) -> FetchAnswer:
         session = self.session
         if session.epoch != self.expected_epoch:
             return FetchAnswer(InvalidFetchSessionEpochError.code, session.id, [])

@@ -8,8 +8,12 @@ A handler takes a ``Request`` and returns (or, if async or parked in the purgato
 Any exception a handler raises (or one raised while encoding its answer) becomes that request's error
 response: a ``KafkaError`` gives its code, anything else UNKNOWN_SERVER_ERROR (-1) and a logged
 traceback. The body comes from the error builder registered with the handler,
-``error_response(request, error_code)``, or from ``generic_error_response``. A request that gets no
-response (acks=0 Produce) cannot carry an error, so the connection is closed instead, as Kafka does.
+``error_response(request, error_code)``, or from ``api_errors.generic_error_response``. A request that
+gets no response (acks=0 Produce) cannot carry an error, so the connection is closed instead, as Kafka
+does.
+
+Every API, ApiVersions included (``apis/api_versions.py``, which reads the live ``handlers`` table), is
+registered by the composition root (broker/server.py); this module imports none of them.
 """
 
 from __future__ import annotations
@@ -19,12 +23,11 @@ import inspect
 import logging
 from typing import Any, Awaitable, Callable
 
-from ..protocol.errors import KafkaError, UnknownServerError
+from ..protocol.errors import KafkaError
 from ..protocol.header import encode_response_parts
-from ..protocol.messages import RESPONSES
 from ..protocol.schema import Struct
 from ..protocol.error_fields import clip_error_messages, set_error_codes  # noqa: F401 (re-exported)
-from .apis.api_versions import KEY as API_VERSIONS_KEY, ApiVersionsApi
+from .api_errors import error_code_of, generic_error_response
 from .network.request_channel import Request, Response
 from .purgatory.completion import Completion
 
@@ -34,22 +37,8 @@ Handler = Callable[[Request], Any]
 ErrorBuilder = Callable[[Request, int], Any]
 
 
-def generic_error_response(request: Request, code: int) -> Any:
-    """A default response of the request's API with every error_code set.
-
-    Good for APIs with a top-level error code; APIs answering per topic or partition should register
-    a builder that mirrors the request's topics and partitions, then calls ``set_error_codes``.
-    """
-    body = RESPONSES[request.api_key].cls()
-    return set_error_codes(body, code)
-
-
-def error_code_of(exc: BaseException) -> int:
-    return exc.code if isinstance(exc, KafkaError) else UnknownServerError.code
-
-
 class KafkaApis:
-    def __init__(self, *, api_versions: bool = True) -> None:
+    def __init__(self) -> None:
         self.handlers: dict[int, Handler] = {}
         self.error_builders: dict[int, ErrorBuilder] = {}
         self.errors = 0  # handler exceptions turned into error responses
@@ -58,9 +47,6 @@ class KafkaApis:
         # (request, response body or None) before encoding: client quotas (broker/quota) may mute the
         # connection and set the body's throttle_time_ms
         self.throttle: Callable[[Request, Any], None] | None = None
-        if api_versions:
-            api = ApiVersionsApi(self.handlers)
-            self.register(API_VERSIONS_KEY, api.handle, api.error_response)
 
     def register(self, api_key: int, handler: Handler, error_response: ErrorBuilder | None = None) -> None:
         self.handlers[int(api_key)] = handler

@@ -94,6 +94,15 @@ class Partition:
         return self.log.log_end_offset
 
     @property
+    def log_start_offset(self) -> int:
+        return self.log.log_start_offset
+
+    @property
+    def latest_epoch(self) -> int:
+        """The latest leader epoch in the local log (a follower's OffsetForLeaderEpoch and Fetch v12 send it)."""
+        return self.log.latest_epoch
+
+    @property
     def last_stable_offset(self) -> int:
         """Where read_committed consumers stop: the first open transaction's offset, at most the HW."""
         return self.log.last_stable_offset
@@ -284,6 +293,29 @@ class Partition:
     def enough_replicas_after_append(self) -> bool:
         """Kafka's checkEnoughReplicasReachOffset: the (maximal) ISR still meets min.insync.replicas."""
         return len(self.maximal_isr) >= self.min_insync_replicas
+
+    # -- follower side (the replica fetcher) ----------------------------------------------------------
+
+    def append_records_to_follower(self, batches: memoryview) -> None:
+        """Batches fetched from the leader, kept with their offsets and epochs (Kafka's
+        appendRecordsToFollowerOrFutureReplica)."""
+        self.log.append_as_follower(batches)
+
+    def follow_leader_offsets(self, leader_high_watermark: int, leader_log_start_offset: int) -> None:
+        """Kafka's processPartitionData after an append: the follower's high watermark is the leader's, never
+        past its own log end, and its log start offset follows the leader's (at most up to that HW)."""
+        log = self.log
+        log.update_high_watermark(min(leader_high_watermark, log.log_end_offset))
+        if leader_log_start_offset > log.log_start_offset:
+            log.maybe_increment_log_start_offset(min(leader_log_start_offset, log.high_watermark))
+
+    def truncate_to(self, offset: int) -> bool:
+        """Remove everything from ``offset`` on (a follower's truncation); True if anything was removed."""
+        return self.log.truncate_to(offset)
+
+    def truncate_fully_and_start_at(self, offset: int) -> None:
+        """Restart the local log empty at ``offset`` (a follower behind the leader's log start)."""
+        self.log.truncate_fully_and_start_at(offset)
 
     # -- reads ------------------------------------------------------------------------------------
 

@@ -40,7 +40,6 @@ from .log.segment import walk_headers
 
 if TYPE_CHECKING:
     from .config import KafkaConfig
-    from .log import Log
     from .partition import Partition
     from .replica_manager import ReplicaManager
 
@@ -63,9 +62,9 @@ PARAMS_REFRESH_S = 10.0
 SESSION_ERRORS = frozenset({FetchSessionIdNotFoundError.code, InvalidFetchSessionEpochError.code})
 
 
-def _fetch_params(log_: "Log", leader_epoch: int) -> tuple[int, int, int, int]:
+def _fetch_params(partition: "Partition", leader_epoch: int) -> tuple[int, int, int, int]:
     """What a follower's fetch says of a partition: offset, log start offset, leader epoch, last fetched epoch."""
-    return log_.log_end_offset, log_.log_start_offset, leader_epoch, log_.latest_epoch
+    return partition.log_end_offset, partition.log_start_offset, leader_epoch, partition.latest_epoch
 
 
 @dataclass
@@ -122,16 +121,16 @@ def complete_batches(records: Any) -> memoryview | None:
     return view[:end] if end else None
 
 
-def truncation_offset(log_: "Log", leader_epoch: int, leader_end_offset: int) -> tuple[int, bool]:
+def truncation_offset(partition: "Partition", leader_epoch: int, leader_end_offset: int) -> tuple[int, bool]:
     """Kafka 2.8's AbstractFetcherThread.getOffsetTruncationState: (offset, truncation complete).
 
     The leader says our epoch (or the largest it knows below it) ends at ``leader_end_offset``."""
-    leo = log_.log_end_offset
+    leo = partition.log_end_offset
     if leader_end_offset == UNDEFINED_EPOCH_OFFSET:
-        return min(log_.high_watermark, leo), True  # the leader knows nothing older: keep the committed part
+        return min(partition.high_watermark, leo), True  # the leader knows nothing older: keep the committed part
     if leader_epoch == UNDEFINED_EPOCH:
         return min(leader_end_offset, leo), True
-    follower_epoch, follower_end = log_.leader_epoch_cache.end_offset_for(leader_epoch, leo)
+    follower_epoch, follower_end = partition.end_offset_for_epoch(leader_epoch)
     if follower_end == UNDEFINED_EPOCH_OFFSET:
         return min(leader_end_offset, leo), True
     if follower_epoch != leader_epoch:
@@ -295,9 +294,9 @@ class ReplicaFetcher:
             partition = self._current(key, state)
             if partition is None:
                 continue
-            epoch = partition.log.latest_epoch
+            epoch = partition.latest_epoch
             if epoch == UNDEFINED_EPOCH:  # nothing to compare: keep what is committed (Kafka truncates to the HW)
-                self._truncate_log(partition, partition.log.high_watermark)
+                self._truncate_log(partition, partition.high_watermark)
                 state.truncating = False
                 self._changed.add(key)
             else:
@@ -325,14 +324,14 @@ class ReplicaFetcher:
 
     def _truncate_to_leader(self, partition: "Partition", state: PartitionFetchState,
                             leader_epoch: int, leader_end_offset: int) -> None:
-        offset, complete = truncation_offset(partition.log, leader_epoch, leader_end_offset)
+        offset, complete = truncation_offset(partition, leader_epoch, leader_end_offset)
         self._truncate_log(partition, offset)
         state.truncating = not complete
         self._maybe_blocked |= state.truncating
         self._changed.add(partition.key)
 
     def _truncate_log(self, partition: "Partition", offset: int) -> None:
-        if partition.log.truncate_to(offset):
+        if partition.truncate_to(offset):
             log.info("[%s] truncated %s-%d to offset %d (leader epoch %d)", self.name, *partition.key, offset,
                      partition.leader_epoch)
 
@@ -352,7 +351,7 @@ class ReplicaFetcher:
             state = self.partitions.get(key)
             if state is not None:
                 partition = self._current(key, state)
-                state.params = None if partition is None else _fetch_params(partition.log, state.leader_epoch)
+                state.params = None if partition is None else _fetch_params(partition, state.leader_epoch)
                 if state.params is None:
                     self._no_params.add(key)
                 else:
@@ -396,7 +395,7 @@ class ReplicaFetcher:
                     continue
                 self._changed.add(key)
                 partition = self._current(key, state)
-                if partition is None or state.params is None or partition.log.log_end_offset != state.params[0]:
+                if partition is None or state.params is None or partition.log_end_offset != state.params[0]:
                     continue  # replaced or changed while the request was out
                 if answer.error_code == OffsetOutOfRangeError.code:
                     await self._handle_out_of_range(conn, key, state)
@@ -410,21 +409,16 @@ class ReplicaFetcher:
         if diverging is not None and (diverging.epoch >= 0 or diverging.end_offset >= 0):
             self._truncate_to_leader(partition, state, diverging.epoch, diverging.end_offset)
             return
-        log_ = partition.log
         batches = complete_batches(answer.records)
         if batches is not None:
-            log_.append_as_follower(batches)
+            partition.append_records_to_follower(batches)
             self.manager.replica_manager.topic_stats.record_replication_bytes_in(len(batches))
             follower_quota = self.manager.replica_manager.replication_quotas.follower
             if follower_quota.is_throttled(partition.key):
                 follower_quota.record(len(batches))
-        state.lag = max(0, answer.high_watermark - log_.log_end_offset)
+        state.lag = max(0, answer.high_watermark - partition.log_end_offset)
         state.in_sync = state.lag == 0
-        # Kafka's processPartitionData: the follower's HW never passes its own log end.
-        log_.update_high_watermark(min(answer.high_watermark, log_.log_end_offset))
-        leader_start = answer.log_start_offset
-        if leader_start > log_.log_start_offset:
-            log_.maybe_increment_log_start_offset(min(leader_start, log_.high_watermark))
+        partition.follow_leader_offsets(answer.high_watermark, answer.log_start_offset)
 
     def _on_partition_error(self, key: Key, state: PartitionFetchState, code: int) -> None:
         error = for_code(code)
@@ -443,13 +437,12 @@ class ReplicaFetcher:
         partition = self._current(key, state)
         if partition is None or latest is None or earliest is None:
             return
-        log_ = partition.log
-        if log_.log_end_offset > latest:
+        if partition.log_end_offset > latest:
             self._truncate_log(partition, latest)
-        elif log_.log_end_offset < earliest:
+        elif partition.log_end_offset < earliest:
             log.info("[%s] %s-%d: log end %d is below the leader's start %d; restarting the log there",
-                     self.name, *key, log_.log_end_offset, earliest)
-            log_.truncate_fully_and_start_at(earliest)
+                     self.name, *key, partition.log_end_offset, earliest)
+            partition.truncate_fully_and_start_at(earliest)
 
     async def _list_offset(self, conn: BrokerConnection, key: Key, state: PartitionFetchState,
                            timestamp: int) -> int | None:

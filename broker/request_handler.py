@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from time import monotonic
-from typing import TYPE_CHECKING, Any, Awaitable, Callable, Mapping, Protocol
+from typing import TYPE_CHECKING, Awaitable, Callable
 
 from .metrics.request_log import describe_request, enabled as request_log_enabled
 from .network.request_channel import Request, RequestChannel, Response
@@ -25,16 +25,6 @@ if TYPE_CHECKING:
     from .metrics.request_metrics import RequestMetrics
 
 Dispatch = Callable[[Request], "Response | Completion | Awaitable[Response]"]
-
-
-class Switchboard(Protocol):
-    """What the network side needs of the API layer (broker/kafka_apis.py's KafkaApis): the handled api
-    keys (processors refuse the others) and the dispatch the handler tasks call."""
-
-    @property
-    def handlers(self) -> Mapping[int, Any]: ...
-
-    def dispatch(self, request: Request) -> Response | Completion | Awaitable[Response]: ...
 
 log = logging.getLogger(__name__)
 

@@ -17,7 +17,7 @@ import signal
 import socket
 import sys
 import time
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from ..controller import state_change_log
 from ..controller.admin_zk import AdminZkClient
@@ -38,6 +38,7 @@ from .apis import client_quotas as client_quotas_api
 from .apis import describe_cluster, describe_producers, sasl_plaintext
 from .apis import scram_credentials
 from .apis import acl_apis
+from .apis import api_versions
 from .apis.authorization import AuthHelper
 from .apis.services import BrokerServices
 from .broker_id import ONE_LINE_STARTUP_ERRORS, FatalStartupError, resolve_broker_id
@@ -56,6 +57,7 @@ from .metadata_cache import MetadataCache
 from .broker_state import BrokerState
 from .metrics import BrokerMetrics
 from .metrics.log_format import setup_logging as _setup_logging
+from .network.request_channel import RequestChannel
 from .network.socket_server import SocketServer
 from .isr_manager import PROPAGATION_CHECK_INTERVAL_MS, IsrManager
 from .producer_id_manager import ProducerIdManager
@@ -63,13 +65,17 @@ from .quota.client_quotas import ClientQuotas
 from .replica_fetcher import FetcherSettings, ReplicaFetcherManager
 from .replica_manager import ReplicaManager
 from .replication_quota import ReplicationQuotas
+from .request_handler import KafkaRequestHandlerPool
 from .security.credential_cache import CredentialCache
 from .security.acl_authorizer import AclAuthorizer
 
+if TYPE_CHECKING:
+    from .metrics.request_metrics import RequestMetrics
+
 log = logging.getLogger("odradek.server")
 
-_API_MODULES = (produce, fetch, list_offsets, metadata, create_topics, delete_topics, inter_broker,
-                controlled_shutdown_api,
+_API_MODULES = (api_versions, produce, fetch, list_offsets, metadata, create_topics, delete_topics,
+                inter_broker, controlled_shutdown_api,
                 offset_for_leader_epoch, producers, group_apis, offset_apis, create_partitions,
                 describe_configs, alter_configs, delete_records, write_txn_markers,
                 txn_apis, describe_log_dirs,
@@ -182,10 +188,8 @@ class KafkaServer:
             module.register(apis, services)
         apis.on_response = self.metrics.request_metrics.record_errors
         apis.throttle = self.client_quotas.throttle_response
-        self.socket_server = SocketServer(cfg, apis, credentials=self.credentials)
+        self.socket_server = build_socket_server(cfg, apis, self.credentials, self.metrics.request_metrics)
         await self.socket_server.start()
-        if self.socket_server.handler_pool is not None:
-            self.socket_server.handler_pool.metrics = self.metrics.request_metrics
         self.broker_epoch = await self._register()
         state_change_log.configure_from(cfg)
         self.controller = controller
@@ -383,6 +387,14 @@ class KafkaServer:
 
     async def wait_stopped(self) -> None:
         await self._stopped.wait()
+
+
+def build_socket_server(config: KafkaConfig, apis: KafkaApis, credentials: CredentialCache | None = None,
+                        metrics: RequestMetrics | None = None) -> SocketServer:
+    """The network side, and the request handler pool between its channel and ``apis`` (num.io.threads)."""
+    pool = KafkaRequestHandlerPool(RequestChannel(config.queued_max_requests), apis.dispatch, config.num_io_threads)
+    pool.metrics = metrics
+    return SocketServer(config, pool, apis.handlers, credentials=credentials)
 
 
 async def _quietly(awaitable: Any) -> None:

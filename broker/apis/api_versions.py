@@ -17,7 +17,9 @@ from ...protocol.errors import InvalidRequestError, UnsupportedVersionError
 from ...protocol.messages import ApiVersionsResponse
 
 if TYPE_CHECKING:
+    from ..kafka_apis import KafkaApis
     from ..network.request_channel import Request
+    from .services import BrokerServices
 
 _ApiVersion = ApiVersionsResponse.ApiVersion
 KEY = int(ApiKey.API_VERSIONS)
@@ -31,7 +33,7 @@ def _entries(ranges: dict[int, tuple[int, int]]) -> list[Any]:
 
 class ApiVersionsApi:
     def __init__(self, handlers: Mapping[int, Any]) -> None:
-        self._handlers = handlers  # the switchboard's live table of handled api keys (broker/kafka_apis.py)
+        self._handlers = handlers  # the switchboard's live table of handled api keys (KafkaApis.handlers)
         self._served: frozenset[int] = frozenset()
         self._entries: list[Any] = []
         self._own_range = _entries({KEY: advertised_versions({KEY})[KEY]})
@@ -61,3 +63,10 @@ class ApiVersionsApi:
         keys = self._own_range if error_code == UnsupportedVersionError.code else []
         return ApiVersionsResponse(error_code=error_code, api_keys=keys, throttle_time_ms=0)
 
+
+def register(apis: "KafkaApis", services: "BrokerServices | None" = None) -> ApiVersionsApi:
+    """Answer ApiVersions with the keys ``apis`` serves (read at each request: later registrations count).
+    ``services`` is not needed; it is taken as every API module's ``register`` takes it."""
+    api = ApiVersionsApi(apis.handlers)
+    apis.register(KEY, api.handle, api.error_response)
+    return api

@@ -20,18 +20,19 @@ quota once the response is built (Kafka's sizeOfThrottledPartitions / quotas.lea
 
 A consumer's fetch meets the client quotas (broker/quota/) as in Kafka 2.8's handleFetchRequest: its
 max_bytes is capped at what the fetch quota allows in one quota window; once read, the response's encoded
-size is recorded against the fetch quota and its handler time against the request quota, and if either is
+size (computed from the session's answer by ``fetch_response.response_size``, without encoding it) is
+recorded against the fetch quota and its handler time against the request quota, and if either is
 violated the answer is empty (no partitions, and the fetch session, if any, is left as it was, so the
 records come in a later fetch) with the throttle time, while the connection is muted for that long.
 """
 
 from __future__ import annotations
 
+from functools import partial
 from typing import TYPE_CHECKING, Any, Iterable
 
 from ...protocol.acl import AclOperation
 from ...protocol.api_keys import ApiKey
-from ...protocol.header import encode_response_parts
 from ...protocol.errors import (  # type: ignore[attr-defined]
     FetchSessionIdNotFoundError, InvalidFetchSessionEpochError, TopicAuthorizationFailedError, UnknownServerError,
     UnsupportedCompressionTypeError,
@@ -41,8 +42,9 @@ from ...protocol.records import Compression
 from ...protocol.records.batch import ATTRIBUTES_OFFSET, CODEC_MASK
 from ..log.segment import walk_headers
 from ..delayed_ops import FetchSpec
-from ..fetch_session import FetchAnswer, FetchContext, FetchManager, FetchSessionCache
+from ..fetch_session import FetchContext, FetchManager, FetchSessionCache
 from .fetch_down_conversion import FetchDownConverter
+from .fetch_response import fetch_response, response_size
 from ..replica_manager import FetchParams, FetchPartitionResult
 from .authorization import CLUSTER, TOPIC
 
@@ -53,8 +55,6 @@ if TYPE_CHECKING:
 
 _TopicResponse = FetchResponse.FetchableTopicResponse
 _PartitionData = _TopicResponse.PartitionData
-_DivergingEpoch = _PartitionData.EpochEndOffset
-_AbortedTransaction = _PartitionData.AbortedTransaction
 ZSTD_MIN_FETCH_VERSION = 10
 
 
@@ -70,8 +70,28 @@ class FetchApi:
         self.down_converter = FetchDownConverter(self.replica_manager.log_manager)  # Fetch v0-3
 
     def handle(self, request: "Request") -> Any:
+        """One pass: the session's context, the authorization, the read (or a park in the purgatory), then
+        the response through the session (``_respond``, now or when the parked fetch completes)."""
         body = request.body
-        version = request.api_version
+        params = self._fetch_params(request)
+        # Before v7 the session fields keep their defaults (0, -1): sessionless, as Kafka.
+        context = self.fetch_manager.new_context(
+            body.session_id, body.session_epoch,
+            [FetchSpec(t.topic, p.partition, p.fetch_offset, p.partition_max_bytes, p.current_leader_epoch,
+                       p.log_start_offset, p.last_fetched_epoch) for t in body.topics for p in t.partitions],
+            [(t.topic, p) for t in body.forgotten_topics_data for p in t.partitions],
+            is_follower=body.replica_id >= 0)
+        params.previous_fetch_ms = context.previous_fetch_ms
+        if self.auth.authorizer is not None:
+            context.refuse(self._refused(request, context.specs()))
+        result = self.replica_manager.fetch_messages(params, context.specs(), context.to_read, context.watch_keys,
+                                                     context.spec_of)
+        if isinstance(result, dict):
+            return self._respond(request, context, result)
+        return result.then(partial(self._respond, request, context))
+
+    def _fetch_params(self, request: "Request") -> FetchParams:
+        body = request.body
         if body.isolation_level not in (0, 1):  # Kafka's IsolationLevel.forId fails the whole request
             raise UnknownServerError(f"unknown isolation level {body.isolation_level}")
         # Kafka 2.8's handleFetch: the broker's fetch.max.bytes caps the request's, and min_bytes never
@@ -85,53 +105,29 @@ class FetchApi:
             if window_bytes < max_bytes:
                 max_bytes = int(window_bytes)
                 min_bytes = min(min_bytes, max_bytes)
-        params = FetchParams(body.replica_id, body.max_wait_ms, min_bytes, max_bytes,
-                             body.isolation_level, hard_max_bytes_limit=version <= 2)
-        specs = [FetchSpec(t.topic, p.partition, p.fetch_offset, p.partition_max_bytes, p.current_leader_epoch,
-                           p.log_start_offset, p.last_fetched_epoch)
-                 for t in body.topics for p in t.partitions]
-        forgotten = [(t.topic, p) for t in body.forgotten_topics_data for p in t.partitions]
-        # Before v7 the session fields keep their defaults (0, -1): sessionless, as Kafka.
-        context = self.fetch_manager.new_context(body.session_id, body.session_epoch, specs, forgotten,
-                                                 is_follower=body.replica_id >= 0)
-        params.previous_fetch_ms = context.previous_fetch_ms
-        specs, to_read, refused = context.specs(), context.to_read, None
-        if self.auth.authorizer is not None:
-            specs, refused = self._authorized(request, specs)
-            allowed = {(s.topic, s.partition) for s in specs}
+        return FetchParams(body.replica_id, body.max_wait_ms, min_bytes, max_bytes,
+                           body.isolation_level, hard_max_bytes_limit=request.api_version <= 2)
 
-            def to_read() -> list[FetchSpec]:
-                return [s for s in context.to_read() if (s.topic, s.partition) in allowed]
-        result = self.replica_manager.fetch_messages(params, specs, to_read, context.watch_keys, context.spec_of)
-        if isinstance(result, dict):
-            return self._response(request, context, result, refused)
-        return result.then(lambda results: self._response(request, context, results, refused))
-
-    def _authorized(self, request: "Request", specs: list[FetchSpec]) -> tuple[list[FetchSpec], dict]:
+    def _refused(self, request: "Request", specs: Iterable[FetchSpec]) -> dict:
         """Kafka's checks: a follower needs ClusterAction (else every partition is refused), a consumer
         Read on each topic. The refused partitions are answered TOPIC_AUTHORIZATION_FAILED, unread."""
         if request.body.replica_id >= 0:
             allowed = self.auth.authorize(request, AclOperation.CLUSTER_ACTION, CLUSTER)
-            return (specs, {}) if allowed else ([], _unauthorized(specs))
+            return {} if allowed else _unauthorized(specs)
+        specs = list(specs)
         readable = self.auth.filter_authorized(request, AclOperation.READ, TOPIC, [s.topic for s in specs])
-        return [s for s in specs if s.topic in readable], _unauthorized(s for s in specs if s.topic not in readable)
+        return _unauthorized(s for s in specs if s.topic not in readable)
 
-    def _response(self, request: "Request", context: FetchContext, results: dict, refused: dict | None) -> Any:
+    def _respond(self, request: "Request", context: FetchContext, results: dict) -> Any:
         """The response body, or an awaitable of it (Fetch v0-3 down-conversion, done off the loop)."""
         body, version = request.body, request.api_version
-        if refused:
-            results = {**results, **refused}
         if body.replica_id >= 0:
-            response = _response(body, context.answer(results))
+            response = fetch_response(body, context.answer(results))
             self._record_leader_throttled_bytes(response)
             return response
-        quotas = self.client_quotas
-        if quotas is not None and quotas.fetch_enabled:
-            size = sum(len(part) for part in encode_response_parts(_response(body, context.preview(results)),
-                                                                     version, request.correlation_id))
-            if quotas.fetch_throttle_time(request, size):
-                return _response(body, context.throttled_answer())  # KafkaApis puts in the throttle time
-        response = _response(body, context.answer(results))
+        if self._throttled(request, context, results):
+            return fetch_response(body, context.throttled_answer())  # KafkaApis puts in the throttle time
+        response = fetch_response(body, context.answer(results))
         if version < ZSTD_MIN_FETCH_VERSION:
             for topic in response.responses:
                 zstd_topic = self._topic_compression(topic.topic) == "zstd"
@@ -140,6 +136,15 @@ class FetchApi:
         if self.down_converter.has_work(response, version):  # magic 0/1 for Fetch v0-3, after the quota as Kafka
             return self.down_converter.convert_off_loop(response, version, body)
         return response
+
+    def _throttled(self, request: "Request", context: FetchContext, results: dict) -> bool:
+        """Kafka's fetch quota check: the size of the response the session would send is recorded, and the
+        answer is throttled if the quota is now violated."""
+        quotas = self.client_quotas
+        if quotas is None or not quotas.fetch_enabled:
+            return False
+        size = response_size(request.body, context.preview(results), request.api_version)
+        return bool(quotas.fetch_throttle_time(request, size))
 
     def _record_leader_throttled_bytes(self, response: Any) -> None:
         quota = self.replica_manager.replication_quotas.leader
@@ -168,28 +173,6 @@ class FetchApi:
 def _unauthorized(specs: Iterable[FetchSpec]) -> dict[tuple[str, int], FetchPartitionResult]:
     """TOPIC_AUTHORIZATION_FAILED with offsets -1 and no records, as Kafka's errorResponse."""
     return {(s.topic, s.partition): FetchPartitionResult(TopicAuthorizationFailedError.code) for s in specs}
-
-
-def _response(body: Any, answer: FetchAnswer) -> Any:
-    read_committed = body.isolation_level == 1
-    topics: list[Any] = []
-    for (topic, partition), r in answer.partitions:
-        # Consecutive partitions of one topic share an entry, as Kafka's batchByTopic.
-        if not topics or topics[-1].topic != topic:
-            topics.append(_TopicResponse(topic=topic, partitions=[]))
-        aborted = None  # read_uncommitted: null, as Kafka
-        if read_committed:
-            aborted = [_AbortedTransaction(producer_id=t.producer_id, first_offset=t.first_offset)
-                       for t in r.aborted_transactions or ()]
-        data = _PartitionData(
-            partition_index=partition, error_code=r.error_code, high_watermark=r.high_watermark,
-            last_stable_offset=r.last_stable_offset, log_start_offset=r.log_start_offset,
-            aborted_transactions=aborted, records=r.records)
-        if r.diverging_epoch is not None:  # a v12 follower whose log diverged from ours (KIP-595 truncation)
-            data.diverging_epoch = _DivergingEpoch(epoch=r.diverging_epoch[0], end_offset=r.diverging_epoch[1])
-        topics[-1].partitions.append(data)
-    return FetchResponse(throttle_time_ms=0, error_code=answer.error_code, session_id=answer.session_id,
-                         responses=topics)
 
 
 def _refuse_zstd(data: Any, zstd_topic: bool) -> None:

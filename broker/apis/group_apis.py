@@ -39,7 +39,7 @@ from ...protocol.messages import (
 from ..coordinator.group.group_metadata import DEAD, STABLE
 from ..coordinator.group.metadata_manager import GROUP_METADATA_TOPIC
 from ..coordinator.transaction.state_manager import TRANSACTION_STATE_TOPIC
-from ..kafka_apis import generic_error_response
+from ..api_errors import generic_error_response
 from .authorization import CLUSTER, GROUP, TRANSACTIONAL_ID
 
 if TYPE_CHECKING:

@@ -26,7 +26,7 @@ from ...protocol.errors import (  # type: ignore[attr-defined]
     UnknownServerError, UnsupportedSaslMechanismError,
 )
 from ...protocol.messages import AlterUserScramCredentialsResponse, DescribeUserScramCredentialsResponse
-from ..kafka_apis import error_code_of
+from ..api_errors import error_code_of
 
 if TYPE_CHECKING:
     from ..kafka_apis import KafkaApis

@@ -1,6 +1,6 @@
-"""SocketServer: acceptors (one per listener) + processors + the RequestChannel (+ the handler pool).
+"""SocketServer: acceptors (one per listener) + processors, feeding the handler pool's RequestChannel.
 
-    server = SocketServer(config, KafkaApis())
+    server = SocketServer(config, handler_pool, apis.handlers)   # broker/server.py's build_socket_server
     await server.start()          # binds every listener; port 0 picks a free port (server.port())
     ...
     await server.stop()           # stop accepting, let requests in flight answer, close, stop handlers
@@ -18,8 +18,8 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import Counter
+from typing import Any, Mapping, Protocol
 
-from ..request_handler import KafkaRequestHandlerPool, Switchboard
 from ..security.credential_cache import CredentialCache
 from .acceptor import Acceptor
 from ..config import KafkaConfig, parse_connection_overrides
@@ -31,29 +31,40 @@ from .request_channel import RequestChannel
 log = logging.getLogger(__name__)
 
 
+class HandlerPool(Protocol):
+    """What the socket server needs of the request handlers (broker/request_handler.py's pool, built by the
+    composition root): the channel they take requests from, start and stop, and how many are busy."""
+
+    channel: RequestChannel
+    busy: int
+
+    def start(self) -> None: ...
+
+    async def stop(self) -> None: ...
+
+
 class SocketServer:
-    def __init__(self, config: KafkaConfig, apis: Switchboard, *, start_handlers: bool = True,
+    def __init__(self, config: KafkaConfig, handler_pool: HandlerPool, served: Mapping[int, Any], *,
                  credentials: CredentialCache | None = None) -> None:
         self.config = config
-        self.apis = apis
+        self.served = served  # the api keys handled (KafkaApis.handlers): processors refuse the others
         self.credentials = credentials  # SCRAM credentials for SASL listeners (broker/security/credential_cache.py)
-        self.start_handlers = start_handlers
         self.stats: Counter = Counter()
         self.api_requests: Counter = Counter()
-        self.channel = RequestChannel(config.queued_max_requests)
+        self.channel = handler_pool.channel
         self.quotas: ConnectionQuotas | None = None  # max.connections, max.connections.per.ip(.overrides)
         queued_bytes = config.get("queued.max.request.bytes")
         self.memory_pool = MemoryPool(queued_bytes) if queued_bytes > 0 else None
         self.processors: list[Processor] = []
         self.acceptors: list[Acceptor] = []
-        self.handler_pool: KafkaRequestHandlerPool | None = None
+        self.handler_pool: HandlerPool | None = handler_pool  # None once stopped
         self._idle_task: asyncio.Task | None = None
         self.running = False
 
     async def start(self) -> None:
         loop = asyncio.get_running_loop()
         cfg = self.config
-        self.processors = [Processor(i, self.channel, self.apis.handlers, self.stats, self.api_requests, loop)
+        self.processors = [Processor(i, self.channel, self.served, self.stats, self.api_requests, loop)
                            for i in range(cfg.num_network_threads)]
         self.quotas = ConnectionQuotas(
             cfg.max_connections, cfg.max_connections_per_ip,
@@ -65,8 +76,7 @@ class SocketServer:
             processor.memory_pool = self.memory_pool
             if self.memory_pool is not None:
                 self.memory_pool.on_change(processor._update_all)  # stop or go on reading
-        if self.start_handlers:
-            self.handler_pool = KafkaRequestHandlerPool(self.channel, self.apis.dispatch, cfg.num_io_threads)
+        if self.handler_pool is not None:
             self.handler_pool.start()
         try:
             security = cfg.listener_security()

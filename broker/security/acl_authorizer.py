@@ -36,6 +36,7 @@ from ...protocol.acl import (
     supported_operations,
 )
 from ...protocol.errors import InvalidRequestError, KafkaError, UnknownServerError  # type: ignore[attr-defined]
+from ..config_keys import parse_super_users
 from .zk_acl_store import (
     EXTENDED_CHANGES_PATH, LITERAL_CHANGES_PATH, AclChangeListener, VersionedAcls, ZkAclStore,
 )
@@ -46,24 +47,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 audit = logging.getLogger("kafka.authorizer.logger")  # Kafka's audit logger, by its name
 
-ACL_AUTHORIZER = "kafka.security.authorizer.AclAuthorizer"
-LEGACY_ACL_AUTHORIZER = "kafka.security.auth.SimpleAclAuthorizer"  # Kafka wraps it; same behaviour here
-AUTHORIZER_CLASSES = (ACL_AUTHORIZER, LEGACY_ACL_AUTHORIZER)
 MAX_UPDATE_RETRIES = 10
 _ALLOW, _DENY, _ALL = AclPermissionType.ALLOW, AclPermissionType.DENY, AclOperation.ALL
-
-
-def parse_super_users(text: str | None) -> frozenset[str]:
-    """``User:alice;User:bob`` -> {'User:alice', 'User:bob'} (Kafka splits at ';' and trims; Java's
-    split drops trailing empty parts). A part that is not a principal raises ValueError."""
-    parts = (text or "").split(";")
-    while parts and not parts[-1].strip():
-        parts.pop()
-    users = set()
-    for part in parts:
-        principal_type, name = parse_principal(part.strip())
-        users.add(f"{principal_type}:{name}")
-    return frozenset(users)
 
 
 @dataclass(frozen=True)

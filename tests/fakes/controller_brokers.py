@@ -9,9 +9,10 @@ import asyncio
 import time
 from typing import Any, Callable
 
+from odradek.broker.apis import api_versions
 from odradek.broker.config import KafkaConfig
 from odradek.broker.kafka_apis import KafkaApis
-from odradek.broker.network.socket_server import SocketServer
+from odradek.broker.server import build_socket_server
 from odradek.controller.admin_zk import AdminZkClient
 from odradek.controller.kafka_controller import KafkaController
 from odradek.controller.zk_client import KafkaZkClient
@@ -37,10 +38,11 @@ class FakeBroker:
         self.config = cfg
         self.received: list[tuple[int, int, Any]] = []  # (api key, version, body)
         self.apis = KafkaApis()
+        api_versions.register(self.apis)
         self.apis.register(ApiKey.LEADER_AND_ISR, self._record(lambda body: LeaderAndIsrResponse(error_code=0)))
         self.apis.register(ApiKey.UPDATE_METADATA, self._record(lambda body: UpdateMetadataResponse(error_code=0)))
         self.apis.register(ApiKey.STOP_REPLICA, self._record(self._stop_replica_response))
-        self.server = SocketServer(cfg, self.apis)
+        self.server = build_socket_server(cfg, self.apis)
         self.controller: KafkaController | None = None
         self.broker_epoch = -1
 

@@ -207,7 +207,7 @@ def test_a_produce_over_its_byte_rate_is_answered_at_once_with_the_throttle_and_
     clock = ManualClock()
     quotas = make_quotas(clock)
     quotas.apply_entity_config("clients", "app", {"producer_byte_rate": "1000"})
-    apis = KafkaApis(api_versions=False)
+    apis = KafkaApis()
     apis.throttle = quotas.throttle_response
     apis.register(ApiKey.PRODUCE, lambda req: ProduceResponse(responses=[], throttle_time_ms=0))
     first = produce_request(5000)

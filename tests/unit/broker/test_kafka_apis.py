@@ -17,6 +17,8 @@ from odradek.protocol.messages import (
     ProduceResponse,
 )
 
+from .network.helpers import switchboard
+
 
 class FakeConnection:
     id = "test-connection"
@@ -43,7 +45,7 @@ def heartbeat(version: int = 3, correlation_id: int = 7) -> Request:
 
 
 def test_sync_and_async_handlers_are_encoded_at_the_request_version():
-    apis = KafkaApis()
+    apis = switchboard()
 
     async def async_handler(req):
         await asyncio.sleep(0)
@@ -58,7 +60,7 @@ def test_sync_and_async_handlers_are_encoded_at_the_request_version():
 
 
 def test_none_and_responses_pass_through():
-    apis = KafkaApis()
+    apis = switchboard()
     apis.register(ApiKey.HEARTBEAT, lambda req: None)
     assert handle(apis, heartbeat()).kind == Response.NOOP
     apis.register(ApiKey.HEARTBEAT, lambda req: Response.close(req, "because"))
@@ -67,7 +69,7 @@ def test_none_and_responses_pass_through():
 
 
 def test_kafka_errors_keep_their_code_and_others_become_unknown_server_error():
-    apis = KafkaApis()
+    apis = switchboard()
 
     def failing(req):
         raise (NotCoordinatorError() if req.correlation_id == 1 else KeyError("oops"))
@@ -79,7 +81,7 @@ def test_kafka_errors_keep_their_code_and_others_become_unknown_server_error():
 
 
 def test_a_registered_error_builder_shapes_the_error_response():
-    apis = KafkaApis()
+    apis = switchboard()
 
     def produce(req):
         raise NotCoordinatorError()
@@ -101,7 +103,7 @@ def test_a_registered_error_builder_shapes_the_error_response():
 
 
 def test_acks_0_never_answers_and_closes_on_error():
-    apis = KafkaApis()
+    apis = switchboard()
     apis.register(ApiKey.PRODUCE, lambda req: ProduceResponse(responses=[]))
     acks0 = request(ApiKey.PRODUCE, 8, ProduceRequest(acks=0, timeout_ms=100))
     assert not acks0.expects_response
@@ -117,7 +119,7 @@ def test_acks_0_never_answers_and_closes_on_error():
 
 
 def test_an_error_builder_that_fails_closes_the_connection():
-    apis = KafkaApis()
+    apis = switchboard()
 
     def failing(req):
         raise NotCoordinatorError()
@@ -130,7 +132,7 @@ def test_an_error_builder_that_fails_closes_the_connection():
 
 
 def test_an_unencodable_answer_goes_through_the_error_path():
-    apis = KafkaApis()
+    apis = switchboard()
     apis.register(ApiKey.HEARTBEAT, lambda req: HeartbeatResponse(error_code=70_000))
     assert decoded(handle(apis, heartbeat()), 12, 3)[1].error_code == UnknownServerError.code
 
@@ -144,7 +146,7 @@ def test_set_error_codes_walks_nested_structs():
 
 
 def test_api_versions_table_is_the_served_keys_with_kafka_2_8_ranges():
-    apis = KafkaApis()
+    apis = switchboard()
     req = request(ApiKey.API_VERSIONS, 3, ApiVersionsRequest(client_software_name="x", client_software_version="1"))
     _, body = decoded(handle(apis, req), 18, 3)
     assert [(k.api_key, k.min_version, k.max_version) for k in body.api_keys] == [(18, 0, 3)]
@@ -155,7 +157,7 @@ def test_api_versions_table_is_the_served_keys_with_kafka_2_8_ranges():
 
 
 def test_unsupported_api_versions_is_answered_with_a_v0_body():
-    apis = KafkaApis()
+    apis = switchboard()
     apis.register(ApiKey.FETCH, lambda req: None)
     req = request(ApiKey.API_VERSIONS, 7, None, correlation_id=3, unsupported=True)
     response = handle(apis, req)

@@ -14,6 +14,7 @@ import pytest
 from odradek.broker.delayed_ops import FetchSpec
 from odradek.broker.isr_manager import PROPAGATION_LINGER_MS, IsrManager
 from odradek.broker.log import LogManager
+from odradek.broker.partition import Partition
 from odradek.broker.purgatory.completion import Completion
 from odradek.broker.replica_fetcher import complete_batches, truncation_offset
 from odradek.broker.replica_manager import FetchParams, ReplicaManager
@@ -173,34 +174,34 @@ def test_a_diverged_follower_gets_its_diverging_epoch_and_no_records(make_rm, tm
 # -- follower-side truncation (Kafka's getOffsetTruncationState) ------------------------------------
 
 @pytest.fixture
-def follower_log(tmp_path):
+def follower(tmp_path):
     lm = LogManager([str(tmp_path / "f")], {}, broker_id=F1, cluster_id="c")
     log_ = lm.get_or_create_log("t", 0, {})
     log_.append_as_leader(batch(b"a", b"b"), 1)   # epoch 1: 0-1
     log_.append_as_leader(batch(b"c", b"d"), 2)   # epoch 2: 2-3
-    yield log_
+    yield Partition("t", 0, F1, log_)
     lm.shutdown()
 
 
-def test_truncation_to_the_leaders_end_of_our_latest_epoch(follower_log):
-    assert truncation_offset(follower_log, 2, 3) == (3, True)      # the leader has 2 up to 3
-    assert truncation_offset(follower_log, 2, 10) == (4, True)     # never past our own end
+def test_truncation_to_the_leaders_end_of_our_latest_epoch(follower):
+    assert truncation_offset(follower, 2, 3) == (3, True)      # the leader has 2 up to 3
+    assert truncation_offset(follower, 2, 10) == (4, True)     # never past our own end
 
 
-def test_truncation_when_the_leader_knows_only_an_older_epoch(follower_log):
+def test_truncation_when_the_leader_knows_only_an_older_epoch(follower):
     # The leader answered epoch 1 ending at 1: we cut where both agree, min(1, our end of epoch 1 = 2).
-    assert truncation_offset(follower_log, 1, 1) == (1, True)
+    assert truncation_offset(follower, 1, 1) == (1, True)
 
 
-def test_truncation_when_we_lack_the_leaders_epoch_asks_again(follower_log):
+def test_truncation_when_we_lack_the_leaders_epoch_asks_again(follower):
     # The leader's epoch 0 is older than anything we know: our epoch 1 starts at 0, so cut there and retry.
-    offset, complete = truncation_offset(follower_log, 0, 5)
+    offset, complete = truncation_offset(follower, 0, 5)
     assert offset == 0 and complete
 
 
-def test_truncation_to_the_high_watermark_when_the_leader_has_no_epoch(follower_log):
-    follower_log.update_high_watermark(2)
-    assert truncation_offset(follower_log, -1, -1) == (2, True)
+def test_truncation_to_the_high_watermark_when_the_leader_has_no_epoch(follower):
+    follower.log.update_high_watermark(2)
+    assert truncation_offset(follower, -1, -1) == (2, True)
 
 
 def test_complete_batches_drops_a_trailing_partial_batch():

@@ -15,7 +15,7 @@ from typing import Any, Iterator
 
 from odradek.broker.kafka_apis import KafkaApis
 from odradek.broker.network.request_channel import Response
-from odradek.broker.network.socket_server import SocketServer
+from odradek.broker.server import build_socket_server
 from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.messages import (
     CreateTopicsResponse, DeleteTopicsResponse, FetchResponse, FindCoordinatorResponse, InitProducerIdResponse,
@@ -23,7 +23,7 @@ from odradek.protocol.messages import (
 )
 from odradek.protocol.records import RecordBatchView
 
-from .helpers import make_config
+from .helpers import make_config, switchboard
 
 MdTopic = MetadataResponse.MetadataResponseTopic
 MdPartition = MdTopic.MetadataResponsePartition
@@ -76,7 +76,7 @@ class FakeCluster:
     # -- lifecycle --------------------------------------------------------------------------------
     async def start(self) -> None:
         for broker_id in range(self.size):
-            server = SocketServer(make_config(), self._apis(broker_id))
+            server = build_socket_server(make_config(), self._apis(broker_id))
             await server.start()
             self.servers[broker_id] = server
 
@@ -95,7 +95,7 @@ class FakeCluster:
         self.topics[name] = dict(enumerate(leaders))
 
     def _apis(self, broker_id: int) -> KafkaApis:
-        apis = KafkaApis()
+        apis = switchboard()
         handlers = {
             ApiKey.METADATA: self._metadata, ApiKey.PRODUCE: self._produce, ApiKey.FETCH: self._fetch,
             ApiKey.LIST_OFFSETS: self._list_offsets, ApiKey.CREATE_TOPICS: self._create_topics,

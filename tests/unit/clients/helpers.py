@@ -11,7 +11,7 @@ from odradek.broker.network.request_channel import Response
 from odradek.protocol.header import decode_request, encode_response_parts
 from odradek.protocol.messages import ApiVersionsResponse
 
-from ..broker.network.helpers import LOOP_IDS, LOOPS, make_config, run, serving  # noqa: F401  (re-exported)
+from ..broker.network.helpers import LOOP_IDS, LOOPS, make_config, run, serving, switchboard  # noqa: F401  (re-exported)
 
 ApiVersion = ApiVersionsResponse.ApiVersion
 

@@ -20,7 +20,7 @@ from odradek.protocol.messages import (
 
 from .helpers import (
     LOOP_IDS, LOOPS, answer_v0, api_versions_table, frame, full_api_versions, raw_broker, run, serving,
-    write_response,
+    switchboard, write_response,
 )
 
 Topic = MetadataRequest.MetadataRequestTopic
@@ -39,7 +39,7 @@ def metadata_request(*names: str) -> MetadataRequest:
 
 def old_broker_apis(seen_versions: list[int], ranges: dict[int, tuple[int, int]], api_versions_max: int) -> KafkaApis:
     """A broker that speaks ApiVersions only up to ``api_versions_max`` and advertises ``ranges``."""
-    apis = KafkaApis()
+    apis = switchboard()
 
     def api_versions(request):
         seen_versions.append(request.api_version)
@@ -54,7 +54,7 @@ def old_broker_apis(seen_versions: list[int], ranges: dict[int, tuple[int, int]]
 
 def gated_apis(gate: asyncio.Event, hold: str | None = None) -> KafkaApis:
     """Metadata echoed once ``gate`` is set (only topic ``hold`` waits, if given); topic "close" closes."""
-    apis = KafkaApis()
+    apis = switchboard()
 
     async def metadata(request):
         name = request.body.topics[0].name
@@ -72,7 +72,7 @@ def gated_apis(gate: asyncio.Event, hold: str | None = None) -> KafkaApis:
 
 @pytest.mark.parametrize("factory", LOOPS, ids=LOOP_IDS)
 def test_negotiates_with_the_real_broker(factory):
-    apis = KafkaApis()
+    apis = switchboard()
     apis.register(ApiKey.METADATA, echo_metadata)
 
     async def main():
@@ -95,7 +95,7 @@ def test_negotiates_with_the_real_broker(factory):
 
 def test_sends_apiversions_v3_with_software_name_and_version():
     seen = []
-    apis = KafkaApis()
+    apis = switchboard()
     builtin = apis.handlers[ApiKey.API_VERSIONS]
 
     def api_versions(request):
@@ -135,7 +135,7 @@ def test_falls_back_when_the_broker_answers_error_35():
 
 def test_error_35_without_a_range_falls_back_to_v0():
     seen: list[int] = []
-    apis = KafkaApis()
+    apis = switchboard()
 
     def api_versions(request):
         seen.append(request.api_version)
@@ -199,7 +199,7 @@ def test_no_common_version_is_an_error():
 
 
 def test_without_negotiation_our_own_ranges_are_assumed():
-    apis = KafkaApis()
+    apis = switchboard()
     apis.register(ApiKey.METADATA, echo_metadata)
 
     async def main():
@@ -218,7 +218,7 @@ def test_without_negotiation_our_own_ranges_are_assumed():
 
 @pytest.mark.parametrize("factory", LOOPS, ids=LOOP_IDS)
 def test_pipelined_requests_get_their_own_responses(factory):
-    apis = KafkaApis()
+    apis = switchboard()
 
     async def metadata(request):
         await asyncio.sleep(random.random() * 0.005)
@@ -240,7 +240,7 @@ def test_pipelined_requests_get_their_own_responses(factory):
 
 
 def test_acks_0_produce_returns_none_and_later_responses_stay_matched():
-    apis = KafkaApis()
+    apis = switchboard()
     produced = []
 
     def produce(request):
@@ -330,7 +330,7 @@ def test_connection_closed_by_the_broker_fails_every_waiter():
 
 
 def test_server_shutdown_fails_waiters():
-    apis = KafkaApis()
+    apis = switchboard()
     apis.register(ApiKey.METADATA, lambda request: asyncio.sleep(3600))
 
     async def main():
@@ -435,7 +435,7 @@ def test_unsolicited_response_closes_the_connection():
 
 def test_tcp_nodelay_is_on():
     async def main():
-        async with serving(KafkaApis()) as server:
+        async with serving(switchboard()) as server:
             conn = await BrokerConnection.connect("127.0.0.1", server.port())
             sock = conn._transport.get_extra_info("socket")
             assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) != 0

@@ -10,8 +10,9 @@ from typing import Any
 import uvloop
 
 from odradek.broker.config import KafkaConfig
+from odradek.broker.apis import api_versions
 from odradek.broker.kafka_apis import KafkaApis
-from odradek.broker.network.socket_server import SocketServer
+from odradek.broker.server import build_socket_server
 from odradek.protocol.header import decode_response, encode_request
 from odradek.protocol.messages import ApiVersionsRequest, HeartbeatRequest, HeartbeatResponse
 
@@ -25,6 +26,13 @@ def make_config(**overrides: Any) -> KafkaConfig:
     return KafkaConfig(props)
 
 
+def switchboard() -> KafkaApis:
+    """A KafkaApis answering ApiVersions (as the broker's does), for the test to register more on."""
+    apis = KafkaApis()
+    api_versions.register(apis)
+    return apis
+
+
 def run(coro: Any, factory: Any = uvloop.new_event_loop, timeout: float = 30.0) -> Any:
     loop = factory()
     try:
@@ -35,7 +43,7 @@ def run(coro: Any, factory: Any = uvloop.new_event_loop, timeout: float = 30.0) 
 
 @contextlib.asynccontextmanager
 async def serving(apis: KafkaApis | None = None, **overrides: Any):
-    server = SocketServer(make_config(**overrides), apis if apis is not None else KafkaApis())
+    server = build_socket_server(make_config(**overrides), apis if apis is not None else switchboard())
     await server.start()
     try:
         yield server

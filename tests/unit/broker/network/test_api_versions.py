@@ -9,10 +9,9 @@ from kafka.protocol.broker_version_data import BrokerVersionData
 from kafka.protocol.metadata import ApiVersionsRequest as KpApiVersionsRequest
 from kafka.protocol.metadata import ApiVersionsResponse as KpApiVersionsResponse
 
-from odradek.broker.kafka_apis import KafkaApis
 from odradek.protocol.api_keys import KAFKA_2_8_VERSIONS, ApiKey, advertised_versions
 
-from .helpers import LOOP_IDS, LOOPS, Client, heartbeat_response, run, serving
+from .helpers import LOOP_IDS, LOOPS, Client, heartbeat_response, run, serving, switchboard
 
 
 def table(body) -> dict[int, tuple[int, int]]:
@@ -21,7 +20,7 @@ def table(body) -> dict[int, tuple[int, int]]:
 
 @pytest.mark.parametrize("factory", LOOPS, ids=LOOP_IDS)
 def test_every_version_is_answered_with_the_served_keys(factory):
-    apis = KafkaApis()
+    apis = switchboard()
     apis.register(ApiKey.HEARTBEAT, lambda request: heartbeat_response())
 
     async def main():
@@ -38,7 +37,7 @@ def test_every_version_is_answered_with_the_served_keys(factory):
 
 
 def test_table_follows_registered_handlers():
-    apis = KafkaApis()
+    apis = switchboard()
 
     async def main():
         async with serving(apis) as server:
@@ -52,7 +51,7 @@ def test_table_follows_registered_handlers():
 
 
 def test_full_table_makes_kafka_python_see_kafka_2_8():
-    apis = KafkaApis()
+    apis = switchboard()
     for key in KAFKA_2_8_VERSIONS:
         if key != ApiKey.API_VERSIONS:
             apis.register(key, lambda request: None)

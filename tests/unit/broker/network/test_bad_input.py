@@ -11,7 +11,7 @@ from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.header import encode_request
 from odradek.protocol.messages import HeartbeatRequest, MetadataRequest
 
-from .helpers import LOOP_IDS, LOOPS, Client, heartbeat_response, run, serving
+from .helpers import LOOP_IDS, LOOPS, Client, heartbeat_response, run, serving, switchboard
 
 
 def frame(payload: bytes) -> bytes:
@@ -41,7 +41,7 @@ BAD_INPUTS = {
 
 
 def apis_with_heartbeat() -> KafkaApis:
-    apis = KafkaApis()
+    apis = switchboard()
     apis.register(ApiKey.HEARTBEAT, lambda request: heartbeat_response())
     return apis
 
@@ -89,7 +89,7 @@ def test_requests_pipelined_before_the_bad_frame_are_answered(factory):
 def test_client_disconnecting_with_a_request_in_flight():
     import asyncio
 
-    apis = KafkaApis()
+    apis = switchboard()
 
     async def heartbeat(request):
         await asyncio.sleep(0.05)

@@ -7,11 +7,10 @@ import asyncio
 import pytest
 
 from odradek.broker.config import ConfigError
-from odradek.broker.kafka_apis import KafkaApis
 from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.messages import HeartbeatRequest
 
-from .helpers import Client, heartbeat_response, make_config, run, serving
+from .helpers import Client, heartbeat_response, make_config, run, serving, switchboard
 
 
 async def connect_from(port: int, source: str) -> Client:
@@ -87,7 +86,7 @@ def test_kafkas_checks_of_the_limits(settings, key):
 
 
 def test_queued_request_bytes_stop_reading_until_handlers_catch_up():
-    apis = KafkaApis()
+    apis = switchboard()
     apis.register(ApiKey.HEARTBEAT, lambda request: heartbeat_response())
 
     async def main():

@@ -8,17 +8,17 @@ import random
 import pytest
 
 from odradek.broker.kafka_apis import KafkaApis
-from odradek.broker.network.socket_server import SocketServer
+from odradek.broker.server import build_socket_server
 from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.errors import CoordinatorNotAvailableError
 from odradek.protocol.messages import HeartbeatRequest, ProduceRequest, ProduceResponse
 
-from .helpers import LOOP_IDS, LOOPS, Client, heartbeat_response, make_config, run, serving
+from .helpers import LOOP_IDS, LOOPS, Client, heartbeat_response, make_config, run, serving, switchboard
 
 
 def sleepy_apis(max_sleep: float = 0.01) -> KafkaApis:
     """Heartbeat handlers that finish in random order; acks=0 Produce answered with nothing."""
-    apis = KafkaApis()
+    apis = switchboard()
 
     async def heartbeat(request):
         await asyncio.sleep(random.random() * max_sleep)
@@ -76,7 +76,7 @@ def test_acks_0_produce_gets_no_response_and_later_responses_stay_in_order():
 
 
 def test_failed_acks_0_produce_closes_the_connection():
-    apis = KafkaApis()
+    apis = switchboard()
 
     def produce(request):
         raise CoordinatorNotAvailableError()
@@ -100,7 +100,7 @@ def test_failed_acks_0_produce_closes_the_connection():
 
 
 def test_handler_errors_become_error_responses():
-    apis = KafkaApis()
+    apis = switchboard()
     calls = []
 
     def heartbeat(request):
@@ -125,7 +125,7 @@ def test_handler_errors_become_error_responses():
 
 
 def test_backpressure_when_the_channel_is_full_loses_nothing():
-    apis = KafkaApis()
+    apis = switchboard()
     apis.register(ApiKey.HEARTBEAT, lambda request: heartbeat_response())
 
     async def main():
@@ -156,7 +156,7 @@ def test_backpressure_when_the_channel_is_full_loses_nothing():
 
 def test_a_waiting_request_does_not_hold_a_handler():
     """An async handler (a parked fetch) waits in its own task: one handler task serves the others."""
-    apis = KafkaApis()
+    apis = switchboard()
     gate = asyncio.Event()
 
     async def slow_heartbeat(request):
@@ -183,7 +183,7 @@ def test_a_waiting_request_does_not_hold_a_handler():
 def test_a_request_read_while_none_waits_is_handled_in_the_read_callback_and_handlers_never_nest():
     """RequestChannel.direct: a lone request is handled inside the read callback; requests read while one
     is being handled (pipelined behind it, read as its response is sent) go through the queue, in order."""
-    apis = KafkaApis()
+    apis = switchboard()
     seen: list[tuple[int, bool, int]] = []  # (correlation id, handled in the read callback, handlers busy)
 
     def heartbeat(request):
@@ -218,7 +218,7 @@ def test_connections_are_spread_round_robin_over_processors_and_listeners():
                             "inter.broker.listener.name": "INTERNAL"})
 
     async def main():
-        server = SocketServer(config, KafkaApis())
+        server = build_socket_server(config, switchboard())
         await server.start()
         ports = server.bound_ports
         assert set(ports) == {"PLAINTEXT", "INTERNAL"} and all(ports.values())
@@ -237,7 +237,7 @@ def test_connections_are_spread_round_robin_over_processors_and_listeners():
 
 def test_large_request_trickled_byte_by_byte():
     async def main():
-        apis = KafkaApis()
+        apis = switchboard()
         apis.register(ApiKey.HEARTBEAT, lambda request: heartbeat_response(len(request.body.group_id) % 1000))
         async with serving(apis) as server:
             client = await Client.connect(server.port())
@@ -273,7 +273,7 @@ def test_idle_connections_are_closed():
 
 @pytest.mark.parametrize("factory", LOOPS, ids=LOOP_IDS)
 def test_stop_answers_requests_in_flight_then_closes_connections(factory):
-    apis = KafkaApis()
+    apis = switchboard()
 
     async def heartbeat(request):
         await asyncio.sleep(0.1)
@@ -282,7 +282,7 @@ def test_stop_answers_requests_in_flight_then_closes_connections(factory):
     apis.register(ApiKey.HEARTBEAT, heartbeat)
 
     async def main():
-        server = SocketServer(make_config(), apis)
+        server = build_socket_server(make_config(), apis)
         await server.start()
         port = server.port()
         slow = await Client.connect(port)

@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import asyncio
 
-from odradek.broker.kafka_apis import KafkaApis
 from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.messages import HeartbeatRequest
 
-from .helpers import Client, heartbeat_response, run, serving
+from .helpers import Client, heartbeat_response, run, serving, switchboard
 
 THROTTLE_S = 1.0
 
@@ -26,7 +25,7 @@ def test_a_throttled_connection_reads_nothing_until_the_throttle_ends_but_gets_i
                 assert request.connection.throttle(THROTTLE_S, lambda: ended.append(loop.time()))
             return heartbeat_response()
 
-        apis = KafkaApis()
+        apis = switchboard()
         apis.register(ApiKey.HEARTBEAT, handler)
         async with serving(apis) as server:
             slow = await Client.connect(server.port())
@@ -62,7 +61,7 @@ def test_closing_a_throttled_connection_ends_its_throttle():
             request.connection.throttle(60.0, lambda: done.append(1))
             return heartbeat_response()
 
-        apis = KafkaApis()
+        apis = switchboard()
         apis.register(ApiKey.HEARTBEAT, handler)
         async with serving(apis) as server:
             client = await Client.connect(server.port())

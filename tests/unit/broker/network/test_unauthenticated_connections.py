@@ -9,7 +9,6 @@ import asyncio
 from collections import Counter
 from types import SimpleNamespace
 
-from odradek.broker.kafka_apis import KafkaApis
 from odradek.broker.network.processor import Connection, Processor
 from odradek.broker.network.request_channel import RequestChannel
 from odradek.broker.security.listener_config import ListenerSecurity
@@ -19,7 +18,7 @@ from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.header import encode_request
 from odradek.protocol.messages import HeartbeatRequest, SaslAuthenticateRequest, SaslHandshakeRequest
 
-from .helpers import Client, heartbeat_response, run, serving
+from .helpers import Client, heartbeat_response, run, serving, switchboard
 
 PLAIN = {"listeners": "SASL_PLAINTEXT://127.0.0.1:0", "security.inter.broker.protocol": "SASL_PLAINTEXT",
          "sasl.enabled.mechanisms": "PLAIN", "sasl.mechanism.inter.broker.protocol": "PLAIN",
@@ -74,7 +73,7 @@ async def _authenticate(client: Client) -> None:
 
 
 def _heartbeats():
-    apis = KafkaApis()
+    apis = switchboard()
     apis.register(ApiKey.HEARTBEAT, lambda request: heartbeat_response())
     return apis
 

@@ -8,10 +8,11 @@ import pytest
 import uvloop
 
 from odradek.broker.config import KafkaConfig
-from odradek.broker.kafka_apis import KafkaApis
-from odradek.broker.network.socket_server import SocketServer
+from odradek.broker.server import build_socket_server
 from odradek.tools.local_ca import LocalCA
 from odradek.controller.channel_manager import inter_broker_connect
+
+from ..network.helpers import switchboard
 
 
 @pytest.fixture(scope="module")
@@ -34,7 +35,7 @@ def test_inter_broker_clients_check_the_host_name_by_default(ca, algorithm, reac
     config = _config(ca, **extra)
 
     async def main() -> bool:
-        server = SocketServer(_config(ca), KafkaApis())
+        server = build_socket_server(_config(ca), switchboard())
         await server.start()
         try:
             conn = await inter_broker_connect(config)("127.0.0.1", server.port(), timeout=10)
