@@ -189,11 +189,15 @@ class KafkaServer:
         apis.on_response = self.metrics.request_metrics.record_errors
         apis.throttle = self.client_quotas.throttle_response
         self.socket_server = build_socket_server(cfg, apis, self.credentials, self.metrics.request_metrics)
-        await self.socket_server.start()
+        # Bound now (registration names the ports), serving only once registered and the controller has
+        # started, as Kafka 2.8's startProcessingRequests at the end of start-up: while a crashed
+        # predecessor's registration lingers, a client waits instead of being told there are no brokers.
+        await self.socket_server.start(start_processing=False)
         self.broker_epoch = await self._register()
         state_change_log.configure_from(cfg)
         self.controller = controller
         await controller.startup()
+        self.socket_server.start_processing_requests()
         self._start_periodic_tasks()
         self.broker_state = BrokerState.RUNNING
         log.info("[KafkaServer id=%d] started (cluster id %s, listeners %s)", self.broker_id, cluster_id,

@@ -76,11 +76,19 @@ class Acceptor:
         return [sock]
 
     async def start(self) -> None:
+        self.bind()
+        self.start_accepting()
+
+    def bind(self) -> None:
+        """Listen on the port (known from here on, even when configured as 0). Connections wait in the
+        backlog until ``start_accepting``, as Kafka's do before startProcessingRequests."""
         self.sockets = self._listen()
+        log.info("Listener %s bound to %s", self.endpoint.name, self.bound_addresses())
+
+    def start_accepting(self) -> None:
         loop = asyncio.get_running_loop()
         self._tasks = [loop.create_task(self._accept(sock), name=f"acceptor-{self.listener}")
                        for sock in self.sockets]
-        log.info("Listener %s bound to %s", self.endpoint.name, self.bound_addresses())
 
     async def _accept(self, listening: socket.socket) -> None:
         loop = asyncio.get_running_loop()

@@ -2,6 +2,8 @@
 
     server = SocketServer(config, handler_pool, apis.handlers)   # broker/server.py's build_socket_server
     await server.start()          # binds every listener; port 0 picks a free port (server.port())
+                                  # (start(start_processing=False), then start_processing_requests(): the
+                                  # broker's order, serving only once registered)
     ...
     await server.stop()           # stop accepting, let requests in flight answer, close, stop handlers
 
@@ -61,7 +63,10 @@ class SocketServer:
         self._idle_task: asyncio.Task | None = None
         self.running = False
 
-    async def start(self) -> None:
+    async def start(self, start_processing: bool = True) -> None:
+        """Bind every listener and start the handlers; with ``start_processing`` False no connection is
+        accepted until ``start_processing_requests`` (Kafka 2.8's startup(startProcessingRequests=false):
+        the broker binds its ports first, registers with them, and serves once it is registered)."""
         loop = asyncio.get_running_loop()
         cfg = self.config
         self.processors = [Processor(i, self.channel, self.served, self.stats, self.api_requests, loop)
@@ -85,7 +90,7 @@ class SocketServer:
                                     cfg.socket_send_buffer_bytes, cfg.socket_receive_buffer_bytes,
                                     security=security.get(endpoint.name), credentials=self.credentials,
                                     quotas=self.quotas)
-                await acceptor.start()
+                acceptor.bind()
                 self.acceptors.append(acceptor)
         except BaseException:
             await self.stop(timeout=0)
@@ -94,6 +99,13 @@ class SocketServer:
         if idle_ms > 0:
             self._idle_task = loop.create_task(self._expire_idle(idle_ms / 1000.0))
         self.running = True
+        if start_processing:
+            self.start_processing_requests()
+
+    def start_processing_requests(self) -> None:
+        """Accept connections on every listener (their ports were bound by ``start``)."""
+        for acceptor in self.acceptors:
+            acceptor.start_accepting()
 
     def port(self, listener: str | None = None) -> int:
         """The bound port of a listener (the first one by default); real even when configured as 0."""

@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import signal
+import threading
 
 import pytest
 
 from odradek.clients.simple_client import SimpleClient, build_batch
+from odradek.tools.local_cluster import log_tail
+from tests.integration.helpers import wait_until
+from tests.unit.broker.network.helpers import Client
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -115,3 +119,34 @@ def test_a_broker_whose_session_expired_registers_again(odradek_cluster_factory)
             md = await client.wait_for_brokers(2, timeout=60)
             return sorted(md.brokers)
     assert run(back()) == [0, 1]
+
+
+def test_a_restarted_broker_serves_only_once_registered_again(odradek_cluster_factory):
+    """After a SIGKILL the new process finds its old session's registration still in ZooKeeper and waits for
+    it to expire. Kafka 2.8 binds its ports but processes no request until start-up ends; so does ours: a
+    request sent during the wait is answered only after the broker has registered again (until then a
+    client would have been told there are no brokers, and KafkaJS consumers crashed on that)."""
+    cluster = odradek_cluster_factory(brokers=1)
+    broker = cluster.brokers[0]
+    cluster.kill_broker(0, signal.SIGKILL)
+    starting = threading.Thread(target=cluster.start_broker, args=(0,), daemon=True)
+    starting.start()
+
+    def since_restart() -> str:
+        return log_tail(broker.log_path, lines=100_000, since=broker.log_offset)
+
+    wait_until(lambda: "still registered by a previous session" in since_restart(), 60,
+               "the restarted broker to wait for its old session")
+    assert "registered broker 0 with broker epoch" not in since_restart()
+
+    async def api_versions_answered():
+        client = await Client.connect(cluster.broker_ports[0])
+        try:
+            return (await client.api_versions()).error_code
+        finally:
+            client.close()
+
+    assert run(api_versions_answered()) == 0
+    # the answer came after the registration: the log says so before the broker processes any request
+    assert "registered broker 0 with broker epoch" in since_restart()
+    starting.join(60)
