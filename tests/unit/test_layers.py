@@ -22,6 +22,7 @@ ALLOWED = {
     "tools": {"protocol", "clients", "controller", "broker"},
     "spark_connector": {"protocol", "clients"},
     "pyspark_odradek": {"spark_connector"},
+    "schema_registry": {"protocol", "clients"},
 }
 
 
