@@ -62,7 +62,8 @@ async def serve(opts: argparse.Namespace) -> None:
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     listener.bind((opts.host, opts.port))
     port = listener.getsockname()[1]
-    url = opts.advertised_url or f"http://{socket.gethostname()}:{port}"
+    host = socket.gethostname() if opts.host in ("0.0.0.0", "::", "") else opts.host
+    url = opts.advertised_url or f"http://{host}:{port}"
     election = WriterElection(client, opts.group_id, url, store.append_noop,
                               session_timeout_ms=opts.session_timeout_ms)
     api = RestApi(service, election, opts.basic_auth, after_forward=store.catch_up)
