@@ -62,6 +62,17 @@ class WriterElection:
             except Exception as exc:  # the session timeout removes us instead
                 log.info("LeaveGroup failed: %s", exc)
 
+    async def wait_for_writer(self, timeout: float) -> None:
+        """Return once some process is the writer (or after ``timeout`` seconds): a write arriving during an
+        election waits for it rather than failing."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while not self.is_writer and self.writer_url is None and loop.time() < deadline:
+            try:
+                await asyncio.wait_for(self.changed.wait(), deadline - loop.time())
+            except TimeoutError:
+                return
+
     def _set(self, writer_url: str | None, is_writer: bool) -> None:
         if (writer_url, is_writer) != (self.writer_url, self.is_writer):
             log.info("writer is now %s%s", writer_url, " (this process)" if is_writer else "")

@@ -22,6 +22,7 @@ log = logging.getLogger(__name__)
 
 CONTENT_TYPE = "application/vnd.schemaregistry.v1+json"
 FORWARDED = "X-Odradek-Forwarded"
+WRITER_WAIT = 15.0  # seconds a write waits for an election in progress
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
@@ -131,6 +132,7 @@ class RestApi:
     def write(self, handler: Handler) -> Handler:
         """A write runs on the writer: here when this process is it, else forwarded there."""
         async def run(request: web.Request) -> web.StreamResponse:
+            await self.election.wait_for_writer(WRITER_WAIT)
             if self.election.is_writer:
                 return await handler(request)
             if request.headers.get(FORWARDED) or self.election.writer_url is None:

@@ -193,7 +193,8 @@ class SchemaService:
     async def delete_version(self, subject: str, version_text: str, permanent: bool) -> int:
         async with self.write_lock:
             self._check_writable(subject)
-            value = self.get_version(subject, version_text, deleted=permanent)
+            explicit = parse_version(version_text) is not None  # "latest" is the latest live version
+            value = self.get_version(subject, version_text, deleted=permanent or explicit)
             if permanent and not value.deleted:
                 raise errors.version_not_soft_deleted(subject, value.version)
             if not permanent and value.deleted:
