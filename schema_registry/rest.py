@@ -93,6 +93,7 @@ class RestApi:
             get("/config/{subject}", self.get_config), put("/config/{subject}", self.write(self.set_config)),
             delete("/config/{subject}", self.write(self.delete_config)),
             get("/mode", self.get_mode), put("/mode", self.write(self.set_mode)),
+            get("/odradek/writer", self.writer),
             get("/mode/{subject}", self.get_mode), put("/mode/{subject}", self.write(self.set_mode)),
             delete("/mode/{subject}", self.write(self.delete_mode)),
         ])
@@ -163,6 +164,10 @@ class RestApi:
     # -- handlers -----------------------------------------------------------------------------------------
     async def root(self, request: web.Request) -> web.Response:
         return reply({})
+
+    async def writer(self, request: web.Request) -> web.Response:
+        """Ours, not Confluent's: which process writes (for operators and the fail-over tests)."""
+        return reply({"writer": self.election.writer_url, "is_writer": self.election.is_writer})
 
     async def schema_types(self, request: web.Request) -> web.Response:
         return reply(sorted(SCHEMA_TYPES))
