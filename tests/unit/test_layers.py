@@ -20,7 +20,7 @@ ALLOWED = {
     "controller": {"protocol", "clients"},
     "broker": {"protocol", "clients", "controller"},
     "tools": {"protocol", "clients", "controller", "broker"},
-    "spark_connector": {"protocol", "clients"},
+    "spark_connector": {"protocol", "clients", "schema_registry"},
     "pyspark_odradek": {"spark_connector"},
     "schema_registry": {"protocol", "clients"},
 }
