@@ -22,9 +22,12 @@ class StoreError(Exception):
 
 
 class KafkaStore:
-    def __init__(self, client: SimpleClient, state: RegistryState, topic: str = "_schemas",
-                 timeout: float = 30.0) -> None:
+    def __init__(self, client: SimpleClient, reader_client: SimpleClient, state: RegistryState,
+                 topic: str = "_schemas", timeout: float = 30.0) -> None:
         self.client = client
+        # The reader's long-polling fetches go on connections of their own: a broker serves one request per
+        # connection at a time, so a write sharing them would wait behind a parked fetch.
+        self.reader_client = reader_client
         self.state = state
         self.topic = topic
         self.timeout = timeout
@@ -51,7 +54,7 @@ class KafkaStore:
     async def _read_loop(self) -> None:
         while True:
             try:
-                fetched = await self.client.fetch(self.topic, 0, self.position, max_wait_ms=500)
+                fetched = await self.reader_client.fetch(self.topic, 0, self.position, max_wait_ms=500)
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # leader moving, broker restarting: retry

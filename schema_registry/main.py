@@ -43,19 +43,20 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def _client(opts: argparse.Namespace) -> SimpleClient:
+def _client(opts: argparse.Namespace, client_id: str) -> SimpleClient:
     security = None
     if opts.command_config:
         with open(opts.command_config, encoding="utf-8") as f:
             props = {key: value for key, value, _ in parse_properties(f.read())}
         security = ClientSecurity.from_properties(props)
-    return SimpleClient(opts.bootstrap_server, client_id="odradek-schema-registry", security=security)
+    return SimpleClient(opts.bootstrap_server, client_id=client_id, security=security)
 
 
 async def serve(opts: argparse.Namespace) -> None:
-    client = _client(opts)
+    client = _client(opts, "odradek-schema-registry")
+    reader_client = _client(opts, "odradek-schema-registry-reader")
     state = RegistryState()
-    store = KafkaStore(client, state, opts.topic)
+    store = KafkaStore(client, reader_client, state, opts.topic)
     await store.start()
     service = SchemaService(state, store.append)
     listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -83,6 +84,7 @@ async def serve(opts: argparse.Namespace) -> None:
         await runner.cleanup()
         await store.close()
         await client.close()
+        await reader_client.close()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
