@@ -119,7 +119,8 @@ def bench_spark(servers: str, url: str, records: int, rounds: int) -> dict[str, 
         admin.create_topics([NewTopic(topic, 2, 1)])
     produce_avro(servers, url, topic, records)
     spark = (SparkSession.builder.master("local[2]").appName("bench-schema-registry")
-             .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "2").getOrCreate())
+             .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
+             .config("spark.sql.shuffle.partitions", "2").getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
     try:
         spark_read(spark, servers, url, topic, True)  # warm-up: JVM, workers, codecs
