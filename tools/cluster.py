@@ -178,14 +178,14 @@ def start(args: argparse.Namespace) -> int:
         metrics = f", metrics http://{cluster.host}:{broker.metrics_port}/metrics" if broker.metrics_port else ""
         _say(f"Started broker {broker.broker_id} on {cluster.host}:{broker.port} "
              f"(pid {broker.process.pid}, log {broker.log_path}{metrics})")
+    if args.schema_registry_port is not None:
+        _start_schema_registry(cluster, args)
     _say(f"Cluster is up: {len(metadata.brokers)} broker{'s' if len(metadata.brokers) > 1 else ''}, "
          f"controller is broker {metadata.controller_id}. Stop it with "
          f"`{COMMAND} stop --data-dir {args.data_dir}`. Bootstrap servers:")
     if cluster.security is not None:
         _say(f"Listeners are {cluster.security.protocol}; client settings (Kafka's names, for --command-config): "
              f"{cluster.security.properties_path}")
-    if args.schema_registry_port is not None:
-        _start_schema_registry(cluster, args)
     print(cluster.bootstrap_servers, flush=True)
     return 0
 
@@ -204,14 +204,17 @@ def stop(args: argparse.Namespace) -> int:
     if cluster is None:
         # kafka-server-stop.sh also exits 1 when there is nothing to stop
         return _fail(f"No cluster to stop in {args.data_dir} (no cluster.json)")
-    stop_attached(cluster.data_dir, args.timeout)  # the schema registry first: it is a client of the brokers
+    registry = attached(cluster.data_dir)
     if not cluster.running():
+        stop_attached(cluster.data_dir, args.timeout)
         cluster.stop(timeout=args.timeout)  # removes the stale pid files
         return _fail(f"No cluster to stop in {args.data_dir}: its processes are gone (stale pid files removed)")
     brokers = [str(b.broker_id) for b in cluster.brokers if b.alive()]
     what = [f"broker{'s' if len(brokers) > 1 else ''} {', '.join(brokers)}"] if brokers else []
     what += ["ZooKeeper"] if cluster.zookeeper_alive() else []
+    what = (["the schema registry"] if registry is not None and registry[0].alive() else []) + what
     _say(f"Stopping {', then '.join(what)} ...")
+    stop_attached(cluster.data_dir, args.timeout)  # the registry first: it is a client of the brokers
     cluster.stop(timeout=args.timeout)
     _say("Stopped.")
     return 0
