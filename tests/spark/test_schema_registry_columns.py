@@ -86,13 +86,20 @@ def test_protobuf_records_of_two_schema_versions_decode_into_the_latest(spark, s
     assert [tuple(r) for r in rows] == [("ada", 36, ""), ("alan", 41, "alan@example.com")]
 
 
-def test_json_records_decode_into_columns(spark, servers, registry):
+def test_json_keys_and_values_decode_into_columns(spark, servers, registry):
     create_topic(servers, "spark-json", 1)
     client = SchemaRegistryClient({"url": registry.url})
     schema = '{"type":"object","properties":{"name":{"type":"string"},"age":{"type":"integer"}}}'
-    produce_serialized(servers, "spark-json", JSONSerializer(schema, client), [{"name": "ada", "age": 36}, {"name": "x"}])
-    rows = read_typed(spark, servers, registry, "spark-json", "json").orderBy("offset").select("value.*").collect()
-    assert [tuple(r) for r in rows] == [("ada", 36), ("x", None)]
+    key_schema = '{"type":"object","properties":{"id":{"type":"integer"}}}'
+    serialize, serialize_key = JSONSerializer(schema, client), JSONSerializer(key_schema, client)
+    value_context = SerializationContext("spark-json", MessageField.VALUE)
+    key_context = SerializationContext("spark-json", MessageField.KEY)
+    produce(servers, "spark-json", [(0, serialize_key({"id": n}, key_context), serialize(value, value_context))
+                                    for n, value in enumerate([{"name": "ada", "age": 36}, {"name": "x"}])])
+    df = (spark.read.format("odradek").option("kafka.bootstrap.servers", servers).option("subscribe", "spark-json")
+          .option("valueFormat", "json").option("keyFormat", "json").option("schemaRegistryUrl", registry.url).load())
+    rows = df.orderBy("offset").select("key.id", "value.*").collect()
+    assert [tuple(r) for r in rows] == [(0, "ada", 36), (1, "x", None)]
 
 
 def test_sink_encodes_a_struct_column_with_the_latest_schema(spark, servers, registry):
