@@ -32,6 +32,7 @@ class KafkaStore:
         self.topic = topic
         self.timeout = timeout
         self.position = 0  # the next offset to apply
+        self._key_bytes: dict[tuple, bytes] = {}  # Record.identity -> the key bytes the topic has for it
         self._advanced = asyncio.Condition()
         self._reader: asyncio.Task | None = None
 
@@ -71,6 +72,7 @@ class KafkaStore:
                 record = Record.decode(raw.key, raw.value)
                 if record is not None and record.keytype != NOOP:
                     self.state.apply(record)
+                    self._key_bytes.setdefault(record.identity, raw.key)
             async with self._advanced:
                 self.position = fetched.records[-1].offset + 1
                 self._advanced.notify_all()
@@ -88,7 +90,11 @@ class KafkaStore:
 
     async def append(self, records: list[Record]) -> None:
         """Write the records (all-replica acks) and return once this process has applied them."""
-        result = await self.client.produce(self.topic, 0, [r.encode() for r in records], acks=-1)
+        encoded = []
+        for record in records:
+            key, value = record.encode()
+            encoded.append((self._key_bytes.get(record.identity, key), value))
+        result = await self.client.produce(self.topic, 0, encoded, acks=-1)
         if result.error_code or result.base_offset < 0:
             raise StoreError(f"writing to {self.topic}: error {result.error_code}")
         await self.wait_for(result.base_offset + len(records) - 1)

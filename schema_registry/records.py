@@ -80,6 +80,12 @@ class Record:
     def keytype(self) -> str:
         return self.key.get("keytype", "")
 
+    @property
+    def identity(self) -> tuple:
+        """What the key names, whatever its bytes: Kafka compacts by exact key bytes, so a later write of the
+        same thing must reuse the bytes first read (older registries wrote the fields in another order)."""
+        return (self.keytype, self.key.get("subject"), self.key.get("version") if self.keytype == SCHEMA else None)
+
     def encode(self) -> tuple[bytes, bytes | None]:
         return _dumps(self.key) or b"", _dumps(self.value)
 

@@ -55,3 +55,50 @@ def test_a_confluent_topic_builds_the_state():
     assert (state.compatibility("a"), state.compatibility("b"), state.mode("b"), state.mode("a")) == \
         ("NONE", "FULL", "READONLY", "READWRITE")
     assert Record.decode(b"not json", b"{}") is None and Record.decode(None, b"{}") is None
+
+
+def test_a_later_write_reuses_the_key_bytes_the_topic_has():
+    """An older registry's key (other field order) is tombstoned with its own bytes, or compaction keeps it."""
+    import asyncio
+
+    from odradek.schema_registry.kafka_store import KafkaStore
+    from odradek.schema_registry.records import schema_tombstone
+
+    old_key = b'{"subject":"a","version":1,"magic":1,"keytype":"SCHEMA"}'
+    value = b'{"subject":"a","version":1,"id":1,"schema":"\\"string\\"","deleted":true}'
+
+    class Fetched:
+        def __init__(self, records):
+            self.error_code, self.records = 0, records
+
+    class Raw:
+        def __init__(self, offset, key, value):
+            self.offset, self.key, self.value = offset, key, value
+
+    class FakeClient:
+        def __init__(self):
+            self.log = [Raw(0, old_key, value)]
+
+        async def fetch(self, topic, partition, offset, max_wait_ms):
+            found = [r for r in self.log if r.offset >= offset]
+            if not found:
+                await asyncio.sleep(0.01)
+            return Fetched(found)
+
+        async def produce(self, topic, partition, records, acks):
+            base = len(self.log)
+            self.log += [Raw(base + i, k, v) for i, (k, v) in enumerate(records)]
+            return type("Result", (), {"error_code": 0, "base_offset": base})()
+
+    async def scenario():
+        client = FakeClient()
+        store = KafkaStore(client, client, RegistryState())
+        reader = asyncio.create_task(store._read_loop())
+        await store.wait_for(0)
+        await store.append([schema_tombstone("a", 1)])
+        reader.cancel()
+        return client.log[-1], store.state
+
+    written, state = asyncio.run(scenario())
+    assert (written.key, written.value) == (old_key, None)
+    assert state.versions("a", deleted=True) == []
