@@ -19,6 +19,7 @@ COPY clients ./clients
 COPY tools ./tools
 COPY spark_connector ./spark_connector
 COPY pyspark_odradek ./pyspark_odradek
+COPY schema_registry ./schema_registry
 RUN pip wheel --no-cache-dir --no-deps --wheel-dir /wheels .
 
 FROM python:3.12-slim-bookworm AS broker
@@ -27,9 +28,11 @@ ENV PYTHONUNBUFFERED=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
     ODRADEK_CONFIG_FILE=/opt/odradek/config/server.properties
 COPY --from=build /wheels /tmp/wheels
-RUN pip install --no-cache-dir /tmp/wheels/odradek-*.whl \
+# the schema-registry extra: odradek-schema-registry runs from this image too (docker-compose's schema-registry)
+RUN pip install --no-cache-dir "$(ls /tmp/wheels/odradek-*.whl)[schema-registry]" \
     && rm -rf /tmp/wheels \
-    && python -c "import uvloop, cramjam, crc32c, odradek.broker.server, odradek.protocol.records._codec"
+    && python -c "import uvloop, cramjam, crc32c, odradek.broker.server, odradek.protocol.records._codec" \
+    && python -c "import odradek.schema_registry.rest, odradek.schema_registry.formats.protobuf_format"
 RUN groupadd --system --gid 1001 odradek \
     && useradd --system --uid 1001 --gid odradek --home-dir /var/lib/odradek --shell /usr/sbin/nologin odradek \
     && mkdir -p /var/lib/odradek/data /var/lib/odradek/logs /var/lib/odradek/secrets /opt/odradek/config /opt/odradek/bin \

@@ -5,7 +5,8 @@
 #   bash cluster.sh stop   [flags]
 # `start` first installs what is missing: Debian's zookeeper, gcc and python3-dev packages (apt-get, through
 # sudo when not root) and this checkout with pip (`pip install -e .`, into ./.venv when the system Python is externally managed).
-# Environment: PYTHON (default python3), ODRADEK_BROKERS (3), ODRADEK_DATA_DIR (./.odradek-cluster).
+# Environment: PYTHON (default python3), ODRADEK_BROKERS (3), ODRADEK_DATA_DIR (./.odradek-cluster),
+# ODRADEK_SCHEMA_REGISTRY_PORT (8081: the schema registry's port; "none" starts no registry).
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -43,9 +44,11 @@ install_odradek() {
     local here
     here=$(pwd -P)
     if [ "$("$PYTHON" -c 'import os, odradek.tools.cluster as m; print(os.path.realpath(m.__file__))' 2>/dev/null)" \
-        = "$here/tools/cluster.py" ]; then return; fi
-    echo "Installing Odradek (pip install -e .) ..." >&2
-    "$PYTHON" -m pip install --quiet --disable-pip-version-check --root-user-action=ignore -e .
+        = "$here/tools/cluster.py" ] && "$PYTHON" -c 'import aiohttp, avro, jsonschema, grpc_tools' 2>/dev/null; then
+        return
+    fi
+    echo "Installing Odradek (pip install -e '.[schema-registry]') ..." >&2
+    "$PYTHON" -m pip install --quiet --disable-pip-version-check --root-user-action=ignore -e '.[schema-registry]'
 }
 
 case "$COMMAND" in
@@ -54,7 +57,10 @@ case "$COMMAND" in
         choose_python
         install_build_tools
         install_odradek
-        exec "$PYTHON" -m odradek.tools.cluster start --brokers "$BROKERS" --data-dir "$DATA_DIR" "$@"
+        REGISTRY_PORT=${ODRADEK_SCHEMA_REGISTRY_PORT:-8081}
+        REGISTRY=()
+        if [ "$REGISTRY_PORT" != none ]; then REGISTRY=(--schema-registry-port "$REGISTRY_PORT"); fi
+        exec "$PYTHON" -m odradek.tools.cluster start --brokers "$BROKERS" --data-dir "$DATA_DIR" "${REGISTRY[@]}" "$@"
         ;;
     stop|status)
         if [ -x .venv/bin/python ]; then PYTHON=.venv/bin/python; fi

@@ -18,6 +18,7 @@ from typing import NoReturn, Sequence
 
 from .cluster_security import MODES
 from .local_cluster import ClusterAlreadyRunningError, ClusterError, LocalCluster
+from .local_schema_registry import LocalSchemaRegistry, attached, stop_attached
 from .local_zookeeper import ZooKeeperNotFoundError, ZooKeeperStartError
 
 PROG = "odradek-cluster"
@@ -111,6 +112,9 @@ def build_parser() -> OneLineParser:
                        help="secure every broker's listener: ssl (mutual TLS), sasl_plaintext or sasl_ssl (PLAIN and "
                             "SCRAM users, the brokers authenticating as admin); certificates, the admin's password and "
                             "a client.properties for --command-config go to DIR/security")
+    start.add_argument("--schema-registry-port", type=_port, default=None, metavar="PORT",
+                       help="also start odradek-schema-registry on http://127.0.0.1:PORT (0 = a free port; needs the "
+                            "schema-registry extra); its URL is printed on stderr")
     start.add_argument("--override", type=_key_value, action="append", default=[], metavar="KEY=VALUE",
                        help="a broker setting for every broker (repeatable), as kafka-server-start's --override")
     command("stop", "Stop the brokers (SIGTERM, then SIGKILL after the timeout), then ZooKeeper.", 30.0)
@@ -174,6 +178,8 @@ def start(args: argparse.Namespace) -> int:
         metrics = f", metrics http://{cluster.host}:{broker.metrics_port}/metrics" if broker.metrics_port else ""
         _say(f"Started broker {broker.broker_id} on {cluster.host}:{broker.port} "
              f"(pid {broker.process.pid}, log {broker.log_path}{metrics})")
+    if args.schema_registry_port is not None:
+        _start_schema_registry(cluster, args)
     _say(f"Cluster is up: {len(metadata.brokers)} broker{'s' if len(metadata.brokers) > 1 else ''}, "
          f"controller is broker {metadata.controller_id}. Stop it with "
          f"`{COMMAND} stop --data-dir {args.data_dir}`. Bootstrap servers:")
@@ -187,18 +193,31 @@ def start(args: argparse.Namespace) -> int:
     return 0
 
 
+def _start_schema_registry(cluster: LocalCluster, args: argparse.Namespace) -> None:
+    security = cluster.security.properties_path if cluster.security is not None else None
+    registry = LocalSchemaRegistry(cluster.bootstrap_servers, cluster.data_dir / "schema-registry.log",
+                                   port=args.schema_registry_port, command_config=str(security) if security else None,
+                                   detach=True).start(timeout=args.timeout)
+    registry.save(cluster.data_dir)
+    _say(f"Schema registry: {registry.url} (pid {registry.process.pid}, log {registry.log_path})")
+
+
 def stop(args: argparse.Namespace) -> int:
     cluster = LocalCluster.attach(args.data_dir)
     if cluster is None:
         # kafka-server-stop.sh also exits 1 when there is nothing to stop
         return _fail(f"No cluster to stop in {args.data_dir} (no cluster.json)")
+    registry = attached(cluster.data_dir)
     if not cluster.running():
+        stop_attached(cluster.data_dir, args.timeout)
         cluster.stop(timeout=args.timeout)  # removes the stale pid files
         return _fail(f"No cluster to stop in {args.data_dir}: its processes are gone (stale pid files removed)")
     brokers = [str(b.broker_id) for b in cluster.brokers if b.alive()]
     what = [f"broker{'s' if len(brokers) > 1 else ''} {', '.join(brokers)}"] if brokers else []
     what += ["ZooKeeper"] if cluster.zookeeper_alive() else []
+    what = (["the schema registry"] if registry is not None and registry[0].alive() else []) + what
     _say(f"Stopping {', then '.join(what)} ...")
+    stop_attached(cluster.data_dir, args.timeout)  # the registry first: it is a client of the brokers
     cluster.stop(timeout=args.timeout)
     _say("Stopped.")
     return 0
@@ -215,6 +234,10 @@ def status(args: argparse.Namespace) -> int:
               f"{'running' if alive else 'NOT RUNNING'}")
     if cluster.zookeeper_alive() is None:
         print(f"ZooKeeper  {cluster.zookeeper_hosts:<21} (not started by odradek-cluster)")
+    registry = attached(cluster.data_dir)
+    if registry is not None:
+        print(f"{'registry':<10} {registry[1]:<21} pid {registry[0].pid:<8} "
+              f"{'running' if registry[0].alive() else 'NOT RUNNING'}")
     print(f"Bootstrap servers: {cluster.bootstrap_servers}")
     print(f"ZooKeeper connect: {cluster.zookeeper_connect}")
     if cluster.metrics_urls:

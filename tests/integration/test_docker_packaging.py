@@ -225,7 +225,12 @@ def published(service) -> dict[int, int]:
 
 def test_compose_services_profiles_and_images(compose):
     services = compose["services"]
-    assert set(services) == {"zookeeper", *BROKERS, "prometheus", "spark-job", "secure-init", "kafka-secure"}
+    assert set(services) == {"zookeeper", *BROKERS, "prometheus", "spark-job", "secure-init", "kafka-secure",
+                             "schema-registry"}
+    registry = services["schema-registry"]
+    assert registry["image"] == "odradek:latest" and "profiles" not in registry
+    assert registry["command"][0] == "odradek-schema-registry" and published(registry) == {8081: 8081}
+    assert registry["depends_on"] == {b: {"condition": "service_healthy"} for b in BROKERS}
     assert services["zookeeper"]["image"].startswith("zookeeper:")  # the official image
     assert services["prometheus"]["profiles"] == ["monitoring"]
     assert services["spark-job"]["profiles"] == ["spark"]

@@ -20,8 +20,9 @@ ALLOWED = {
     "controller": {"protocol", "clients"},
     "broker": {"protocol", "clients", "controller"},
     "tools": {"protocol", "clients", "controller", "broker"},
-    "spark_connector": {"protocol", "clients"},
+    "spark_connector": {"protocol", "clients", "schema_registry"},
     "pyspark_odradek": {"spark_connector"},
+    "schema_registry": {"protocol", "clients"},
 }
 
 
