@@ -1,0 +1,209 @@
+"""Overview and Topics: brokers and partition health, the topic list, one topic's partitions and configs,
+and the topic operations (create, delete, add partitions, edit configs)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from aiohttp import web
+
+from ..clients import NewPartitions, NewTopic, TopicPartition
+from ..clients.admin.client import AlterConfigOp, AlterConfigOpType, ConfigResource
+from ..protocol.config_resource import ConfigResourceType
+
+from .cluster_reads import EARLIEST, LATEST, list_offsets, replica_sizes, topic_configs
+from .context import console_of
+from .json_api import BadRequest, body, endpoint, error_text, integer, text
+
+# Kafka's ConfigEntry.ConfigSource names, by DescribeConfigs' config_source id
+CONFIG_SOURCES = {0: "UNKNOWN", 1: "DYNAMIC_TOPIC_CONFIG", 2: "DYNAMIC_BROKER_CONFIG",
+                  3: "DYNAMIC_DEFAULT_BROKER_CONFIG", 4: "STATIC_BROKER_CONFIG", 5: "DEFAULT_CONFIG",
+                  6: "DYNAMIC_BROKER_LOGGER_CONFIG"}
+
+
+async def _settled(**calls: Any) -> tuple[dict[str, Any], dict[str, str]]:
+    """Run the awaitables together: (name -> result for those that succeeded, name -> error text)."""
+    names = list(calls)
+    results = await asyncio.gather(*calls.values(), return_exceptions=True)
+    done, errors = {}, {}
+    for name, result in zip(names, results):
+        if isinstance(result, BaseException):
+            if isinstance(result, asyncio.CancelledError):
+                raise result
+            errors[name] = error_text(result)
+        else:
+            done[name] = result
+    return done, errors
+
+
+def _partition_rows(metadata: Any) -> list[tuple[str, bool, Any]]:
+    return [(t.name, t.is_internal, p) for t in metadata.topics for p in t.partitions]
+
+
+@endpoint
+async def overview(request: web.Request) -> dict[str, Any]:
+    console = console_of(request)
+    metadata = await console.client.metadata_response(None)
+    console.watch.observe(metadata)
+    rows = _partition_rows(metadata)
+    topics = sorted({t.name for t in metadata.topics})
+    done, errors = await _settled(configs=topic_configs(console.client, topics, ["min.insync.replicas"]))
+    under_min_isr = None
+    if "configs" in done:
+        min_isr = {t: int(c.get("min.insync.replicas") or 1) for t, c in done["configs"].items() if "error" not in c}
+        under_min_isr = sum(1 for name, _, p in rows if p.leader_id >= 0 and len(p.isr_nodes) < min_isr.get(name, 1))
+    return {
+        "cluster_id": metadata.cluster_id,
+        "controller_id": metadata.controller_id,
+        "controller_epoch": console.sampler.latest_max("controller_epoch"),
+        "brokers": console.watch.brokers(),
+        "topics": len(topics),
+        "partitions": len(rows),
+        "under_replicated": sum(1 for _, _, p in rows if len(p.isr_nodes) < len(p.replica_nodes)),
+        "under_min_isr": under_min_isr,
+        "offline": sum(1 for _, _, p in rows if p.leader_id < 0),
+        "metrics": sorted(console.sampler.brokers),
+        "errors": errors,
+    }
+
+
+@endpoint
+async def metrics(request: web.Request) -> dict[str, Any]:
+    console = console_of(request)
+    since = float(request.query.get("since") or 0)
+    return {"interval_s": console.sampler.interval_s, "brokers": console.sampler.snapshot(since)}
+
+
+@endpoint
+async def topics(request: web.Request) -> dict[str, Any]:
+    """Every topic with partitions, replication factor, size (largest replica per partition), messages
+    (log end minus log start) and cleanup policy; a part that failed is null and named in ``errors``."""
+    console = console_of(request)
+    metadata = await console.client.metadata_response(None)
+    rows = _partition_rows(metadata)
+    leaders = {TopicPartition(name, p.partition_index): p.leader_id for name, _, p in rows}
+    names = sorted({t.name for t in metadata.topics})
+    done, errors = await _settled(
+        starts=list_offsets(console.client, leaders, EARLIEST, leaders),
+        ends=list_offsets(console.client, leaders, LATEST, leaders),
+        log_dirs=console.admin.describe_log_dirs(),
+        configs=topic_configs(console.client, names, ["cleanup.policy"]))
+    sizes = replica_sizes(done["log_dirs"])[0] if "log_dirs" in done else None
+    starts, ends, configs = done.get("starts"), done.get("ends"), done.get("configs")
+    out = []
+    for topic in sorted(metadata.topics, key=lambda t: t.name):
+        tps = [TopicPartition(topic.name, p.partition_index) for p in topic.partitions]
+        messages = None
+        if starts is not None and ends is not None:
+            known = [(starts[tp], ends[tp]) for tp in tps if starts.get(tp) is not None and ends.get(tp) is not None]
+            messages = sum(end - start for start, end in known)
+        out.append({
+            "name": topic.name, "internal": topic.is_internal, "partitions": len(topic.partitions),
+            "replication_factor": max((len(p.replica_nodes) for p in topic.partitions), default=0),
+            "size": sum(sizes.get(tp, 0) for tp in tps) if sizes is not None else None,
+            "messages": messages,
+            "cleanup_policy": (configs or {}).get(topic.name, {}).get("cleanup.policy"),
+            "under_replicated": sum(1 for p in topic.partitions if len(p.isr_nodes) < len(p.replica_nodes)),
+            "offline": sum(1 for p in topic.partitions if p.leader_id < 0),
+        })
+    return {"topics": out, "errors": errors}
+
+
+@endpoint
+async def topic_detail(request: web.Request) -> dict[str, Any]:
+    console = console_of(request)
+    name = request.match_info["name"]
+    metadata = await console.client.metadata_response([name])
+    [topic] = metadata.topics
+    if topic.error_code:
+        from ..protocol.errors import for_code
+        raise for_code(topic.error_code)(f"topic {name}")
+    tps = {TopicPartition(name, p.partition_index): p.leader_id for p in topic.partitions}
+    done, errors = await _settled(
+        starts=list_offsets(console.client, tps, EARLIEST, tps), ends=list_offsets(console.client, tps, LATEST, tps),
+        log_dirs=console.admin.describe_log_dirs([name]))
+    replicas = replica_sizes(done["log_dirs"])[1] if "log_dirs" in done else None
+    partitions = []
+    for p in sorted(topic.partitions, key=lambda p: p.partition_index):
+        tp = TopicPartition(name, p.partition_index)
+        partitions.append({
+            "partition": p.partition_index, "leader": p.leader_id, "leader_epoch": p.leader_epoch,
+            "replicas": list(p.replica_nodes), "isr": list(p.isr_nodes),
+            "offline_replicas": list(p.offline_replicas or []), "error_code": p.error_code,
+            "start": (done.get("starts") or {}).get(tp), "end": (done.get("ends") or {}).get(tp),
+            "log_dirs": None if replicas is None else [
+                {k: r[k] for k in ("broker", "dir", "size", "offset_lag", "future")}
+                for r in replicas if r["partition"] == p.partition_index],
+        })
+    return {"name": name, "internal": topic.is_internal, "partitions": partitions,
+            "brokers": console.watch.brokers() or [{"id": b.node_id, "alive": True} for b in metadata.brokers],
+            "errors": errors}
+
+
+@endpoint
+async def topic_configs_view(request: web.Request) -> dict[str, Any]:
+    console = console_of(request)
+    resource = ConfigResource(ConfigResourceType.TOPIC, request.match_info["name"])
+    entries = (await console.admin.describe_configs([resource], include_synonyms=True))[resource]
+    return {"configs": [{
+        "name": e.name, "value": e.value, "source": CONFIG_SOURCES.get(e.source, str(e.source)),
+        "is_default": e.is_default, "read_only": e.read_only, "sensitive": e.is_sensitive,
+        "synonyms": [{"name": n, "value": v, "source": CONFIG_SOURCES.get(s, str(s))} for n, v, s in e.synonyms],
+    } for e in sorted(entries.values())]}
+
+
+@endpoint
+async def alter_topic_configs(request: web.Request) -> dict[str, Any]:
+    """``{"set": {key: value}, "delete": [key]}``: one IncrementalAlterConfigs."""
+    console = console_of(request)
+    data = await body(request)
+    ops = [AlterConfigOp(k, str(v), AlterConfigOpType.SET) for k, v in (data.get("set") or {}).items()]
+    ops += [AlterConfigOp(k, None, AlterConfigOpType.DELETE) for k in data.get("delete") or []]
+    if not ops:
+        raise BadRequest("nothing to change: give set and/or delete")
+    resource = ConfigResource(ConfigResourceType.TOPIC, request.match_info["name"])
+    await console.admin.incremental_alter_configs({resource: ops})
+    return {"altered": len(ops)}
+
+
+@endpoint
+async def create_topic(request: web.Request) -> dict[str, Any]:
+    console = console_of(request)
+    data = await body(request)
+    name = text(data.get("name"), "name")
+    configs = {str(k): str(v) for k, v in (data.get("configs") or {}).items()}
+    await console.admin.create_topics([NewTopic(name, integer(data.get("partitions"), "partitions", -1),
+                                                integer(data.get("replication_factor"), "replication_factor", -1),
+                                                topic_configs=configs)])
+    return {"created": name}
+
+
+@endpoint
+async def delete_topic(request: web.Request) -> dict[str, Any]:
+    console = console_of(request)
+    name = request.match_info["name"]
+    await console.admin.delete_topics([name])
+    return {"deleted": name}
+
+
+@endpoint
+async def add_partitions(request: web.Request) -> dict[str, Any]:
+    console = console_of(request)
+    name = request.match_info["name"]
+    total = integer((await body(request)).get("total"), "total")
+    await console.admin.create_partitions({name: NewPartitions(total)})
+    return {"topic": name, "partitions": total}
+
+
+ROUTES = [  # (method, path, handler): server.py adds them
+    ("GET", "/api/overview", overview),
+    ("GET", "/api/metrics", metrics),
+    ("GET", "/api/topics", topics),
+    ("POST", "/api/topics", create_topic),
+    ("GET", "/api/topics/{name}", topic_detail),
+    ("DELETE", "/api/topics/{name}", delete_topic),
+    ("GET", "/api/topics/{name}/configs", topic_configs_view),
+    ("POST", "/api/topics/{name}/configs", alter_topic_configs),
+    ("POST", "/api/topics/{name}/partitions", add_partitions),
+]
