@@ -88,7 +88,7 @@ async def reset_offsets(request: web.Request) -> dict[str, Any]:
     if not partitions:
         raise BadRequest(f"group '{group_id}' has no committed offsets to reset; name a topic")
     metadata = await console.client.metadata(sorted({tp.topic for tp in partitions}))
-    leaders = {tp: metadata.leader_for(tp.topic, tp.partition) or -1 for tp in partitions}
+    leaders = {tp: _leader(metadata.leader_for(tp.topic, tp.partition)) for tp in partitions}
     starts, ends = await asyncio.gather(list_offsets(console.client, partitions, EARLIEST, leaders),
                                         list_offsets(console.client, partitions, LATEST, leaders))
     if to == "earliest":
@@ -108,6 +108,10 @@ async def reset_offsets(request: web.Request) -> dict[str, Any]:
     await console.admin.alter_consumer_group_offsets(group_id, {tp: target[tp] for tp in partitions})
     return {"group_id": group_id, "offsets": [{"topic": tp.topic, "partition": tp.partition, "offset": target[tp]}
                                               for tp in partitions]}
+
+
+def _leader(node_id: int | None) -> int:
+    return -1 if node_id is None else node_id
 
 
 @endpoint

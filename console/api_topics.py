@@ -3,7 +3,6 @@ and the topic operations (create, delete, add partitions, edit configs)."""
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 from aiohttp import web
@@ -13,6 +12,7 @@ from ..clients.admin.client import AlterConfigOp, AlterConfigOpType, ConfigResou
 from ..protocol.config_resource import ConfigResourceType
 
 from .cluster_reads import EARLIEST, LATEST, list_offsets, replica_sizes, topic_configs
+from .topic_list import settled
 from .context import console_of
 from .json_api import BadRequest, body, endpoint, error_text, integer, text
 
@@ -20,21 +20,6 @@ from .json_api import BadRequest, body, endpoint, error_text, integer, text
 CONFIG_SOURCES = {0: "UNKNOWN", 1: "DYNAMIC_TOPIC_CONFIG", 2: "DYNAMIC_BROKER_CONFIG",
                   3: "DYNAMIC_DEFAULT_BROKER_CONFIG", 4: "STATIC_BROKER_CONFIG", 5: "DEFAULT_CONFIG",
                   6: "DYNAMIC_BROKER_LOGGER_CONFIG"}
-
-
-async def _settled(**calls: Any) -> tuple[dict[str, Any], dict[str, str]]:
-    """Run the awaitables together: (name -> result for those that succeeded, name -> error text)."""
-    names = list(calls)
-    results = await asyncio.gather(*calls.values(), return_exceptions=True)
-    done, errors = {}, {}
-    for name, result in zip(names, results):
-        if isinstance(result, BaseException):
-            if isinstance(result, asyncio.CancelledError):
-                raise result
-            errors[name] = error_text(result)
-        else:
-            done[name] = result
-    return done, errors
 
 
 def _partition_rows(metadata: Any) -> list[tuple[str, bool, Any]]:
@@ -48,7 +33,7 @@ async def overview(request: web.Request) -> dict[str, Any]:
     console.watch.observe(metadata)
     rows = _partition_rows(metadata)
     topics = sorted({t.name for t in metadata.topics})
-    done, errors = await _settled(configs=topic_configs(console.client, topics, ["min.insync.replicas"]))
+    done, errors = await settled(configs=topic_configs(console.client, topics, ["min.insync.replicas"]))
     under_min_isr = None
     if "configs" in done:
         min_isr = {t: int(c.get("min.insync.replicas") or 1) for t, c in done["configs"].items() if "error" not in c}
@@ -77,37 +62,7 @@ async def metrics(request: web.Request) -> dict[str, Any]:
 
 @endpoint
 async def topics(request: web.Request) -> dict[str, Any]:
-    """Every topic with partitions, replication factor, size (largest replica per partition), messages
-    (log end minus log start) and cleanup policy; a part that failed is null and named in ``errors``."""
-    console = console_of(request)
-    metadata = await console.client.metadata_response(None)
-    rows = _partition_rows(metadata)
-    leaders = {TopicPartition(name, p.partition_index): p.leader_id for name, _, p in rows}
-    names = sorted({t.name for t in metadata.topics})
-    done, errors = await _settled(
-        starts=list_offsets(console.client, leaders, EARLIEST, leaders),
-        ends=list_offsets(console.client, leaders, LATEST, leaders),
-        log_dirs=console.admin.describe_log_dirs(),
-        configs=topic_configs(console.client, names, ["cleanup.policy"]))
-    sizes = replica_sizes(done["log_dirs"])[0] if "log_dirs" in done else None
-    starts, ends, configs = done.get("starts"), done.get("ends"), done.get("configs")
-    out = []
-    for topic in sorted(metadata.topics, key=lambda t: t.name):
-        tps = [TopicPartition(topic.name, p.partition_index) for p in topic.partitions]
-        messages = None
-        if starts is not None and ends is not None:
-            known = [(starts[tp], ends[tp]) for tp in tps if starts.get(tp) is not None and ends.get(tp) is not None]
-            messages = sum(end - start for start, end in known)
-        out.append({
-            "name": topic.name, "internal": topic.is_internal, "partitions": len(topic.partitions),
-            "replication_factor": max((len(p.replica_nodes) for p in topic.partitions), default=0),
-            "size": sum(sizes.get(tp, 0) for tp in tps) if sizes is not None else None,
-            "messages": messages,
-            "cleanup_policy": (configs or {}).get(topic.name, {}).get("cleanup.policy"),
-            "under_replicated": sum(1 for p in topic.partitions if len(p.isr_nodes) < len(p.replica_nodes)),
-            "offline": sum(1 for p in topic.partitions if p.leader_id < 0),
-        })
-    return {"topics": out, "errors": errors}
+    return await console_of(request).topic_list.current()
 
 
 @endpoint
@@ -120,7 +75,7 @@ async def topic_detail(request: web.Request) -> dict[str, Any]:
         from ..protocol.errors import for_code
         raise for_code(topic.error_code)(f"topic {name}")
     tps = {TopicPartition(name, p.partition_index): p.leader_id for p in topic.partitions}
-    done, errors = await _settled(
+    done, errors = await settled(
         starts=list_offsets(console.client, tps, EARLIEST, tps), ends=list_offsets(console.client, tps, LATEST, tps),
         log_dirs=console.admin.describe_log_dirs([name]))
     replicas = replica_sizes(done["log_dirs"])[1] if "log_dirs" in done else None
@@ -176,6 +131,7 @@ async def create_topic(request: web.Request) -> dict[str, Any]:
     await console.admin.create_topics([NewTopic(name, integer(data.get("partitions"), "partitions", -1),
                                                 integer(data.get("replication_factor"), "replication_factor", -1),
                                                 topic_configs=configs)])
+    await console.topic_list.run_once()
     return {"created": name}
 
 
@@ -184,6 +140,7 @@ async def delete_topic(request: web.Request) -> dict[str, Any]:
     console = console_of(request)
     name = request.match_info["name"]
     await console.admin.delete_topics([name])
+    await console.topic_list.run_once()
     return {"deleted": name}
 
 
@@ -193,6 +150,7 @@ async def add_partitions(request: web.Request) -> dict[str, Any]:
     name = request.match_info["name"]
     total = integer((await body(request)).get("total"), "total")
     await console.admin.create_partitions({name: NewPartitions(total)})
+    await console.topic_list.run_once()
     return {"topic": name, "partitions": total}
 
 

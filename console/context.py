@@ -14,6 +14,7 @@ from ..clients.simple_client import SimpleClient
 from .cluster_watch import ClusterWatch
 from .lag_history import LagHistory
 from .metrics_sampler import MetricsSampler
+from .topic_list import TopicList
 
 CONSOLE_KEY = web.AppKey("console", object)
 
@@ -21,7 +22,7 @@ CONSOLE_KEY = web.AppKey("console", object)
 class Console:
     def __init__(self, bootstrap_servers: str, *, security: dict[str, Any] | None = None,
                  metrics: list[str] | None = None, metrics_interval_s: float = 5.0,
-                 watch_interval_s: float = 2.0, lag_interval_s: float = 5.0,
+                 watch_interval_s: float = 2.0, lag_interval_s: float = 5.0, topics_interval_s: float = 5.0,
                  request_timeout_ms: int = 10000) -> None:
         self.bootstrap_servers = bootstrap_servers
         self.security = dict(security or {})
@@ -36,6 +37,7 @@ class Console:
         self.sampler = MetricsSampler(metrics or [], metrics_interval_s)
         self.watch = ClusterWatch(self.client, watch_interval_s)
         self.lag = LagHistory(self, lag_interval_s)
+        self.topic_list = TopicList(self, topics_interval_s)
         self.searches: dict[str, Any] = {}
         self._producer: AIOProducer | None = None
         self._producer_lock = asyncio.Lock()
@@ -44,11 +46,13 @@ class Console:
         self.sampler.start()
         self.watch.start()
         self.lag.start()
+        self.topic_list.start()
 
     async def stop(self) -> None:
         for search in list(self.searches.values()):
             search.cancel()
         await self.lag.stop()
+        await self.topic_list.stop()
         await self.watch.stop()
         await self.sampler.stop()
         if self._producer is not None:

@@ -43,8 +43,11 @@ def build_app(console: Console, credentials: tuple[str, str] | None = None) -> w
     async def index(_: web.Request) -> web.FileResponse:
         return web.FileResponse(STATIC / "index.html")
 
+    async def no_icon(_: web.Request) -> web.Response:
+        return web.Response(status=204)
+
     app.router.add_get("/", index)
-    app.router.add_get("/favicon.ico", lambda _: web.Response(status=204))
+    app.router.add_get("/favicon.ico", no_icon)
     app.router.add_static("/static/", STATIC)
 
     async def on_startup(_: web.Application) -> None:

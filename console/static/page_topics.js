@@ -31,7 +31,7 @@
       search.addEventListener("input", draw);
       showInternal.addEventListener("change", draw);
       body.append(h("div", { class: "controls" }, search, h("label", { class: "check" }, showInternal, "internal topics"),
-        h("span", { class: "note" }, d.topics.length + " topics")));
+        h("span", { class: "note" }, d.topics.length + " topics, as of " + d.age_s + " s ago (refreshed in the background)")));
       for (const [what, message] of Object.entries(d.errors || {})) {
         body.append(h("div", { class: "error" }, what + " unavailable: " + message));
       }
