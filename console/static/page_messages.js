@@ -82,7 +82,7 @@
       const progress = h("div", { class: "progress" }, bar);
       const status = h("div", { class: "note", "data-search-status": "1" });
       const results = h("div", { "data-results": "search" });
-      let polling = null, searchId = null, matches = [];
+      let polling = null, searchId = null, matches = [], busy = false;
       const cancel = h("button", { type: "button", class: "secondary", onclick: async () => {
         if (searchId) await api("/api/searches/" + searchId, { method: "DELETE" }).catch(() => {});
       } }, "Cancel");
@@ -103,8 +103,11 @@
         searchId = job.id;
         const generation = Console.current();
         const poll = async () => {
-          if (generation !== Console.current()) { clearInterval(polling); return; }
-          const p = await api("/api/searches/" + job.id + "?after=" + matches.length);
+          if (generation !== Console.current() || searchId !== job.id) { clearInterval(polling); return; }
+          if (busy) return;  // one poll at a time: each asks for the matches after those it has
+          busy = true;
+          let p;
+          try { p = await api("/api/searches/" + job.id + "?after=" + matches.length); } finally { busy = false; }
           matches = matches.concat(p.matches);
           bar.style.width = (p.total ? Math.min(100, 100 * p.scanned / p.total) : 100) + "%";
           status.textContent = p.state + ": scanned " + fmt(p.scanned) + " of " + fmt(p.total) + " records, " +
