@@ -17,8 +17,9 @@ import sys
 from typing import NoReturn, Sequence
 
 from .cluster_security import MODES
+from .console_process import ConsoleProcess
 from .local_cluster import ClusterAlreadyRunningError, ClusterError, LocalCluster
-from .local_zookeeper import ZooKeeperNotFoundError, ZooKeeperStartError
+from .local_zookeeper import ZooKeeperNotFoundError, ZooKeeperStartError, free_port
 
 PROG = "odradek-cluster"
 # How the user runs this command, for the hints in messages (cluster.sh sets "bash cluster.sh")
@@ -111,6 +112,10 @@ def build_parser() -> OneLineParser:
                        help="secure every broker's listener: ssl (mutual TLS), sasl_plaintext or sasl_ssl (PLAIN and "
                             "SCRAM users, the brokers authenticating as admin); certificates, the admin's password and "
                             "a client.properties for --command-config go to DIR/security")
+    start.add_argument("--console-port", type=_port, default=None, metavar="PORT",
+                       help="also start the web console (odradek-console) on http://127.0.0.1:PORT (0 = a free port; "
+                            "default: no console; cluster.sh asks for 8080). Turns the metrics endpoints on (free "
+                            "ports) unless --metrics-base-port is given, for the console's plots")
     start.add_argument("--override", type=_key_value, action="append", default=[], metavar="KEY=VALUE",
                        help="a broker setting for every broker (repeatable), as kafka-server-start's --override")
     command("stop", "Stop the brokers (SIGTERM, then SIGKILL after the timeout), then ZooKeeper.", 30.0)
@@ -149,10 +154,13 @@ def start(args: argparse.Namespace) -> int:
                          "below 65536")
     if args.chroot and (not args.chroot.startswith("/") or args.chroot.endswith("/")):
         raise UsageError(f"--chroot must start with / and not end with one, got {args.chroot!r}")
+    metrics_base_port = args.metrics_base_port
+    if args.console_port is not None and metrics_base_port is None:
+        metrics_base_port = 0  # the console plots what the brokers' Prometheus endpoints say
     cluster = LocalCluster(args.data_dir, args.brokers, zookeeper=args.zookeeper,
                            zookeeper_port=args.zookeeper_port, base_port=args.base_port, chroot=args.chroot,
                            broker_overrides=dict(args.override), detach=True,
-                           metrics_base_port=args.metrics_base_port, replication_defaults=True,
+                           metrics_base_port=metrics_base_port, replication_defaults=True,
                            security=args.security)
     previous = LocalCluster.attach(args.data_dir)
     if previous is not None and previous.running():  # say so before "Starting" (start() checks again, locked)
@@ -174,6 +182,8 @@ def start(args: argparse.Namespace) -> int:
         metrics = f", metrics http://{cluster.host}:{broker.metrics_port}/metrics" if broker.metrics_port else ""
         _say(f"Started broker {broker.broker_id} on {cluster.host}:{broker.port} "
              f"(pid {broker.process.pid}, log {broker.log_path}{metrics})")
+    if args.console_port is not None:
+        _start_console(cluster, args.console_port, args.timeout)
     _say(f"Cluster is up: {len(metadata.brokers)} broker{'s' if len(metadata.brokers) > 1 else ''}, "
          f"controller is broker {metadata.controller_id}. Stop it with "
          f"`{COMMAND} stop --data-dir {args.data_dir}`. Bootstrap servers:")
@@ -184,11 +194,27 @@ def start(args: argparse.Namespace) -> int:
     return 0
 
 
+def _start_console(cluster: LocalCluster, port: int, timeout: float) -> None:
+    """Start the web console beside the cluster; the cluster stays up (and start succeeds) if it cannot."""
+    console = ConsoleProcess(cluster.data_dir, cluster.host, port or free_port(cluster.host))
+    metrics = [url.removeprefix("http://").removesuffix("/metrics") for url in cluster.metrics_urls]
+    command_config = cluster.security.properties_path if cluster.security is not None else None
+    try:
+        console.start(cluster.bootstrap_servers, metrics, command_config, cluster.python, timeout)
+    except ClusterError as e:
+        _say(f"Warning: the web console did not start: {e.message} (the cluster is up without it)")
+        return
+    _say(f"Console: {console.url} (pid {console.process.pid}, log {console.log_path})")
+
+
 def stop(args: argparse.Namespace) -> int:
     cluster = LocalCluster.attach(args.data_dir)
     if cluster is None:
         # kafka-server-stop.sh also exits 1 when there is nothing to stop
         return _fail(f"No cluster to stop in {args.data_dir} (no cluster.json)")
+    console = ConsoleProcess.attach(args.data_dir)
+    if console is not None:
+        console.stop()  # an admin client of the cluster: it goes first
     if not cluster.running():
         cluster.stop(timeout=args.timeout)  # removes the stale pid files
         return _fail(f"No cluster to stop in {args.data_dir}: its processes are gone (stale pid files removed)")
@@ -207,6 +233,9 @@ def status(args: argparse.Namespace) -> int:
         print(f"No cluster in {args.data_dir} (no cluster.json)")
         return 1
     rows = cluster.process_table()
+    console = ConsoleProcess.attach(args.data_dir)
+    if console is not None:
+        rows.append(("console", console.process.pid, console.alive(), f"{console.host}:{console.port}"))
     for name, pid, alive, address in rows:
         print(f"{name:<10} {address:<21} pid {pid if pid is not None else '-':<8} "
               f"{'running' if alive else 'NOT RUNNING'}")
@@ -216,6 +245,8 @@ def status(args: argparse.Namespace) -> int:
     print(f"ZooKeeper connect: {cluster.zookeeper_connect}")
     if cluster.metrics_urls:
         print(f"Metrics: {' '.join(cluster.metrics_urls)}")
+    if console is not None:
+        print(f"Console: {console.url}")
     try:
         metadata = cluster.metadata(timeout=args.timeout)
     except Exception as e:  # noqa: BLE001 - any failure means "no answer"; say which
