@@ -57,7 +57,15 @@ async def overview(request: web.Request) -> dict[str, Any]:
 async def metrics(request: web.Request) -> dict[str, Any]:
     console = console_of(request)
     since = float(request.query.get("since") or 0)
-    return {"interval_s": console.sampler.interval_s, "brokers": console.sampler.snapshot(since)}
+    brokers = console.sampler.snapshot(since)
+    # an endpoint on a host only one broker has is that broker's (docker-compose: kafka-1:7071 is broker 1)
+    by_host: dict[str, list[int]] = {}
+    for broker in console.watch.brokers():
+        by_host.setdefault(broker["host"], []).append(broker["id"])
+    for endpoint, series in brokers.items():
+        ids = by_host.get(endpoint.rpartition(":")[0], [])
+        series["broker"] = ids[0] if len(ids) == 1 else None
+    return {"interval_s": console.sampler.interval_s, "brokers": brokers}
 
 
 @endpoint

@@ -53,7 +53,7 @@
       body.append(grid);
       for (const [key, title, unit] of PLOTS) {
         const series = endpoints.map(([endpoint, b]) => ({
-          name: endpoint, points: b.points.filter((p) => key in p[1]).map((p) => [p[0], p[1][key]]) }));
+          name: b.broker === null ? endpoint : "broker " + b.broker, points: b.points.filter((p) => key in p[1]).map((p) => [p[0], p[1][key]]) }));
         Plot.line(grid, title, series, { unit, id: key });
       }
     }, { id: "metrics", every: 5000 });

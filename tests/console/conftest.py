@@ -8,15 +8,7 @@ import pytest
 
 from tests.conftest import new_cluster
 
-from .console_process import ConsoleThread
-
-CONSOLE_BROKER_OVERRIDES = {
-    "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
-    "super.users": "User:ANONYMOUS",
-    "offsets.topic.replication.factor": "1",
-    "transaction.state.log.replication.factor": "1",
-    "transaction.state.log.min.isr": "1",
-}
+from .console_process import CONSOLE_BROKER_OVERRIDES, ConsoleThread
 
 
 @pytest.fixture(scope="module")

@@ -13,6 +13,16 @@ from typing import Any
 from odradek.console.context import Console
 from odradek.console.server import serve
 
+# The console tests' brokers: an authorizer (so the ACL calls work) whose super user is the PLAINTEXT
+# clients' ANONYMOUS, and internal topics that a two-broker cluster can host with one broker down.
+CONSOLE_BROKER_OVERRIDES = {
+    "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
+    "super.users": "User:ANONYMOUS",
+    "offsets.topic.replication.factor": "1",
+    "transaction.state.log.replication.factor": "1",
+    "transaction.state.log.min.isr": "1",
+}
+
 
 class ConsoleThread:
     def __init__(self, bootstrap_servers: str, metrics: list[str] | None = None,
