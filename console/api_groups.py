@@ -60,12 +60,11 @@ async def group_detail(request: web.Request) -> dict[str, Any]:
     }
 
 
-async def _refuse_if_active(console: Any, group_id: str, action: str) -> None:
+async def _refuse_reset_if_active(console: Any, group_id: str) -> None:
     [description] = await console.admin.describe_consumer_groups([group_id])
-    if description.state not in INACTIVE_STATES:
-        # kafka-consumer-groups' own words
-        raise BadRequest(f"{action} can only be {'reset' if action == 'Assignments' else 'done'} if the group "
-                         f"'{group_id}' is inactive, but the current state is {description.state}.")
+    if description.state not in INACTIVE_STATES:  # kafka-consumer-groups' own words
+        raise BadRequest(f"Assignments can only be reset if the group '{group_id}' is inactive, but the current "
+                         f"state is {description.state}.")
 
 
 @endpoint
@@ -78,7 +77,7 @@ async def reset_offsets(request: web.Request) -> dict[str, Any]:
     to = data.get("to")
     if to not in ("earliest", "latest", "timestamp", "offset"):
         raise BadRequest("to must be earliest, latest, timestamp or offset")
-    await _refuse_if_active(console, group_id, "Assignments")
+    await _refuse_reset_if_active(console, group_id)
     committed = await console.admin.list_consumer_group_offsets(group_id)
     partitions = [tp for tp in committed if not data.get("topic") or tp.topic == data["topic"]]
     if not partitions and data.get("topic"):

@@ -101,7 +101,7 @@ async def read_rows(console: Any, tp: TopicPartition, offset: int, limit: int, i
                 break
             if item[0] == "marker":
                 marker = item[1]
-                for batch_rows in tracker.marker(marker["producer_id"], marker["marker"]):
+                for batch_rows in tracker.settle(marker["producer_id"]):
                     for row in batch_rows:
                         row["transaction"] = "aborted" if marker["marker"] == "ABORT" else "committed"
                 aborted.marker(marker["producer_id"], marker["marker"])

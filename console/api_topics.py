@@ -14,7 +14,7 @@ from ..protocol.config_resource import ConfigResourceType
 from .cluster_reads import EARLIEST, LATEST, list_offsets, replica_sizes, topic_configs
 from .topic_list import settled
 from .context import console_of
-from .json_api import BadRequest, body, endpoint, error_text, integer, text
+from .json_api import BadRequest, body, endpoint, integer, text
 
 # Kafka's ConfigEntry.ConfigSource names, by DescribeConfigs' config_source id
 CONFIG_SOURCES = {0: "UNKNOWN", 1: "DYNAMIC_TOPIC_CONFIG", 2: "DYNAMIC_BROKER_CONFIG",

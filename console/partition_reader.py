@@ -88,8 +88,8 @@ class TransactionTracker:
     def add(self, producer_id: int, rows: Any) -> None:
         self.pending.setdefault(producer_id, []).append(rows)
 
-    def marker(self, producer_id: int, kind: str) -> list[Any]:
-        """The rows the marker settles (the caller marks them committed or aborted)."""
+    def settle(self, producer_id: int) -> list[Any]:
+        """The rows a marker of ``producer_id`` settles (the caller marks them committed or aborted)."""
         return self.pending.pop(producer_id, [])
 
 
