@@ -16,6 +16,10 @@ class Periodic:
     async def run_once(self) -> None:
         raise NotImplementedError
 
+    def wanted(self) -> bool:
+        """Whether this round should run (a job whose data nobody looked at lately can skip it)."""
+        return True
+
     def start(self) -> None:
         if self._task is None:
             self._task = asyncio.get_running_loop().create_task(self._loop())
@@ -28,8 +32,9 @@ class Periodic:
     async def _loop(self) -> None:
         while True:
             try:
-                await self.run_once()
-                self.error = None
+                if self.wanted():
+                    await self.run_once()
+                    self.error = None
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # noqa: BLE001 - a cluster that does not answer now may answer next time

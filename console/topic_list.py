@@ -3,7 +3,8 @@
 For 10,000 partitions, Metadata, two ListOffsets rounds, DescribeLogDirs and DescribeConfigs take a second
 or more together against a loaded cluster; the page instead gets the latest snapshot at once, with its age
 (at most about one refresh interval). A change made through the console (create, delete, add partitions)
-refreshes it before the change's answer, so the list the page reloads shows it.
+refreshes it before the change's answer, so the list the page reloads shows it. Nobody asking for the list
+for ``IDLE_S`` stops the refreshes (the next ask then waits for a fresh one and starts them again).
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ from .periodic import Periodic
 
 if TYPE_CHECKING:
     from .context import Console
+
+IDLE_S = 120.0
 
 
 async def settled(**calls: Any) -> tuple[dict[str, Any], dict[str, str]]:
@@ -75,7 +78,11 @@ class TopicList(Periodic):
         self.console = console
         self.snapshot: dict[str, Any] | None = None
         self.taken = 0.0
+        self.asked = 0.0  # monotonic time of the last ask
         self._lock = asyncio.Lock()
+
+    def wanted(self) -> bool:
+        return time.monotonic() - self.asked < IDLE_S
 
     async def run_once(self) -> None:
         async with self._lock:  # one refresh at a time; a refresh asked for meanwhile waits for its own
@@ -84,7 +91,8 @@ class TopicList(Periodic):
 
     async def current(self) -> dict[str, Any]:
         """The latest snapshot (taken now when there is none yet) with its age in seconds."""
-        if self.snapshot is None:
-            await self.run_once()
+        self.asked = time.monotonic()
+        if self.snapshot is None or time.time() - self.taken > 3 * self.interval_s:  # none, or taken before
+            await self.run_once()                                                       # an idle spell
         assert self.snapshot is not None
         return {**self.snapshot, "age_s": round(time.time() - self.taken, 1)}

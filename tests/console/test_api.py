@@ -53,7 +53,11 @@ def test_metrics_are_sampled_from_every_broker(console, events):
 
 
 def test_topics_list_and_detail(console, events):
-    listed = {t["name"]: t for t in console.get("/api/topics")["topics"]}
+    def listed_with_every_record():  # the list is a snapshot refreshed in the background
+        listed = {t["name"]: t for t in console.get("/api/topics")["topics"]}
+        return listed if listed["events"]["messages"] == 5 else None
+
+    listed = wait_until(listed_with_every_record, 30, "the topic list to count the five records")
     assert listed["events"]["partitions"] == 2 and listed["events"]["replication_factor"] == 2
     assert listed["events"]["messages"] == 5 and listed["events"]["size"] > 0
     assert listed["events"]["cleanup_policy"] == "delete"
@@ -69,7 +73,8 @@ def test_topic_operations(console):
     status, answer = console.call("POST", "/api/topics", {"name": "ops", "partitions": 1})
     assert status == 502 and "TopicAlreadyExists" in answer["error"]
     console.post("/api/topics/ops/partitions", {"total": 3})
-    assert len(console.get("/api/topics/ops")["partitions"]) == 3
+    wait_until(lambda: len(console.get("/api/topics/ops")["partitions"]) == 3, 30,
+               "the brokers to learn of the new partitions")
     console.post("/api/topics/ops/configs", {"set": {"retention.ms": "3600000"}})
     configs = {c["name"]: c for c in console.get("/api/topics/ops/configs")["configs"]}
     assert configs["retention.ms"]["value"] == "3600000"
