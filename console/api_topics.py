@@ -3,6 +3,7 @@ and the topic operations (create, delete, add partitions, edit configs)."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from aiohttp import web
@@ -139,8 +140,20 @@ async def create_topic(request: web.Request) -> dict[str, Any]:
     await console.admin.create_topics([NewTopic(name, integer(data.get("partitions"), "partitions", -1),
                                                 integer(data.get("replication_factor"), "replication_factor", -1),
                                                 topic_configs=configs)])
+    await _known_to_a_broker(console, name)
     await console.topic_list.run_once()
     return {"created": name}
+
+
+async def _known_to_a_broker(console: Any, name: str, timeout_s: float = 3.0) -> None:
+    """Wait (a little) until the broker the console asks has the new topic, so the list the page reloads has
+    it: the controller answers CreateTopics before every broker has heard of the topic."""
+    deadline = asyncio.get_running_loop().time() + timeout_s
+    while asyncio.get_running_loop().time() < deadline:
+        metadata = await console.client.metadata([name])
+        if name in metadata.topics and not metadata.topics[name].error_code:
+            return
+        await asyncio.sleep(0.1)
 
 
 @endpoint

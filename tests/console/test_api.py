@@ -55,7 +55,7 @@ def test_metrics_are_sampled_from_every_broker(console, events):
 def test_topics_list_and_detail(console, events):
     def listed_with_every_record():  # the list is a snapshot refreshed in the background
         listed = {t["name"]: t for t in console.get("/api/topics")["topics"]}
-        return listed if listed["events"]["messages"] == 5 else None
+        return listed if "events" in listed and listed["events"]["messages"] == 5 else None
 
     listed = wait_until(listed_with_every_record, 30, "the topic list to count the five records")
     assert listed["events"]["partitions"] == 2 and listed["events"]["replication_factor"] == 2
