@@ -115,7 +115,10 @@ def console_from_args(args: argparse.Namespace) -> Console:
     security: dict[str, Any] = {}
     if args.command_config:
         props = {k: v for k, v, _ in parse_properties(_read_text(args.command_config, "--command-config"))}
-        security = security_kwargs_from_properties(props)
+        try:
+            security = security_kwargs_from_properties(props)
+        except ValueError as exc:
+            raise SystemExit(f"{PROG}: --command-config {args.command_config}: {exc}") from None
     endpoints = [e.strip() for e in args.metrics.split(",") if e.strip()]
     return Console(args.bootstrap_server, security=security, metrics=endpoints,
                    metrics_interval_s=args.metrics_interval)

@@ -74,6 +74,11 @@ def test_create_topic_produce_and_find_the_record_with_the_filter(page, console)
     submit(page.locator("[data-form=browse]"), format="json")
     page.locator("[data-results=browse] tr[data-row=record]").nth(2).wait_for()
     assert page.locator("[data-results=browse] tr[data-row=record]").count() == 3
+    assert '"order": 42' in page.locator("[data-results=browse]").inner_text()  # pretty-printed JSON
+    submit(page.locator("[data-form=browse]"), format="hex")
+    page.locator("[data-results=browse]").filter(has_text="6f 72 64 65 72 20 31").wait_for()  # "order 1"
+    submit(page.locator("[data-form=browse]"), format="text")  # the filter's matches are shown the same way
+    page.locator("[data-results=browse]").filter(has_text="order 1 packed").wait_for()
     submit(page.locator("[data-form=search]"), pattern="shipped")
     page.locator("[data-search-status][data-state=done]").wait_for()
     status = page.locator("[data-search-status]").inner_text()
