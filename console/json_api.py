@@ -53,6 +53,10 @@ def endpoint(fn: Callable[[web.Request], Awaitable[Any]]) -> Callable[[web.Reque
 
 
 async def body(request: web.Request) -> dict[str, Any]:
+    # Only JSON bodies: a page of another site can send a form or text/plain to 127.0.0.1 without asking,
+    # but not application/json (the browser's CORS preflight, which this server never allows, comes first).
+    if request.content_type != "application/json":
+        raise BadRequest("the request body must be JSON, sent as Content-Type: application/json")
     try:
         data = await request.json()
     except (ValueError, UnicodeDecodeError):

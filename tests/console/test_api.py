@@ -235,6 +235,21 @@ def test_one_failing_admin_call_fails_only_its_endpoint(console, monkeypatch):
         assert console.call("GET", path)[0] == 200, path
 
 
+def test_changes_need_a_json_content_type(console):
+    """What another site's page could send to the console without a CORS preflight is refused."""
+    import urllib.error
+    import urllib.request
+
+    request = urllib.request.Request(console.url + "/api/topics", data=b'{"name": "csrf"}', method="POST",
+                                     headers={"Content-Type": "text/plain"})
+    try:
+        urllib.request.urlopen(request, timeout=30)
+        raise AssertionError("a text/plain body was accepted")
+    except urllib.error.HTTPError as exc:
+        assert exc.code == 400
+    assert "csrf" not in {t["name"] for t in console.get("/api/topics")["topics"]}
+
+
 def test_basic_auth(console_cluster):
     guarded = ConsoleThread(console_cluster.bootstrap_servers, credentials=("admin", "s3cret")).start()
     try:
