@@ -30,8 +30,10 @@ def _partition_rows(metadata: Any) -> list[tuple[str, bool, Any]]:
 @endpoint
 async def overview(request: web.Request) -> dict[str, Any]:
     console = console_of(request)
-    metadata = await console.client.metadata_response(None)
-    console.watch.observe(metadata)
+    metadata = console.watch.recent()
+    if metadata is None:
+        metadata = await console.client.metadata_response(None)
+        console.watch.observe(metadata)
     rows = _partition_rows(metadata)
     topics = sorted({t.name for t in metadata.topics})
     done, errors = await settled(configs=topic_configs(console.client, topics, ["min.insync.replicas"]))

@@ -28,9 +28,19 @@ class ClusterWatch(Periodic):
         self.controller_id = -1
         self.partitions: dict[tuple[str, int], tuple[int, tuple[int, ...]]] = {}  # -> (leader, isr)
         self._seen_once = False
+        self.latest: Any = None  # the last Metadata answer of a poll, and when it came
+        self.latest_time = 0.0
 
     async def run_once(self) -> None:
-        self.observe(await self.client.metadata_response(None))
+        response = await self.client.metadata_response(None)
+        self.observe(response)
+        self.latest, self.latest_time = response, time.monotonic()
+
+    def recent(self) -> Any:
+        """The last Metadata answer if it is at most two polls old, else None (the Overview asks afresh)."""
+        if self.latest is not None and time.monotonic() - self.latest_time <= 2 * self.interval_s:
+            return self.latest
+        return None
 
     def _event(self, kind: str, text: str, **fields: Any) -> None:
         if self._seen_once:

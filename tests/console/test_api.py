@@ -36,7 +36,9 @@ def events(console):
 
 
 def test_overview_lists_the_brokers_and_partition_health(console, events):
-    overview = console.get("/api/overview")
+    # the Overview reads the metadata the console polls (at most two polls old)
+    overview = wait_until(lambda: (o := console.get("/api/overview"))["partitions"] >= 2 and o, 30,
+                          "the overview to count the new topic's partitions")
     assert [(b["id"], b["alive"]) for b in overview["brokers"]] == [(0, True), (1, True)]
     assert sum(b["controller"] for b in overview["brokers"]) == 1
     assert overview["topics"] >= 1 and overview["partitions"] >= 2
