@@ -20,6 +20,7 @@ COPY tools ./tools
 COPY spark_connector ./spark_connector
 COPY pyspark_odradek ./pyspark_odradek
 COPY schema_registry ./schema_registry
+COPY console ./console
 RUN pip wheel --no-cache-dir --no-deps --wheel-dir /wheels .
 
 FROM python:3.12-slim-bookworm AS broker
@@ -64,6 +65,18 @@ RUN mkdir -p /var/lib/odradek/spark && chown odradek:odradek /var/lib/odradek/sp
 USER odradek
 ENTRYPOINT []
 CMD ["python", "/opt/odradek/examples/spark_pipeline.py", "--bootstrap-servers", "kafka-1:9092,kafka-2:9092,kafka-3:9092", "--work-dir", "/var/lib/odradek/spark"]
+
+# The web console of docker-compose.yml (service "console"): odradek-console with its extra (aiohttp, pyarrow).
+FROM broker AS console
+USER root
+COPY --from=build /wheels /tmp/wheels
+RUN pip install --no-cache-dir "$(ls /tmp/wheels/odradek-*.whl)[console]" && rm -rf /tmp/wheels
+USER odradek
+EXPOSE 8080
+HEALTHCHECK --interval=10s --timeout=6s --start-period=20s --retries=10 \
+    CMD ["python", "-c", "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8080/favicon.ico', timeout=5)"]
+ENTRYPOINT []
+CMD ["odradek-console", "--bootstrap-server", "kafka-1:9092,kafka-2:9092,kafka-3:9092", "--host", "0.0.0.0"]
 
 # The default target: the broker image.
 FROM broker

@@ -22,6 +22,12 @@ if ! command -v kcat >/dev/null 2>&1; then
     apt_install kcat
 fi
 
+# The web console's end-to-end tests (tests/console/, marker "browser") drive Debian's chromium through
+# Playwright (no browser download: the machines have no internet).
+if ! command -v chromium >/dev/null 2>&1; then
+    apt_install chromium
+fi
+
 # The network-partition chaos tests put brokers in network namespaces (iproute2's ip; they skip without root).
 if ! command -v ip >/dev/null 2>&1 && [ "$(id -u)" -eq 0 ]; then
     apt_install iproute2

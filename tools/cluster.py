@@ -17,9 +17,10 @@ import sys
 from typing import NoReturn, Sequence
 
 from .cluster_security import MODES
+from .console_process import ConsoleProcess
 from .local_cluster import ClusterAlreadyRunningError, ClusterError, LocalCluster
 from .local_schema_registry import LocalSchemaRegistry, attached, stop_attached
-from .local_zookeeper import ZooKeeperNotFoundError, ZooKeeperStartError
+from .local_zookeeper import ZooKeeperNotFoundError, ZooKeeperStartError, free_port
 
 PROG = "odradek-cluster"
 # How the user runs this command, for the hints in messages (cluster.sh sets "bash cluster.sh")
@@ -115,6 +116,10 @@ def build_parser() -> OneLineParser:
     start.add_argument("--schema-registry-port", type=_port, default=None, metavar="PORT",
                        help="also start odradek-schema-registry on http://127.0.0.1:PORT (0 = a free port; needs the "
                             "schema-registry extra); its URL is printed on stderr")
+    start.add_argument("--console-port", type=_port, default=None, metavar="PORT",
+                       help="also start the web console (odradek-console) on http://127.0.0.1:PORT (0 = a free port; "
+                            "default: no console; cluster.sh asks for 8080). Turns the metrics endpoints on (free "
+                            "ports) unless --metrics-base-port is given, for the console's plots")
     start.add_argument("--override", type=_key_value, action="append", default=[], metavar="KEY=VALUE",
                        help="a broker setting for every broker (repeatable), as kafka-server-start's --override")
     command("stop", "Stop the brokers (SIGTERM, then SIGKILL after the timeout), then ZooKeeper.", 30.0)
@@ -153,10 +158,13 @@ def start(args: argparse.Namespace) -> int:
                          "below 65536")
     if args.chroot and (not args.chroot.startswith("/") or args.chroot.endswith("/")):
         raise UsageError(f"--chroot must start with / and not end with one, got {args.chroot!r}")
+    metrics_base_port = args.metrics_base_port
+    if args.console_port is not None and metrics_base_port is None:
+        metrics_base_port = 0  # the console plots what the brokers' Prometheus endpoints say
     cluster = LocalCluster(args.data_dir, args.brokers, zookeeper=args.zookeeper,
                            zookeeper_port=args.zookeeper_port, base_port=args.base_port, chroot=args.chroot,
                            broker_overrides=dict(args.override), detach=True,
-                           metrics_base_port=args.metrics_base_port, replication_defaults=True,
+                           metrics_base_port=metrics_base_port, replication_defaults=True,
                            security=args.security)
     previous = LocalCluster.attach(args.data_dir)
     if previous is not None and previous.running():  # say so before "Starting" (start() checks again, locked)
@@ -180,6 +188,8 @@ def start(args: argparse.Namespace) -> int:
              f"(pid {broker.process.pid}, log {broker.log_path}{metrics})")
     if args.schema_registry_port is not None:
         _start_schema_registry(cluster, args)
+    if args.console_port is not None:
+        _start_console(cluster, args.console_port, args.timeout)
     _say(f"Cluster is up: {len(metadata.brokers)} broker{'s' if len(metadata.brokers) > 1 else ''}, "
          f"controller is broker {metadata.controller_id}. Stop it with "
          f"`{COMMAND} stop --data-dir {args.data_dir}`. Bootstrap servers:")
@@ -202,11 +212,27 @@ def _start_schema_registry(cluster: LocalCluster, args: argparse.Namespace) -> N
     _say(f"Schema registry: {registry.url} (pid {registry.process.pid}, log {registry.log_path})")
 
 
+def _start_console(cluster: LocalCluster, port: int, timeout: float) -> None:
+    """Start the web console beside the cluster; the cluster stays up (and start succeeds) if it cannot."""
+    console = ConsoleProcess(cluster.data_dir, cluster.host, port or free_port(cluster.host))
+    metrics = [url.removeprefix("http://").removesuffix("/metrics") for url in cluster.metrics_urls]
+    command_config = cluster.security.properties_path if cluster.security is not None else None
+    try:
+        console.start(cluster.bootstrap_servers, metrics, command_config, cluster.python, timeout)
+    except ClusterError as e:
+        _say(f"Warning: the web console did not start: {e.message} (the cluster is up without it)")
+        return
+    _say(f"Console: {console.url} (pid {console.process.pid}, log {console.log_path})")
+
+
 def stop(args: argparse.Namespace) -> int:
     cluster = LocalCluster.attach(args.data_dir)
     if cluster is None:
         # kafka-server-stop.sh also exits 1 when there is nothing to stop
         return _fail(f"No cluster to stop in {args.data_dir} (no cluster.json)")
+    console = ConsoleProcess.attach(args.data_dir)
+    if console is not None:
+        console.stop()  # an admin client of the cluster: it goes first
     registry = attached(cluster.data_dir)
     if not cluster.running():
         stop_attached(cluster.data_dir, args.timeout)
@@ -229,6 +255,9 @@ def status(args: argparse.Namespace) -> int:
         print(f"No cluster in {args.data_dir} (no cluster.json)")
         return 1
     rows = cluster.process_table()
+    console = ConsoleProcess.attach(args.data_dir)
+    if console is not None:
+        rows.append(("console", console.process.pid, console.alive(), f"{console.host}:{console.port}"))
     for name, pid, alive, address in rows:
         print(f"{name:<10} {address:<21} pid {pid if pid is not None else '-':<8} "
               f"{'running' if alive else 'NOT RUNNING'}")
@@ -242,6 +271,8 @@ def status(args: argparse.Namespace) -> int:
     print(f"ZooKeeper connect: {cluster.zookeeper_connect}")
     if cluster.metrics_urls:
         print(f"Metrics: {' '.join(cluster.metrics_urls)}")
+    if console is not None:
+        print(f"Console: {console.url}")
     try:
         metadata = cluster.metadata(timeout=args.timeout)
     except Exception as e:  # noqa: BLE001 - any failure means "no answer"; say which
