@@ -60,6 +60,7 @@ final class AdminScenarios {
         all.put("delete-records", AdminScenarios::deleteRecords);
         all.put("describe-cluster", AdminScenarios::describeCluster);
         all.put("describe-log-dirs", AdminScenarios::describeLogDirs);
+        all.put("describe-producers", AdminScenarios::describeProducers);
         all.put("consumer-groups", AdminScenarios::consumerGroups);
         all.put("acls-without-authorizer", AdminScenarios::aclsWithoutAuthorizer);
         all.put("scram-credentials", AdminScenarios::scramCredentials);
@@ -218,6 +219,32 @@ final class AdminScenarios {
             }
         }
         Check.equal(3, replicas, "replicas of the partition in log dirs");
+        return Map.of("topic", topic);
+    }
+
+    /**
+     * An idempotent producer's 10 records (sequences 0-9), then a transaction left open at offset 10: the
+     * partition has two active producers, one with an open transaction starting there. (3.0+ clients only.)
+     */
+    private static Map<String, Object> describeProducers(Env env) throws Exception {
+        String topic = env.topic("producers", 1);
+        TopicPartition tp = new TopicPartition(topic, 0);
+        env.produce(topic, 1, 10, Map.of("enable.idempotence", "true", "acks", "all"));
+        List<Map<String, Long>> producers;
+        try (KafkaProducer<String, String> open = new KafkaProducer<>(
+                env.producerProps(Map.of("transactional.id", env.name("open-txn"))))) {
+            open.initTransactions();
+            open.beginTransaction();
+            Env.send(open, topic, 1, 10, 3);
+            var described = Compat.describeProducers(env.admin(), List.of(tp));
+            if (described == null) return Map.of("unsupported", true);
+            producers = described.get(tp);
+            open.abortTransaction();
+        }
+        Check.equal(2, producers.size(), "active producers " + producers);
+        Map<Long, Long> lastSequences = producers.stream()
+                .collect(Collectors.toMap(p -> p.get("txn_start_offset"), p -> p.get("last_sequence")));
+        Check.equal(Map.of(-1L, 9L, 10L, 2L), lastSequences, "last sequence by open transaction's first offset");
         return Map.of("topic", topic);
     }
 

@@ -3,6 +3,9 @@ package odradek.jvmtests;
 import java.io.IOException;
 import java.io.InputStream;
 import java.lang.reflect.Method;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
@@ -12,6 +15,7 @@ import org.apache.kafka.clients.admin.ConsumerGroupDescription;
 import org.apache.kafka.clients.admin.DescribeTopicsResult;
 import org.apache.kafka.clients.admin.TopicDescription;
 import org.apache.kafka.common.KafkaFuture;
+import org.apache.kafka.common.TopicPartition;
 
 /**
  * Calls whose name changed between the 2.8 API the programs compile against and 4.x (which removed the old
@@ -41,6 +45,37 @@ final class Compat {
     /** ConsumerGroupDescription.groupState() (4.0+, a GroupState) or state() (a ConsumerGroupState), as text. */
     static String groupState(ConsumerGroupDescription description) throws Exception {
         return String.valueOf(call(description, "groupState", "state")).toUpperCase().replace("_", "");
+    }
+
+    /**
+     * Admin.describeProducers (3.0+, KIP-664): per partition, its active producers as maps of producer_id,
+     * epoch, last_sequence and txn_start_offset (-1: none open); null when the client has no such call.
+     */
+    @SuppressWarnings("unchecked")
+    static Map<TopicPartition, List<Map<String, Long>>> describeProducers(Admin admin, Collection<TopicPartition> partitions)
+            throws Exception {
+        Method describe;
+        try {
+            describe = Admin.class.getMethod("describeProducers", Collection.class);
+        } catch (NoSuchMethodException e) {
+            return null;
+        }
+        KafkaFuture<Map<TopicPartition, Object>> all =
+                (KafkaFuture<Map<TopicPartition, Object>>) call(describe.invoke(admin, partitions), "all");
+        Map<TopicPartition, List<Map<String, Long>>> out = new LinkedHashMap<>();
+        for (Map.Entry<TopicPartition, Object> entry : all.get().entrySet()) {
+            List<Map<String, Long>> producers = new ArrayList<>();
+            for (Object state : (List<Object>) call(entry.getValue(), "activeProducers")) {
+                Object txnStart = call(state, "currentTransactionStartOffset");  // an OptionalLong
+                producers.add(Map.of(
+                        "producer_id", ((Number) call(state, "producerId")).longValue(),
+                        "epoch", ((Number) call(state, "producerEpoch")).longValue(),
+                        "last_sequence", ((Number) call(state, "lastSequence")).longValue(),
+                        "txn_start_offset", ((java.util.OptionalLong) txnStart).orElse(-1)));
+            }
+            out.put(entry.getKey(), producers);
+        }
+        return out;
     }
 
     private static Object call(Object target, String... names) throws Exception {

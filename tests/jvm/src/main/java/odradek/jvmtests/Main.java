@@ -34,6 +34,7 @@ public final class Main {
             System.err.println("##scenario " + name);
             Map<String, Object> line = new LinkedHashMap<>();
             line.put("scenario", name);
+            long started = System.nanoTime();
             try {
                 if (scenario == null) throw new IllegalArgumentException("no scenario " + name + " in " + args[0]);
                 line.put("detail", scenario.run(env));
@@ -43,6 +44,7 @@ public final class Main {
                 line.put("error", describe(t));
                 t.printStackTrace();
             }
+            line.put("elapsed_ms", (System.nanoTime() - started) / 1_000_000);
             System.out.println(Json.write(line));
             System.out.flush();
         }
