@@ -34,6 +34,9 @@ def _pom_properties() -> dict[str, str]:
 _POM = _pom_properties()
 # The Java client versions the suite runs, as pom.xml declares them: oldest (2.8), newest 3.x, newest.
 CLIENT_VERSIONS = tuple(_POM[name] for name in ("kafka.clients.oldest", "kafka.clients.3", "kafka.clients.newest"))
+# Kafka's own broker and command-line tools (kafka_2.13 and kafka-tools), the version Odradek speaks.
+KAFKA_TOOLS_SET = f"kafka_2.13-{_POM['kafka.core.version']}"
+TOOL_TIMEOUT = 120.0
 
 
 @cache
@@ -100,6 +103,20 @@ def run_group(version: str, group: str, scenarios: list[str], bootstrap: str, pr
             tail = " | ".join(done.stderr.strip().splitlines()[-5:])
             result.error = f"no result line (java exited with {done.returncode}): {tail}"
     return GroupRun(header.get("client_version", "?"), results)
+
+
+def run_tool(main_class: str, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+    """One of Kafka's command-line tools (e.g. ``kafka.admin.TopicCommand``) from KAFKA_TOOLS_SET's jars."""
+    command = [java(), "-Xmx256m", "-XX:TieredStopAtLevel=1", "-cp", classpath(KAFKA_TOOLS_SET), main_class, *args]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=TOOL_TIMEOUT)
+    if check:
+        assert done.returncode == 0, f"{main_class} exited with {done.returncode}: {done.stdout}{done.stderr}"
+    return done
+
+
+def log_lines(stderr: str) -> list[str]:
+    """The WARN/ERROR lines slf4j-simple wrote."""
+    return [line for line in stderr.splitlines() if line.startswith(("WARN ", "ERROR "))]
 
 
 def _log_lines_by_scenario(stderr: str) -> dict[str, list[str]]:
