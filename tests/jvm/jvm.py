@@ -57,7 +57,7 @@ def classpath(set_name: str) -> str:
     listing = TARGET / "classpath" / f"{set_name}.txt"
     if not listing.is_file() or not (TARGET / "classes").is_dir():
         pytest.fail(f"JVM dependencies missing: {listing.relative_to(JVM_DIR.parent.parent)} "
-                    f"({problem or 'not built'})", pytrace=False)
+                    f"({problem or 'tests/jvm/build.sh did not write it'})", pytrace=False)
     return f"{TARGET / 'classes'}:{listing.read_text().strip()}"
 
 

@@ -145,9 +145,11 @@ final class AdminScenarios {
         Check.equal("1", brokerConfig.get("broker.id").value(), "broker.id of broker 1");
         admin.incrementalAlterConfigs(Map.of(broker, List.of(
                 new AlterConfigOp(new ConfigEntry("log.cleaner.backoff.ms", "16000"), AlterConfigOp.OpType.SET)))).all().get();
-        ConfigEntry backoff = admin.describeConfigs(List.of(broker)).all().get().get(broker).get("log.cleaner.backoff.ms");
-        Check.equal("16000", backoff.value(), "a dynamic broker config");
-        Check.equal(ConfigEntry.ConfigSource.DYNAMIC_BROKER_CONFIG, backoff.source(), "its source");
+        // The broker applies its dynamic configs when ZooKeeper tells it of the change: a moment later.
+        Check.eventually(() -> "16000".equals(brokerConfig(admin, broker, "log.cleaner.backoff.ms").value()), Env.WAIT,
+                "the dynamic broker config");
+        Check.equal(ConfigEntry.ConfigSource.DYNAMIC_BROKER_CONFIG, brokerConfig(admin, broker, "log.cleaner.backoff.ms").source(),
+                "its source");
         admin.incrementalAlterConfigs(Map.of(broker, List.of(
                 new AlterConfigOp(new ConfigEntry("log.cleaner.backoff.ms", ""), AlterConfigOp.OpType.DELETE)))).all().get();
         Throwable invalid = failure(admin.incrementalAlterConfigs(Map.of(resource, List.of(
@@ -155,6 +157,14 @@ final class AdminScenarios {
         Check.that(invalid instanceof org.apache.kafka.common.errors.InvalidConfigurationException,
                 "an unknown topic config: " + invalid);
         return Map.of("topic", topic);
+    }
+
+    private static ConfigEntry brokerConfig(Admin admin, ConfigResource broker, String name) {
+        try {
+            return admin.describeConfigs(List.of(broker)).all().get().get(broker).get(name);
+        } catch (InterruptedException | ExecutionException e) {
+            throw new AssertionError("describeConfigs of broker " + broker.name() + ": " + e);
+        }
     }
 
     private static Map<String, Object> listOffsets(Env env) throws Exception {
