@@ -105,10 +105,10 @@ def run_group(version: str, group: str, scenarios: list[str], bootstrap: str, pr
     return GroupRun(header.get("client_version", "?"), results)
 
 
-def run_tool(main_class: str, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+def run_tool(main_class: str, *args: str, check: bool = True, input: str | None = None) -> subprocess.CompletedProcess:
     """One of Kafka's command-line tools (e.g. ``kafka.admin.TopicCommand``) from KAFKA_TOOLS_SET's jars."""
     command = [java(), "-Xmx256m", "-XX:TieredStopAtLevel=1", "-cp", classpath(KAFKA_TOOLS_SET), main_class, *args]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=TOOL_TIMEOUT)
+    done = subprocess.run(command, input=input, capture_output=True, text=True, timeout=TOOL_TIMEOUT)
     if check:
         assert done.returncode == 0, f"{main_class} exited with {done.returncode}: {done.stdout}{done.stderr}"
     return done
