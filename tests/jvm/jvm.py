@@ -83,25 +83,40 @@ class GroupRun:
     results: dict[str, ScenarioResult]
 
 
+def _group_command(version: str, group: str, scenarios: list[str], bootstrap: str, prefix: str) -> list[str]:
+    return [java(), "-Xmx256m", "-XX:TieredStopAtLevel=1", "-cp", classpath(f"kafka-clients-{version}"),
+            MAIN_CLASS, group, bootstrap, prefix, *scenarios]
+
+
 def run_group(version: str, group: str, scenarios: list[str], bootstrap: str, prefix: str) -> GroupRun:
     """Runs ``scenarios`` of ``group`` in one JVM with kafka-clients ``version``; every name gets a result."""
-    command = [java(), "-Xmx256m", "-XX:TieredStopAtLevel=1", "-cp", classpath(f"kafka-clients-{version}"),
-               MAIN_CLASS, group, bootstrap, prefix, *scenarios]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=GROUP_TIMEOUT)
-    lines = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    done = subprocess.run(_group_command(version, group, scenarios, bootstrap, prefix), capture_output=True,
+                          text=True, timeout=GROUP_TIMEOUT)
+    return group_results(scenarios, done.stdout, done.stderr, done.returncode)
+
+
+def start_group(version: str, group: str, scenarios: list[str], bootstrap: str, prefix: str) -> subprocess.Popen:
+    """run_group for a test that acts while the scenarios run: it reads stderr line by line (``##progress``
+    lines and such), then hands everything to group_results."""
+    return subprocess.Popen(_group_command(version, group, scenarios, bootstrap, prefix), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+
+
+def group_results(scenarios: list[str], stdout: str, stderr: str, returncode: int | None) -> GroupRun:
+    lines = [json.loads(line) for line in stdout.splitlines() if line.startswith("{")]
     header = lines[0] if lines and "client_version" in lines[0] else {}
     results = {name: ScenarioResult(name) for name in scenarios}
     for line in lines:
         if "scenario" in line:
             results[line["scenario"]] = ScenarioResult(line["scenario"], line["ok"], line.get("detail") or {},
                                                        line.get("error", ""))
-    for name, lines_of in _log_lines_by_scenario(done.stderr).items():
+    for name, lines_of in _log_lines_by_scenario(stderr).items():
         if name in results:
             results[name].log_lines = lines_of
     for result in results.values():
         if not result.ok and not result.error:
-            tail = " | ".join(done.stderr.strip().splitlines()[-5:])
-            result.error = f"no result line (java exited with {done.returncode}): {tail}"
+            tail = " | ".join(stderr.strip().splitlines()[-5:])
+            result.error = f"no result line (java exited with {returncode}): {tail}"
     return GroupRun(header.get("client_version", "?"), results)
 
 
@@ -144,6 +159,21 @@ BENIGN_LOG_LINES: tuple[tuple[re.Pattern, str], ...] = (
 )
 
 
-def troubling(log_lines: list[str]) -> list[str]:
-    """The WARN/ERROR lines no entry of BENIGN_LOG_LINES explains."""
-    return [line for line in log_lines if not any(pattern.search(line) for pattern, _ in BENIGN_LOG_LINES)]
+# What a SIGKILLed broker causes in a client, as with Apache Kafka: its connections drop, it refuses new ones
+# until it is back, and its partitions' leadership moves (requests in flight to it are retried elsewhere).
+BROKER_KILLED_LOG_LINES: tuple[tuple[re.Pattern, str], ...] = (
+    (re.compile(r"Error: NETWORK_EXCEPTION\. Error Message: Disconnected from node \d+"), "in flight to it"),
+    (re.compile(r"Received invalid metadata error in produce request on partition \S+ due to "
+                r"org\.apache\.kafka\.common\.errors\.(NetworkException: Disconnected from node \d+|"
+                r"NotLeaderOrFollowerException)"), "its partitions' leadership moves"),
+    (re.compile(r"Connection to node -?\d+ \(\S+\) could not be established\. (Broker|Node) may not be available"),
+     "it is down (a negative id: as a bootstrap address)"),
+    (re.compile(r"Bootstrap broker \S+ \(id: -\d+ [^)]*\) disconnected"), "it is down, as a bootstrap address"),
+    (re.compile(r"Error: NOT_LEADER_OR_FOLLOWER"), "its partitions' leadership moves"),
+)
+
+
+def troubling(log_lines: list[str], also_benign: tuple[tuple[re.Pattern, str], ...] = ()) -> list[str]:
+    """The WARN/ERROR lines no entry of BENIGN_LOG_LINES (or ``also_benign``) explains."""
+    allowed = BENIGN_LOG_LINES + also_benign
+    return [line for line in log_lines if not any(pattern.search(line) for pattern, _ in allowed)]
