@@ -33,6 +33,14 @@ if ! command -v ip >/dev/null 2>&1 && [ "$(id -u)" -eq 0 ]; then
     apt_install iproute2
 fi
 
+# The JVM tests (tests/jvm) build Java programs with Maven (Debian's package brings Java 17) against jars
+# from Maven Central, resolved into the local Maven cache once (tests/jvm/build.sh; later runs are offline
+# and cost nothing when nothing changed). Without them the jvm tests fail saying what is missing.
+if ! command -v mvn >/dev/null 2>&1; then
+    apt_install maven || echo "tests/run.sh: could not install Maven; the jvm tests will fail" >&2
+fi
+bash tests/jvm/build.sh || echo "tests/run.sh: the JVM dependencies are incomplete; the jvm tests will fail" >&2
+
 choose_python
 
 # The compiled record codec (protocol/records/codec_c) needs gcc and the Python headers.
