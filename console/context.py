@@ -23,8 +23,9 @@ class Console:
     def __init__(self, bootstrap_servers: str, *, security: dict[str, Any] | None = None,
                  metrics: list[str] | None = None, metrics_interval_s: float = 5.0,
                  watch_interval_s: float = 2.0, lag_interval_s: float = 5.0, topics_interval_s: float = 5.0,
-                 request_timeout_ms: int = 10000) -> None:
+                 request_timeout_ms: int = 10000, schema_registry_url: str | None = None) -> None:
         self.bootstrap_servers = bootstrap_servers
+        self.schema_registry_url = schema_registry_url  # the Schemas page's registry (Confluent's REST API)
         self.security = dict(security or {})
         from ..clients.security.client_security import SECURITY_DEFAULTS, client_security
         from ..clients.types import check_configs

@@ -1,7 +1,8 @@
 """``odradek-console``: the web console's process.
 
     odradek-console --bootstrap-server 127.0.0.1:9092 [--command-config client.properties] [--port 8080]
-                    [--host 127.0.0.1] [--metrics 127.0.0.1:7071,...] [--basic-auth-file FILE]
+                    [--host 127.0.0.1] [--metrics 127.0.0.1:7071,...] [--schema-registry URL]
+                    [--basic-auth-file FILE]
 
 It is an admin client of the cluster (its own process, never inside a broker), serving the pages under
 ``static/`` and the JSON endpoints of ``api_*.py``. It listens on 127.0.0.1 unless told otherwise; with
@@ -25,7 +26,7 @@ from aiohttp import web
 from ..clients.java_properties import parse_properties
 from ..clients.security.client_security import security_kwargs_from_properties
 
-from . import api_controller, api_groups, api_messages, api_search, api_security, api_topics
+from . import api_controller, api_groups, api_messages, api_schemas, api_search, api_security, api_topics
 from .context import CONSOLE_KEY, Console
 
 STATIC = Path(__file__).resolve().parent / "static"
@@ -36,7 +37,7 @@ def build_app(console: Console, credentials: tuple[str, str] | None = None) -> w
     middlewares = [_basic_auth(*credentials)] if credentials else []
     app = web.Application(middlewares=middlewares)
     app[CONSOLE_KEY] = console
-    for module in (api_topics, api_messages, api_search, api_groups, api_security, api_controller):
+    for module in (api_topics, api_messages, api_search, api_groups, api_security, api_controller, api_schemas):
         for method, path, handler in module.ROUTES:
             app.router.add_route(method, path, handler)
 
@@ -99,6 +100,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help="the brokers' Prometheus endpoints, sampled for the Overview's plots")
     parser.add_argument("--metrics-interval", type=float, default=5.0, metavar="SECONDS",
                         help="how often the metrics are sampled (default 5)")
+    parser.add_argument("--schema-registry", metavar="URL",
+                        help="a schema registry (Confluent's REST API, e.g. odradek-schema-registry) whose subjects "
+                             "and versions the Schemas page shows; http://user:password@host:port for basic auth")
     parser.add_argument("--basic-auth-file", metavar="FILE",
                         help="a file holding one user:password line; every request then needs basic auth")
     return parser
@@ -121,7 +125,7 @@ def console_from_args(args: argparse.Namespace) -> Console:
             raise SystemExit(f"{PROG}: --command-config {args.command_config}: {exc}") from None
     endpoints = [e.strip() for e in args.metrics.split(",") if e.strip()]
     return Console(args.bootstrap_server, security=security, metrics=endpoints,
-                   metrics_interval_s=args.metrics_interval)
+                   metrics_interval_s=args.metrics_interval, schema_registry_url=args.schema_registry)
 
 
 def credentials_from_args(args: argparse.Namespace) -> tuple[str, str] | None:

@@ -186,10 +186,9 @@ def start(args: argparse.Namespace) -> int:
         metrics = f", metrics http://{cluster.host}:{broker.metrics_port}/metrics" if broker.metrics_port else ""
         _say(f"Started broker {broker.broker_id} on {cluster.host}:{broker.port} "
              f"(pid {broker.process.pid}, log {broker.log_path}{metrics})")
-    if args.schema_registry_port is not None:
-        _start_schema_registry(cluster, args)
+    registry_url = _start_schema_registry(cluster, args) if args.schema_registry_port is not None else None
     if args.console_port is not None:
-        _start_console(cluster, args.console_port, args.timeout)
+        _start_console(cluster, args.console_port, args.timeout, registry_url)
     _say(f"Cluster is up: {len(metadata.brokers)} broker{'s' if len(metadata.brokers) > 1 else ''}, "
          f"controller is broker {metadata.controller_id}. Stop it with "
          f"`{COMMAND} stop --data-dir {args.data_dir}`. Bootstrap servers:")
@@ -203,22 +202,24 @@ def start(args: argparse.Namespace) -> int:
     return 0
 
 
-def _start_schema_registry(cluster: LocalCluster, args: argparse.Namespace) -> None:
+def _start_schema_registry(cluster: LocalCluster, args: argparse.Namespace) -> str:
     security = cluster.security.properties_path if cluster.security is not None else None
     registry = LocalSchemaRegistry(cluster.bootstrap_servers, cluster.data_dir / "schema-registry.log",
                                    port=args.schema_registry_port, command_config=str(security) if security else None,
                                    detach=True).start(timeout=args.timeout)
     registry.save(cluster.data_dir)
     _say(f"Schema registry: {registry.url} (pid {registry.process.pid}, log {registry.log_path})")
+    return registry.url
 
 
-def _start_console(cluster: LocalCluster, port: int, timeout: float) -> None:
-    """Start the web console beside the cluster; the cluster stays up (and start succeeds) if it cannot."""
+def _start_console(cluster: LocalCluster, port: int, timeout: float, schema_registry: str | None) -> None:
+    """Start the web console beside the cluster (its Schemas page on the registry, if one was started); the
+    cluster stays up (and start succeeds) if it cannot."""
     console = ConsoleProcess(cluster.data_dir, cluster.host, port or free_port(cluster.host))
     metrics = [url.removeprefix("http://").removesuffix("/metrics") for url in cluster.metrics_urls]
     command_config = cluster.security.properties_path if cluster.security is not None else None
     try:
-        console.start(cluster.bootstrap_servers, metrics, command_config, cluster.python, timeout)
+        console.start(cluster.bootstrap_servers, metrics, command_config, cluster.python, timeout, schema_registry)
     except ClusterError as e:
         _say(f"Warning: the web console did not start: {e.message} (the cluster is up without it)")
         return

@@ -40,7 +40,8 @@ class ConsoleProcess:
         return self.data_dir / LOG_FILE
 
     def start(self, bootstrap_servers: str, metrics: list[str], command_config: str | Path | None = None,
-              python: str | None = None, timeout: float = 30.0) -> "ConsoleProcess":
+              python: str | None = None, timeout: float = 30.0,
+              schema_registry: str | None = None) -> "ConsoleProcess":
         """Start the console detached and wait until it answers HTTP."""
         if port_in_use(self.host, self.port):
             raise PortInUseError(f"The console's port {self.host}:{self.port} is in use; pick another with "
@@ -51,6 +52,8 @@ class ConsoleProcess:
             command += ["--metrics", ",".join(metrics)]
         if command_config is not None:
             command += ["--command-config", str(command_config)]
+        if schema_registry is not None:
+            command += ["--schema-registry", schema_registry]
         with open(self.log_path, "ab") as log:
             popen = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                                      start_new_session=True)

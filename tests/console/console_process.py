@@ -26,9 +26,9 @@ CONSOLE_BROKER_OVERRIDES = {
 
 class ConsoleThread:
     def __init__(self, bootstrap_servers: str, metrics: list[str] | None = None,
-                 credentials: tuple[str, str] | None = None) -> None:
+                 credentials: tuple[str, str] | None = None, schema_registry_url: str | None = None) -> None:
         self.console = Console(bootstrap_servers, metrics=metrics, metrics_interval_s=0.5, watch_interval_s=0.5,
-                               lag_interval_s=0.5, topics_interval_s=0.5)
+                               lag_interval_s=0.5, topics_interval_s=0.5, schema_registry_url=schema_registry_url)
         self.credentials = credentials
         self.loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self.loop.run_forever, name="console", daemon=True)

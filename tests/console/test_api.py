@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import json
+import urllib.request
 
 import pytest
 
 from odradek.clients import AIOConsumer, AIOProducer, TopicPartition
 from odradek.protocol.errors import ClusterAuthorizationFailedError
+from odradek.tools.local_schema_registry import LocalSchemaRegistry
 from tests.integration.helpers import wait_until
 
 from .console_process import ConsoleThread
@@ -262,3 +265,46 @@ def test_basic_auth(console_cluster):
         assert guarded.call("GET", "/api/overview", headers={"Authorization": f"Basic {right}"})[0] == 200
     finally:
         guarded.stop()
+
+
+# -- the Schemas page: a schema registry's subjects and versions ------------------------------------------------
+
+@pytest.fixture(scope="module")
+def registry_console(console_cluster, tmp_path_factory):
+    registry = LocalSchemaRegistry(console_cluster.bootstrap_servers,
+                                   tmp_path_factory.mktemp("registry") / "registry.log").start()
+    thread = ConsoleThread(console_cluster.bootstrap_servers, schema_registry_url=registry.url).start()
+    try:
+        yield registry, thread
+    finally:
+        thread.stop()
+        registry.stop()
+
+
+def _register(registry_url: str, subject: str, schema: dict) -> int:
+    request = urllib.request.Request(f"{registry_url.rstrip('/')}/subjects/{subject}/versions", method="POST",
+                                     data=json.dumps({"schema": json.dumps(schema)}).encode(),
+                                     headers={"Content-Type": "application/vnd.schemaregistry.v1+json"})
+    with urllib.request.urlopen(request, timeout=30) as answer:
+        return json.loads(answer.read())["id"]
+
+
+def test_schemas_page_lists_subjects_and_their_versions(registry_console):
+    registry, thread = registry_console
+    v1 = {"type": "record", "name": "Order", "fields": [{"name": "id", "type": "long"}]}
+    v2 = {**v1, "fields": v1["fields"] + [{"name": "note", "type": "string", "default": ""}]}
+    ids = [_register(registry.url, "orders-value", schema) for schema in (v1, v2)]
+    listed = thread.get("/api/schemas")
+    assert [(s["subject"], s["versions"], s["latest"], s["id"], s["type"]) for s in listed["subjects"]] == [
+        ("orders-value", 2, 2, ids[1], "AVRO")]
+    assert listed["compatibility"] == "BACKWARD"
+    versions = thread.get("/api/schemas/orders-value")["versions"]
+    assert [(v["version"], v["id"]) for v in versions] == [(1, ids[0]), (2, ids[1])]
+    assert json.loads(versions[1]["schema"])["fields"][1]["name"] == "note"
+    status, missing = thread.call("GET", "/api/schemas/no-such-subject")
+    assert status == 502 and "40401" in missing["error"]  # the registry's own error, in that panel only
+
+
+def test_schemas_page_without_a_registry_says_how_to_get_one(console):
+    status, answer = console.call("GET", "/api/schemas")
+    assert status == 400 and "--schema-registry" in answer["error"]
