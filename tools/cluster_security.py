@@ -25,7 +25,7 @@ import secrets
 from pathlib import Path
 from typing import Any
 
-from ..broker.security.acl_authorizer import ACL_AUTHORIZER
+from ..broker.config_keys import ACL_AUTHORIZER
 from ..controller.zk_client import KafkaZkClient
 from ..clients.security.client_security import ClientSecurity
 from ..clients.security.jaas import PLAIN_MODULE, client_jaas
