@@ -1,9 +1,12 @@
-"""Rack options of the tools: odradek-cluster's --brokers-per-rack and odradek-topics' --disable-rack-aware."""
+"""Rack options of the tools: odradek-cluster's --brokers-per-rack, odradek-topics' --disable-rack-aware and
+odradek-reassign-partitions' rack-aware plans."""
 
 import pytest
 
+from odradek.clients.types import TopicPartition
 from odradek.tools import cluster, topics
 from odradek.tools.local_cluster import LocalCluster
+from odradek.tools.reassign_partitions import propose
 
 
 def overrides_of(command):
@@ -34,3 +37,11 @@ def test_disable_rack_aware_only_with_create_or_alter():
     with pytest.raises(topics.UsageError, match=r'Option "\[disable-rack-aware\]" can\'t be used with option '
                                                 r'"\[describe\]"'):
         topics.parse_args(["--bootstrap-server", "b:9092", "--describe", "--disable-rack-aware"])
+
+
+def test_generated_plans_place_each_topic_by_rack():
+    racks = {0: "a", 1: "a", 2: "b", 3: "b"}
+    current = {TopicPartition("t", p): [0, 1] for p in range(8)}
+    proposed = propose(current, [0, 1, 2, 3], racks)
+    assert sorted(proposed) == sorted(current)
+    assert all({racks[b] for b in replicas} == {"a", "b"} for replicas in proposed.values())
