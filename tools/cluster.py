@@ -120,6 +120,10 @@ def build_parser() -> OneLineParser:
                        help="also start the web console (odradek-console) on http://127.0.0.1:PORT (0 = a free port; "
                             "default: no console; cluster.sh asks for 8080). Turns the metrics endpoints on (free "
                             "ports) unless --metrics-base-port is given, for the console's plots")
+    start.add_argument("--brokers-per-rack", type=_positive, default=None, metavar="K",
+                       help="give broker i broker.rack=rack-<i//K>: with a broker per core on one host, K brokers "
+                            "stand for one machine and rack-aware placement keeps each partition's replicas on "
+                            "different racks (default: no racks)")
     start.add_argument("--override", type=_key_value, action="append", default=[], metavar="KEY=VALUE",
                        help="a broker setting for every broker (repeatable), as kafka-server-start's --override")
     command("stop", "Stop the brokers (SIGTERM, then SIGKILL after the timeout), then ZooKeeper.", 30.0)
@@ -165,7 +169,7 @@ def start(args: argparse.Namespace) -> int:
                            zookeeper_port=args.zookeeper_port, base_port=args.base_port, chroot=args.chroot,
                            broker_overrides=dict(args.override), detach=True,
                            metrics_base_port=metrics_base_port, replication_defaults=True,
-                           security=args.security)
+                           security=args.security, brokers_per_rack=args.brokers_per_rack)
     previous = LocalCluster.attach(args.data_dir)
     if previous is not None and previous.running():  # say so before "Starting" (start() checks again, locked)
         raise ClusterAlreadyRunningError(f"A cluster is already running in {args.data_dir} (bootstrap servers "
@@ -184,8 +188,9 @@ def start(args: argparse.Namespace) -> int:
     _say(f"ZooKeeper: {cluster.zookeeper_connect}")
     for broker in cluster.brokers:
         metrics = f", metrics http://{cluster.host}:{broker.metrics_port}/metrics" if broker.metrics_port else ""
+        rack = f", rack {cluster.rack_of(broker.broker_id)}" if args.brokers_per_rack else ""
         _say(f"Started broker {broker.broker_id} on {cluster.host}:{broker.port} "
-             f"(pid {broker.process.pid}, log {broker.log_path}{metrics})")
+             f"(pid {broker.process.pid}, log {broker.log_path}{metrics}{rack})")
     registry_url = _start_schema_registry(cluster, args) if args.schema_registry_port is not None else None
     if args.console_port is not None:
         _start_console(cluster, args.console_port, args.timeout, registry_url)
