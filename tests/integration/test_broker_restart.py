@@ -126,7 +126,8 @@ def test_a_restarted_broker_serves_only_once_registered_again(odradek_cluster_fa
     it to expire. Kafka 2.8 binds its ports but processes no request until start-up ends; so does ours: a
     request sent during the wait is answered only after the broker has registered again (until then a
     client would have been told there are no brokers, and KafkaJS consumers crashed on that)."""
-    cluster = odradek_cluster_factory(brokers=1)
+    # A session long enough that the old registration outlives the new process's start-up on a loaded machine.
+    cluster = odradek_cluster_factory(brokers=1, overrides={"zookeeper.session.timeout.ms": "20000"})
     broker = cluster.brokers[0]
     cluster.kill_broker(0, signal.SIGKILL)
     starting = threading.Thread(target=cluster.start_broker, args=(0,), daemon=True)
