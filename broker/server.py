@@ -49,6 +49,7 @@ from .dynamic_config import DynamicConfigManager
 from .config import ConfigError, KafkaConfig, load_config
 from .kafka_apis import KafkaApis
 from .log import LogManager
+from .log_dir_failure_handler import LogDirFailureHandler
 from .log.file_handles import HANDLES, budget_for, raise_descriptor_limit
 from .log.cleaner import CleanerConfig, cleaner_log
 from .log.log_manager import PRODUCER_ID_EXPIRATION_CHECK_INTERVAL_MS
@@ -159,6 +160,9 @@ class KafkaServer:
             replication_quotas=self._replication_quotas(dynamic, topic_configs))
         rm.start()
         self._start_replication(zk)
+        # an I/O error takes its log dir offline: its partitions stop, the controller is told (KIP-112)
+        LogDirFailureHandler(rm, self.broker_id, lambda: zk.propagate_log_dir_event(self.broker_id),
+                             zk.close).start(asyncio.get_running_loop())
         auth = AuthHelper()  # every check passes without an authorizer
         if cfg.get("authorizer.class.name"):  # ACLs cached and watched before the first request is served
             self.authorizer = AclAuthorizer.from_config(cfg, zk)

@@ -106,8 +106,7 @@ class Log:
         self.recovered_bytes_truncated = 0
         self._recovered_bases: set[int] = set()  # segments recovered on load: their txn index is rebuilt
         self.on_truncated: Callable[["Log"], None] | None = None  # the log cleaner's (set by the LogManager)
-        # Where an I/O error takes this log's directory offline (set by the LogManager; None: errors raise)
-        self.failure_channel: LogDirFailureChannel | None = None
+        self._failure_channel: LogDirFailureChannel | None = None
         if fresh:
             self._add_segment(self._new_segment(log_start_offset))
         else:
@@ -212,6 +211,16 @@ class Log:
             self._add_segment(self._new_segment(recovery_point))
 
     # -- facts ------------------------------------------------------------------------------------
+
+    @property
+    def failure_channel(self) -> LogDirFailureChannel | None:
+        """Where an I/O error takes this log's directory offline (set by the LogManager; None: errors raise)."""
+        return self._failure_channel
+
+    @failure_channel.setter
+    def failure_channel(self, channel: LogDirFailureChannel | None) -> None:
+        self._failure_channel = channel
+        self.leader_epoch_cache.failure_channel = channel  # its batched checkpoint writes run elsewhere
 
     @property
     def name(self) -> str:

@@ -175,3 +175,22 @@ def test_recovery_failing_at_start_up_takes_only_that_directory_offline(tmp_path
     assert again.offline_log_dirs == [a]
     assert again.get_log("t", 0) is None and again.get_log("t", 1) is not None
     again.shutdown()
+
+
+def test_the_offline_dir_count_metric(tmp_path):
+    from types import SimpleNamespace
+
+    from odradek.broker.metrics.log_manager_metrics import LogManagerCollector
+    a, b = str(tmp_path / "a"), str(tmp_path / "b")
+    manager = LogManager([a, b], broker_id=0)
+    collector = LogManagerCollector(SimpleNamespace(log_manager=manager))
+
+    def values():
+        return {(m.name, tuple(s.labels.values())): s.value for m in collector.collect() for s in m.samples}
+    assert values()[("kafka_log_logmanager_offlinelogdirectorycount", ())] == 0
+    manager.failure_channel.mark_offline(a, "test")
+    found = values()
+    assert found[("kafka_log_logmanager_offlinelogdirectorycount", ())] == 1
+    assert found[("kafka_log_logmanager_logdirectoryoffline", (a,))] == 1
+    assert found[("kafka_log_logmanager_logdirectoryoffline", (b,))] == 0
+    manager.shutdown()
