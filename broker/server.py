@@ -52,6 +52,7 @@ from .log import LogManager
 from .log_dir_failure_handler import LogDirFailureHandler
 from .log.file_handles import HANDLES, budget_for, raise_descriptor_limit
 from .log.cleaner import CleanerConfig, cleaner_log
+from .log.free_space import CHECK_INTERVAL_MS as FREE_SPACE_CHECK_INTERVAL_MS, FreeSpaceMonitor
 from .log.log_manager import PRODUCER_ID_EXPIRATION_CHECK_INTERVAL_MS
 from .log.scheduler import Scheduler
 from .metadata_cache import MetadataCache
@@ -291,6 +292,8 @@ class KafkaServer:
         if flush_ms < _NEVER_MS:
             jobs.append(("log-flusher", flush_ms, lm.flush_dirty_logs))
         jobs.append(("producer-expiration", PRODUCER_ID_EXPIRATION_CHECK_INTERVAL_MS, lm.remove_expired_producers))
+        free_space = FreeSpaceMonitor(lambda: lm.live_log_dirs, cfg.get("odradek.log.dir.free.space.warning.bytes"))
+        jobs.append(("log-dir-free-space", FREE_SPACE_CHECK_INTERVAL_MS, free_space.check))
         loop = asyncio.get_running_loop()
         self._tasks = [loop.create_task(self._every(name, ms, fn), name=name) for name, ms, fn in jobs]
         self._tasks.append(loop.create_task(self._every_on_loop(
