@@ -4,7 +4,8 @@ an idempotent acks=all producer writing throughout.
 Broker 0 has two log dirs; its second is a small tmpfs the test mounts (as root) and then fills with a file, so
 the broker's next append there fails with ENOSPC. Without root the test takes the write permission of that
 dir away instead (EACCES on the next file created there: a roll, a checkpoint), a real I/O error as well.
-Expected, as Kafka 2.8: that dir goes offline (DescribeLogDirs answers KAFKA_STORAGE_ERROR for it), the
+Expected, as Kafka 2.8: that dir goes offline (DescribeLogDirs answers KAFKA_STORAGE_ERROR for it, and
+odradek-log-dirs --describe prints KafkaStorageException as kafka-log-dirs.sh does), the
 broker stays up with its other dir, the controller moves leadership of the dir's partitions to in-sync
 replicas within seconds and shrinks their ISRs; the producer gets every record acknowledged, none timed
 out; after room is made and broker 0 restarts, its replicas come back, and every replica holds every
@@ -14,6 +15,7 @@ acknowledged record unchanged (whole batches, valid CRCs).
 from __future__ import annotations
 
 import errno
+import json
 import os
 import stat
 import subprocess
@@ -27,7 +29,7 @@ from odradek.protocol.errors import KafkaStorageError
 from odradek.protocol.records import RecordBatchView
 from odradek.tools.local_cluster import LocalCluster
 
-from .helpers import IdempotentProducerLoad, wait_until
+from .helpers import IdempotentProducerLoad, console_tool, wait_until
 
 pytestmark = [pytest.mark.timeout(300), pytest.mark.slow]
 
@@ -141,6 +143,15 @@ def test_a_failing_log_dir_goes_offline_and_leadership_moves_without_losing_a_re
             assert isinstance(dirs[str(directory)].error, KafkaStorageError)
             assert dirs[str(cluster.brokers[0].log_dirs)].error is None
             assert cluster.broker_alive(0)  # its other dir is online: it keeps serving
+            described = console_tool("log-dirs", "--bootstrap-server", servers, "--describe", "--broker-list", "0",
+                                     "--topic-list", TOPIC).stdout.splitlines()
+            assert described[:2] == ["Querying brokers for log directories information",
+                                     "Received log directory information from brokers 0"]
+            [broker_0] = json.loads(described[2])["brokers"]
+            by_dir = {d["logDir"]: d for d in broker_0["logDirs"]}
+            assert by_dir[str(directory)] == {"logDir": str(directory), "partitions": [],
+                                              "error": "org.apache.kafka.common.errors.KafkaStorageException"}
+            assert by_dir[str(cluster.brokers[0].log_dirs)]["error"] is None
             # the writes go on: twice as many records acknowledged after the move as before the fault
             wait_until(lambda: len(load.acked) >= 2 * acked_before + 2000, 90, "records acknowledged after the move")
         offered = len(load.acked) + len(load.failed)
