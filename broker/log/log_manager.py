@@ -121,7 +121,11 @@ class LogManager:
         # I/O errors take a directory offline (KIP-112): its logs are dropped, the others go on
         self.failure_channel = failure_channel if failure_channel is not None else LogDirFailureChannel()
         for d in self.log_dirs:
-            os.makedirs(d, exist_ok=True)
+            try:
+                os.makedirs(d, exist_ok=True)
+            except OSError as e:  # Kafka's createAndValidateLogDirs: that dir is offline, the others go on
+                self.failure_channel.mark_offline(d, f"Failed to create or validate data directory {d}", e)
+                continue
             self._lock_dir(d)
         self._check_meta_properties()
         self._load_all_logs()
@@ -132,7 +136,11 @@ class LogManager:
     # -- start ------------------------------------------------------------------------------------
 
     def _lock_dir(self, d: str) -> None:
-        fd = os.open(os.path.join(d, LOCK_FILE), os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fd = os.open(os.path.join(d, LOCK_FILE), os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as e:
+            self.failure_channel.mark_offline(d, f"Failed to create the lock file of {d}", e)
+            return
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
@@ -148,11 +156,15 @@ class LogManager:
 
     def _check_meta_properties(self) -> None:
         seen_cluster: tuple[str, str] | None = None
-        for d in self.log_dirs:
+        for d in self.live_log_dirs:
             path = os.path.join(d, META_PROPERTIES)
             if not os.path.exists(path):
                 continue
-            props = read_properties(path)
+            try:
+                props = read_properties(path)
+            except OSError as e:
+                self.failure_channel.mark_offline(d, f"Error while reading {path}", e)
+                continue
             if props.get("version") != "0":
                 self._fail(f"{path}: unsupported version {props.get('version')!r} (expected 0)")
             stored_id = props.get("broker.id")
@@ -173,14 +185,17 @@ class LogManager:
         if self.cluster_id is None and seen_cluster is not None:
             self.cluster_id = seen_cluster[0]
         if self.broker_id is not None:
-            for d in self.log_dirs:
+            for d in self.live_log_dirs:
                 props = {}
                 path = os.path.join(d, META_PROPERTIES)
                 if os.path.exists(path):
-                    props = read_properties(path)
+                    props = read_properties(path)  # read just above
                 if props.get("broker.id") != str(self.broker_id) or (
                         self.cluster_id is not None and props.get("cluster.id") != self.cluster_id):
-                    write_meta_properties(d, self.broker_id, self.cluster_id)
+                    try:
+                        write_meta_properties(d, self.broker_id, self.cluster_id)
+                    except OSError as e:
+                        self.failure_channel.mark_offline(d, f"Error while writing {path}", e)
 
     def _fail(self, message: str) -> None:
         self._release_locks()
@@ -205,7 +220,7 @@ class LogManager:
     def _load_all_logs(self) -> None:
         jobs: list[Callable[[], tuple[TopicPartition, Log, str]]] = []
         markers = []
-        for d in self.log_dirs:
+        for d in self.live_log_dirs:
             try:
                 jobs += self._load_jobs(d)
             except OSError as e:

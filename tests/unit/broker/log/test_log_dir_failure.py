@@ -194,3 +194,15 @@ def test_the_offline_dir_count_metric(tmp_path):
     assert found[("kafka_log_logmanager_logdirectoryoffline", (a,))] == 1
     assert found[("kafka_log_logmanager_logdirectoryoffline", (b,))] == 0
     manager.shutdown()
+
+
+def test_a_dir_that_cannot_be_created_is_offline_and_the_others_load(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    good = str(tmp_path / "good")
+    manager = LogManager([str(blocker / "logs"), good], broker_id=0)
+    assert manager.offline_log_dirs == [str(blocker / "logs")] and manager.live_log_dirs == [good]
+    assert manager.get_or_create_log("t", 0).dir.startswith(good)
+    manager.shutdown()
+    with pytest.raises(KafkaStorageError, match="none of the log dirs"):
+        LogManager([str(blocker / "logs")], broker_id=0)
