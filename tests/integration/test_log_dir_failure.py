@@ -2,8 +2,9 @@
 an idempotent acks=all producer writing throughout.
 
 Broker 0 has two log dirs; its second is a small tmpfs the test mounts (as root) and then fills with a file, so
-the broker's next append there fails with ENOSPC. Without root the test takes the write permission of that
-dir away instead (EACCES on the next file created there: a roll, a checkpoint), a real I/O error as well.
+the broker's next append there fails with ENOSPC. Where permissions bind the test (not root) it takes the write
+permission of that dir away instead (EACCES on the next file created there: a roll, a checkpoint), a real I/O
+error as well. One of the two runs, whoever runs the tests.
 Expected, as Kafka 2.8: that dir goes offline (DescribeLogDirs answers KAFKA_STORAGE_ERROR for it, and
 odradek-log-dirs --describe prints KafkaStorageException as kafka-log-dirs.sh does), the
 broker stays up with its other dir, the controller moves leadership of the dir's partitions to in-sync
@@ -17,6 +18,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import shutil
 import stat
 import subprocess
 import time
@@ -92,19 +94,37 @@ def leaders_and_isrs(admin: Admin) -> dict[int, tuple[int, list[int]]]:
     return {p.partition: (p.leader, sorted(p.isr)) for p in description.partitions}
 
 
-@pytest.fixture
-def fault_dir(tmp_path):
+def permissions_bind(directory: Path) -> bool:
+    """Whether this process is refused a file in a directory it may not write (not so for root)."""
+    probe = directory / "probe"
+    probe.mkdir()
+    probe.chmod(stat.S_IRUSR | stat.S_IXUSR)
+    try:
+        (probe / "file").touch()
+        return False
+    except PermissionError:
+        return True
+    finally:
+        probe.chmod(stat.S_IRWXU)
+        shutil.rmtree(probe)
+
+
+@pytest.fixture(params=["tmpfs", "permission"])
+def fault_dir(tmp_path, request):
     directory = tmp_path / "fault"
     directory.mkdir()
-    mounted = False
-    if AS_ROOT:
+    on_tmpfs = request.param == "tmpfs"
+    if on_tmpfs:
+        if not AS_ROOT:
+            pytest.skip("mounting a tmpfs needs root; the permission variant runs instead")
         done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=32m", "tmpfs", str(directory)],
                               capture_output=True, text=True)
-        mounted = done.returncode == 0
-        if not mounted:
+        if done.returncode != 0:
             pytest.skip(f"cannot mount a tmpfs: {done.stderr.strip()}")
-    yield directory, mounted
-    if mounted:
+    elif not permissions_bind(tmp_path):
+        pytest.skip("permissions do not bind this process (root): the tmpfs variant runs instead")
+    yield directory, on_tmpfs
+    if on_tmpfs:
         subprocess.run(["umount", "-l", str(directory)], capture_output=True)
     else:
         give_write_permission(directory)
