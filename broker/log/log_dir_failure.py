@@ -43,6 +43,11 @@ class LogDirFailureChannel:
             listener(log_dir)
         return True
 
+    @property
+    def any_offline(self) -> bool:
+        """The hot path's first question (every append and read asks): a list's truth, no path work."""
+        return bool(self._offline)
+
     def is_offline(self, log_dir: str) -> bool:
         return os.path.abspath(log_dir) in self._offline
 
@@ -64,7 +69,7 @@ def guarded_io(method: Callable[..., T]) -> Callable[..., T]:
     @functools.wraps(method)
     def wrapper(self: Any, *args: Any, **kwargs: Any) -> T:
         channel = self.failure_channel
-        if channel is not None and channel.is_offline(parent_log_dir(self.dir)):
+        if channel is not None and channel.any_offline and channel.is_offline(parent_log_dir(self.dir)):
             raise KafkaStorageError(f"the log directory of {self.name} is offline")
         try:
             return method(self, *args, **kwargs)
@@ -77,10 +82,12 @@ def guarded_io(method: Callable[..., T]) -> Callable[..., T]:
     return wrapper
 
 
-def append_whole(fd: int, data: bytes | bytearray | memoryview, path: str) -> None:
+def append_whole(fd: int, data: bytes | bytearray | memoryview, path: str, start: int | None = None) -> None:
     """Append ``data`` to an O_APPEND file, all of it or nothing: a full disk writes what fits and returns its
-    count, and bytes left behind would shift every later write (and the positions pointing at them)."""
-    start = os.lseek(fd, 0, os.SEEK_END)
+    count, and bytes left behind would shift every later write (and the positions pointing at them).
+    ``start``: the file's size when the caller knows it (saves a seek)."""
+    if start is None:
+        start = os.lseek(fd, 0, os.SEEK_END)
     written = os.write(fd, data)
     if written != len(data):
         os.ftruncate(fd, start)

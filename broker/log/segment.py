@@ -217,7 +217,7 @@ class LogSegment:
             with HANDLES.use(self) as fd:
                 # all or nothing: torn bytes left in the file would put the next write (O_APPEND) after them
                 # while our positions stay before them
-                append_whole(fd, records, self.log_path)
+                append_whole(fd, records, self.log_path, position)
             if position == 0 and self._rolling_based_timestamp is None:
                 first = next(walk_headers(records), None)
                 if first is not None:

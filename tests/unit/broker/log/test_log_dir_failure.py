@@ -94,7 +94,7 @@ def test_a_torn_write_is_cut_back_and_the_directory_goes_offline(tmp_path, monke
     again.shutdown()
 
 
-def _append_as_before(fd, data, path):
+def _append_as_before(fd, data, path, start=None):
     """The segment's write before KIP-112 here: a short write raised, its bytes stayed in the file."""
     written = os.write(fd, data)
     if written != len(data):
@@ -206,3 +206,22 @@ def test_a_dir_that_cannot_be_created_is_offline_and_the_others_load(tmp_path):
     manager.shutdown()
     with pytest.raises(KafkaStorageError, match="none of the log dirs"):
         LogManager([str(blocker / "logs")], broker_id=0)
+
+
+def test_append_whole_leaves_the_file_as_it_was_after_a_short_write(tmp_path, monkeypatch):
+    """What the segment, offset index and transaction index appends share."""
+    from odradek.broker.log.log_dir_failure import append_whole
+    path = tmp_path / "f"
+    path.write_bytes(b"head")
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND)
+    try:
+        with monkeypatch.context() as disk:
+            disk.setattr(os, "write", _FullDisk(fits=3))
+            with pytest.raises(OSError) as raised:
+                append_whole(fd, b"0123456789", str(path))
+        assert raised.value.errno == errno.ENOSPC
+        assert path.read_bytes() == b"head"
+        append_whole(fd, b"tail", str(path))
+        assert path.read_bytes() == b"headtail"
+    finally:
+        os.close(fd)
