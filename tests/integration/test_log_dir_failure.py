@@ -6,11 +6,11 @@ the broker's next append there fails with ENOSPC. Where permissions bind the tes
 permission of that dir away instead (EACCES on the next file created there: a roll, a checkpoint), a real I/O
 error as well. One of the two runs, whoever runs the tests.
 Expected, as Kafka 2.8: that dir goes offline (DescribeLogDirs answers KAFKA_STORAGE_ERROR for it, and
-odradek-log-dirs --describe prints KafkaStorageException as kafka-log-dirs.sh does), the
-broker stays up with its other dir, the controller moves leadership of the dir's partitions to in-sync
-replicas within seconds and shrinks their ISRs; the producer gets every record acknowledged, none timed
-out; after room is made and broker 0 restarts, its replicas come back, and every replica holds every
-acknowledged record unchanged (whole batches, valid CRCs).
+odradek-log-dirs --describe prints KafkaStorageException as kafka-log-dirs.sh does), the broker stays up with
+its other dir, the controller moves leadership of the dir's partitions to in-sync replicas within seconds and
+shrinks their ISRs; after room is made and broker 0 restarts, its replicas come back. Then both its dirs fail:
+it halts (exit 1) and leadership moves off it. Throughout, the producer gets every record acknowledged, none
+timed out, and at the end every replica holds every acknowledged record unchanged (whole batches, valid CRCs).
 """
 
 from __future__ import annotations
@@ -41,37 +41,37 @@ AS_ROOT = os.geteuid() == 0
 
 
 class FaultDirCluster(LocalCluster):
-    """Broker 0 gets a second log dir, ``fault`` beside the cluster's data dir (a later --override wins; the
+    """Broker 0's log dirs are ``main`` and ``fault`` beside the cluster's data dir (a later --override wins; the
     first keeps the process marker LocalCluster finds the broker by)."""
 
     def broker_command(self, broker):
         command = super().broker_command(broker)
         if broker.broker_id == 0:
-            command += ["--override", f"log.dirs={broker.log_dirs},{self.data_dir.parent / 'fault'}"]
+            parent = self.data_dir.parent
+            command += ["--override", f"log.dirs={parent / 'main'},{parent / 'fault'}"]
         return command
 
 
-def fill(directory: Path) -> Path:
-    """Write a file until the filesystem is full; returns it."""
-    filler = directory / "filler"
+def break_dir(directory: Path, on_tmpfs: bool) -> None:
+    """A tmpfs: write a file until it is full. Otherwise: take the write permission of the dir and its
+    partition dirs away."""
+    if not on_tmpfs:
+        for path in [directory, *(p for p in directory.iterdir() if p.is_dir())]:
+            path.chmod(stat.S_IRUSR | stat.S_IXUSR)
+        return
     chunk = b"\0" * (1 << 20)
-    with open(filler, "wb", buffering=0) as f:
+    with open(directory / "filler", "wb", buffering=0) as f:
         try:
             while True:
                 f.write(chunk)
         except OSError as e:
             assert e.errno == errno.ENOSPC, e
-    return filler
 
 
-def take_write_permission(directory: Path) -> None:
-    for path in [directory, *(p for p in directory.iterdir() if p.is_dir())]:
-        path.chmod(stat.S_IRUSR | stat.S_IXUSR)
-
-
-def give_write_permission(directory: Path) -> None:
+def repair_dir(directory: Path) -> None:
     for path in [directory, *(p for p in directory.iterdir() if p.is_dir())]:
         path.chmod(stat.S_IRWXU)
+    (directory / "filler").unlink(missing_ok=True)
 
 
 def replica_records(partition_dir: Path) -> list[tuple[int, bytes]]:
@@ -110,58 +110,60 @@ def permissions_bind(directory: Path) -> bool:
 
 
 @pytest.fixture(params=["tmpfs", "permission"])
-def fault_dir(tmp_path, request):
-    directory = tmp_path / "fault"
-    directory.mkdir()
+def broker_0_dirs(tmp_path, request):
+    """(main, fault, on_tmpfs): broker 0's two log dirs, each a 32 MiB tmpfs in the tmpfs variant."""
+    dirs = [tmp_path / "main", tmp_path / "fault"]
     on_tmpfs = request.param == "tmpfs"
+    for directory in dirs:
+        directory.mkdir()
     if on_tmpfs:
         if not AS_ROOT:
             pytest.skip("mounting a tmpfs needs root; the permission variant runs instead")
-        done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=32m", "tmpfs", str(directory)],
-                              capture_output=True, text=True)
-        if done.returncode != 0:
-            pytest.skip(f"cannot mount a tmpfs: {done.stderr.strip()}")
+        for directory in dirs:
+            done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=32m", "tmpfs", str(directory)],
+                                  capture_output=True, text=True)
+            if done.returncode != 0:
+                pytest.skip(f"cannot mount a tmpfs: {done.stderr.strip()}")
     elif not permissions_bind(tmp_path):
         pytest.skip("permissions do not bind this process (root): the tmpfs variant runs instead")
-    yield directory, on_tmpfs
-    if on_tmpfs:
-        subprocess.run(["umount", "-l", str(directory)], capture_output=True)
-    else:
-        give_write_permission(directory)
+    yield dirs[0], dirs[1], on_tmpfs
+    for directory in dirs:
+        if on_tmpfs:
+            subprocess.run(["umount", "-l", str(directory)], capture_output=True)
+        else:
+            repair_dir(directory)
 
 
 def test_a_failing_log_dir_goes_offline_and_leadership_moves_without_losing_a_record(
-        odradek_cluster_factory, fault_dir, capsys):
-    directory, on_tmpfs = fault_dir
+        odradek_cluster_factory, broker_0_dirs, capsys):
+    main, fault, on_tmpfs = broker_0_dirs
     cluster = odradek_cluster_factory(3, {"min.insync.replicas": "2", "replica.lag.time.max.ms": "10000"},
                                       cluster_class=FaultDirCluster)
-    assert cluster.data_dir.parent == directory.parent
+    assert cluster.data_dir.parent == fault.parent
     servers = cluster.bootstrap_servers
     with Admin(bootstrap_servers=servers) as admin:
         admin.create_topics([NewTopic(TOPIC, num_partitions=PARTITIONS, replication_factor=3)])
         wait_until(lambda: all(leader >= 0 for leader, _ in leaders_and_isrs(admin).values()), 30, "leaders")
-        on_fault = sorted(int(n.rsplit("-", 1)[1]) for n in os.listdir(directory) if n.startswith(f"{TOPIC}-"))
+        on_fault = sorted(int(n.rsplit("-", 1)[1]) for n in os.listdir(fault) if n.startswith(f"{TOPIC}-"))
         assert on_fault and len(on_fault) < PARTITIONS  # broker 0 has partitions in both dirs
         if on_tmpfs:  # 32 MiB free, under the 1 GiB default: the operator was warned before anything failed
-            wait_until(lambda: f"Log directory {directory} has" in cluster.broker_log(0).read_text(), 30,
+            wait_until(lambda: f"Log directory {fault} has" in cluster.broker_log(0).read_text(), 30,
                        "the free-space warning")
+
+        def off_broker_0(partitions) -> bool:
+            state = leaders_and_isrs(admin)
+            return all(state[p][0] not in (-1, 0) and 0 not in state[p][1] for p in partitions)
         with IdempotentProducerLoad(servers, TOPIC, PARTITIONS, timeout_s=60) as load:
+            # 1. one dir fails: its partitions go offline, the broker serves the others
             wait_until(lambda: len(load.acked) >= 2000, 60, "records acknowledged before the fault")
             acked_before = len(load.acked)
             began = time.monotonic()
-            if on_tmpfs:
-                filler = fill(directory)
-            else:
-                take_write_permission(directory)
-
-            def moved() -> bool:
-                state = leaders_and_isrs(admin)
-                return all(state[p][0] not in (-1, 0) and 0 not in state[p][1] for p in on_fault)
-            wait_until(moved, 60, "leadership and ISRs off the failed dir", interval=0.1)
+            break_dir(fault, on_tmpfs)
+            wait_until(lambda: off_broker_0(on_fault), 60, "leadership and ISRs off the failed dir", interval=0.1)
             moved_after = time.monotonic() - began
             dirs = admin.describe_log_dirs(brokers=[0])[0]
-            assert isinstance(dirs[str(directory)].error, KafkaStorageError)
-            assert dirs[str(cluster.brokers[0].log_dirs)].error is None
+            assert isinstance(dirs[str(fault)].error, KafkaStorageError)
+            assert dirs[str(main)].error is None
             assert cluster.broker_alive(0)  # its other dir is online: it keeps serving
             described = console_tool("log-dirs", "--bootstrap-server", servers, "--describe", "--broker-list", "0",
                                      "--topic-list", TOPIC).stdout.splitlines()
@@ -169,28 +171,42 @@ def test_a_failing_log_dir_goes_offline_and_leadership_moves_without_losing_a_re
                                      "Received log directory information from brokers 0"]
             [broker_0] = json.loads(described[2])["brokers"]
             by_dir = {d["logDir"]: d for d in broker_0["logDirs"]}
-            assert by_dir[str(directory)] == {"logDir": str(directory), "partitions": [],
-                                              "error": "org.apache.kafka.common.errors.KafkaStorageException"}
-            assert by_dir[str(cluster.brokers[0].log_dirs)]["error"] is None
+            assert by_dir[str(fault)] == {"logDir": str(fault), "partitions": [],
+                                          "error": "org.apache.kafka.common.errors.KafkaStorageException"}
+            assert by_dir[str(main)]["error"] is None
             # the writes go on: twice as many records acknowledged after the move as before the fault
             wait_until(lambda: len(load.acked) >= 2 * acked_before + 2000, 90, "records acknowledged after the move")
+            # 2. room again, then a restart brings broker 0's replicas back
+            repair_dir(fault)
+            cluster.restart_broker(0)
+            wait_until(lambda: all(isr == [0, 1, 2] for _, isr in leaders_and_isrs(admin).values()), 90,
+                       "every replica back in the ISR")
+            assert all(d.error is None for d in admin.describe_log_dirs(brokers=[0])[0].values())
+            # 3. both dirs fail: the broker halts, leadership of every partition moves
+            acked_before = len(load.acked)
+            began = time.monotonic()
+            break_dir(main, on_tmpfs)
+            break_dir(fault, on_tmpfs)
+            wait_until(lambda: not cluster.broker_alive(0), 60, "broker 0 to halt")
+            assert cluster.brokers[0].process.returncode == 1
+            wait_until(lambda: off_broker_0(range(PARTITIONS)), 60, "leadership and ISRs off broker 0", interval=0.1)
+            halted_moved_after = time.monotonic() - began
+            wait_until(lambda: len(load.acked) >= acked_before + 2000, 90, "records acknowledged after the halt")
+            repair_dir(main)
+            repair_dir(fault)
+            cluster.start_broker(0)
+            wait_until(lambda: all(isr == [0, 1, 2] for _, isr in leaders_and_isrs(admin).values()), 90,
+                       "every replica back in the ISR after the halt")
         offered = len(load.acked) + len(load.failed)
         assert load.fatal == [] and load.failed == [], (load.fatal, load.failed[:5])
-        # room again, then a restart brings broker 0's replicas back
-        if on_tmpfs:
-            filler.unlink()
-        else:
-            give_write_permission(directory)
-        cluster.restart_broker(0)
         wait_until(lambda: all(isr == [0, 1, 2] for _, isr in leaders_and_isrs(admin).values()), 90,
-                   "every replica back in the ISR")
-        assert all(d.error is None for d in admin.describe_log_dirs(brokers=[0])[0].values())
+                   "every replica in the ISR at the end")
     cluster.stop(timeout=30)
     checked = 0
     for partition in range(PARTITIONS):
         copies = []
         for broker in cluster.brokers:
-            dirs = [Path(broker.log_dirs)] + ([directory] if broker.broker_id == 0 else [])
+            dirs = [main, fault] if broker.broker_id == 0 else [Path(broker.log_dirs)]
             [found] = [d / f"{TOPIC}-{partition}" for d in dirs if (d / f"{TOPIC}-{partition}").is_dir()]
             copies.append(replica_records(found))
         assert all(copy == copies[0] for copy in copies), f"replicas of partition {partition} differ"
@@ -203,5 +219,6 @@ def test_a_failing_log_dir_goes_offline_and_leadership_moves_without_losing_a_re
     with capsys.disabled():
         print(f"\nlog dir failure ({'tmpfs filled' if on_tmpfs else 'write permission removed'}): "
               f"{len(load.acked)}/{offered} records acknowledged, none failed; leadership and ISRs off the failed "
-              f"dir {moved_after:.1f} s after the fault; {checked} acknowledged records read back unchanged from "
-              f"each of 3 replicas of {PARTITIONS} partitions")
+              f"dir {moved_after:.1f} s after the fault; off the broker {halted_moved_after:.1f} s after both its "
+              f"dirs failed (it halted); {checked} acknowledged records read back unchanged from each of 3 replicas "
+              f"of {PARTITIONS} partitions")
