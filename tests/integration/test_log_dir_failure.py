@@ -25,6 +25,7 @@ import time
 from pathlib import Path
 
 import pytest
+from kazoo.client import KazooClient
 
 from odradek.clients.admin.client import Admin, NewTopic
 from odradek.protocol.errors import KafkaStorageError
@@ -146,6 +147,18 @@ def test_a_failing_log_dir_goes_offline_and_leadership_moves_without_losing_a_re
         wait_until(lambda: all(leader >= 0 for leader, _ in leaders_and_isrs(admin).values()), 30, "leaders")
         on_fault = sorted(int(n.rsplit("-", 1)[1]) for n in os.listdir(fault) if n.startswith(f"{TOPIC}-"))
         assert on_fault and len(on_fault) < PARTITIONS  # broker 0 has partitions in both dirs
+        # the notification a Kafka 2.8 broker writes, byte for byte: our controller reads it (asks broker 1, which
+        # has nothing offline) and deletes it
+        zk = KazooClient(hosts=cluster.zookeeper_connect)
+        zk.start(timeout=15)
+        try:
+            zk.create("/log_dir_event_notification/log_dir_event_", b'{"version":1,"broker":1,"event":1}',
+                      sequence=True, makepath=True)
+            wait_until(lambda: zk.get_children("/log_dir_event_notification") == [], 30,
+                       "the controller to take the Kafka-written notification")
+        finally:
+            zk.stop()
+            zk.close()
         if on_tmpfs:  # 32 MiB free, under the 1 GiB default: the operator was warned before anything failed
             wait_until(lambda: f"Log directory {fault} has" in cluster.broker_log(0).read_text(), 30,
                        "the free-space warning")
