@@ -19,6 +19,8 @@ COPY clients ./clients
 COPY tools ./tools
 COPY spark_connector ./spark_connector
 COPY pyspark_odradek ./pyspark_odradek
+COPY schema_registry ./schema_registry
+COPY console ./console
 RUN pip wheel --no-cache-dir --no-deps --wheel-dir /wheels .
 
 FROM python:3.12-slim-bookworm AS broker
@@ -27,9 +29,11 @@ ENV PYTHONUNBUFFERED=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
     ODRADEK_CONFIG_FILE=/opt/odradek/config/server.properties
 COPY --from=build /wheels /tmp/wheels
-RUN pip install --no-cache-dir /tmp/wheels/odradek-*.whl \
+# the schema-registry extra: odradek-schema-registry runs from this image too (docker-compose's schema-registry)
+RUN pip install --no-cache-dir "$(ls /tmp/wheels/odradek-*.whl)[schema-registry]" \
     && rm -rf /tmp/wheels \
-    && python -c "import uvloop, cramjam, crc32c, odradek.broker.server, odradek.protocol.records._codec"
+    && python -c "import uvloop, cramjam, crc32c, odradek.broker.server, odradek.protocol.records._codec" \
+    && python -c "import odradek.schema_registry.rest, odradek.schema_registry.formats.protobuf_format"
 RUN groupadd --system --gid 1001 odradek \
     && useradd --system --uid 1001 --gid odradek --home-dir /var/lib/odradek --shell /usr/sbin/nologin odradek \
     && mkdir -p /var/lib/odradek/data /var/lib/odradek/logs /var/lib/odradek/secrets /opt/odradek/config /opt/odradek/bin \
@@ -61,6 +65,18 @@ RUN mkdir -p /var/lib/odradek/spark && chown odradek:odradek /var/lib/odradek/sp
 USER odradek
 ENTRYPOINT []
 CMD ["python", "/opt/odradek/examples/spark_pipeline.py", "--bootstrap-servers", "kafka-1:9092,kafka-2:9092,kafka-3:9092", "--work-dir", "/var/lib/odradek/spark"]
+
+# The web console of docker-compose.yml (service "console"): odradek-console with its extra (aiohttp, pyarrow).
+FROM broker AS console
+USER root
+COPY --from=build /wheels /tmp/wheels
+RUN pip install --no-cache-dir "$(ls /tmp/wheels/odradek-*.whl)[console]" && rm -rf /tmp/wheels
+USER odradek
+EXPOSE 8080
+HEALTHCHECK --interval=10s --timeout=6s --start-period=20s --retries=10 \
+    CMD ["python", "-c", "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8080/favicon.ico', timeout=5)"]
+ENTRYPOINT []
+CMD ["odradek-console", "--bootstrap-server", "kafka-1:9092,kafka-2:9092,kafka-3:9092", "--host", "0.0.0.0"]
 
 # The default target: the broker image.
 FROM broker

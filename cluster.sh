@@ -4,8 +4,11 @@
 #   bash cluster.sh status [flags]
 #   bash cluster.sh stop   [flags]
 # `start` first installs what is missing: Debian's zookeeper, gcc and python3-dev packages (apt-get, through
-# sudo when not root) and this checkout with pip (`pip install -e .`, into ./.venv when the system Python is externally managed).
-# Environment: PYTHON (default python3), ODRADEK_BROKERS (3), ODRADEK_DATA_DIR (./.odradek-cluster).
+# sudo when not root) and this checkout with pip (`pip install -e '.[console,schema-registry]'`, into ./.venv when the
+# system Python is externally managed).
+# Environment: PYTHON (default python3), ODRADEK_BROKERS (3), ODRADEK_DATA_DIR (./.odradek-cluster),
+# ODRADEK_SCHEMA_REGISTRY_PORT (8081: the schema registry's port; "none" starts no registry),
+# ODRADEK_CONSOLE_PORT (8080: the web console, odradek-console, started beside the brokers; "none": no console).
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -13,6 +16,9 @@ COMMAND=${1:-start}
 if [ $# -gt 0 ]; then shift; fi
 BROKERS=${ODRADEK_BROKERS:-3}
 DATA_DIR=${ODRADEK_DATA_DIR:-./.odradek-cluster}
+CONSOLE_PORT=${ODRADEK_CONSOLE_PORT:-8080}
+CONSOLE_FLAGS=()
+if [ "$CONSOLE_PORT" != none ]; then CONSOLE_FLAGS=(--console-port "$CONSOLE_PORT"); fi
 PYTHON=${PYTHON:-python3}
 export ODRADEK_CLUSTER_COMMAND="bash cluster.sh"  # how odradek-cluster's hints tell you to stop the cluster
 
@@ -43,9 +49,11 @@ install_odradek() {
     local here
     here=$(pwd -P)
     if [ "$("$PYTHON" -c 'import os, odradek.tools.cluster as m; print(os.path.realpath(m.__file__))' 2>/dev/null)" \
-        = "$here/tools/cluster.py" ]; then return; fi
-    echo "Installing Odradek (pip install -e .) ..." >&2
-    "$PYTHON" -m pip install --quiet --disable-pip-version-check --root-user-action=ignore -e .
+        = "$here/tools/cluster.py" ] && "$PYTHON" -c 'import aiohttp, pyarrow, avro, jsonschema, grpc_tools' 2>/dev/null; then
+        return
+    fi
+    echo "Installing Odradek (pip install -e '.[console,schema-registry]') ..." >&2
+    "$PYTHON" -m pip install --quiet --disable-pip-version-check --root-user-action=ignore -e '.[console,schema-registry]'
 }
 
 case "$COMMAND" in
@@ -54,7 +62,11 @@ case "$COMMAND" in
         choose_python
         install_build_tools
         install_odradek
-        exec "$PYTHON" -m odradek.tools.cluster start --brokers "$BROKERS" --data-dir "$DATA_DIR" "$@"
+        REGISTRY_PORT=${ODRADEK_SCHEMA_REGISTRY_PORT:-8081}
+        REGISTRY=()
+        if [ "$REGISTRY_PORT" != none ]; then REGISTRY=(--schema-registry-port "$REGISTRY_PORT"); fi
+        exec "$PYTHON" -m odradek.tools.cluster start --brokers "$BROKERS" --data-dir "$DATA_DIR" \
+            ${REGISTRY[@]+"${REGISTRY[@]}"} ${CONSOLE_FLAGS[@]+"${CONSOLE_FLAGS[@]}"} "$@"
         ;;
     stop|status)
         if [ -x .venv/bin/python ]; then PYTHON=.venv/bin/python; fi

@@ -22,6 +22,8 @@ DOUBLE_MAX = 1.7976931348623157e308
 ACL_AUTHORIZER = "kafka.security.authorizer.AclAuthorizer"
 LEGACY_ACL_AUTHORIZER = "kafka.security.auth.SimpleAclAuthorizer"  # Kafka wraps it; same behaviour here
 AUTHORIZER_CLASSES = (ACL_AUTHORIZER, LEGACY_ACL_AUTHORIZER)
+# replica.selector.class (KIP-392): the one selector Kafka 2.8 ships (broker/replica_selector.py)
+RACK_AWARE_REPLICA_SELECTOR = "org.apache.kafka.common.replica.RackAwareReplicaSelector"
 
 
 class Invalid(Exception):
@@ -208,6 +210,11 @@ def _no_reauthentication(v: int) -> None:
         raise Invalid("0: Odradek does not re-authenticate connections (KIP-368 is not implemented)")
 
 
+def _replica_selector_class(name: str | None) -> None:
+    if name and name != RACK_AWARE_REPLICA_SELECTOR:
+        raise Invalid(f"empty (consumers fetch from the leader) or {RACK_AWARE_REPLICA_SELECTOR}")
+
+
 def _authorizer_class(name: str) -> None:
     if name and name not in AUTHORIZER_CLASSES:
         raise Invalid(f"empty (no authorizer) or {' or '.join(AUTHORIZER_CLASSES)}")
@@ -248,6 +255,8 @@ _BROKER_KEYS: list[Key] = [
     K("reserved.broker.max.id", I, 1000, "Highest id that may be configured; generated ids start above it",
       at_least(0)),
     K("broker.rack", STR, None, "Rack of the broker, used for rack-aware replica assignment"),
+    K("replica.selector.class", STR, None, "Where a consumer with a client.rack is sent to fetch (KIP-392); "
+      "none: the leader", _replica_selector_class),
     K("message.max.bytes", I, 1048588, "Largest record batch size allowed (topic: max.message.bytes)",
       at_least(0)),
     K("num.network.threads", I, 3, "Threads receiving requests and sending responses", at_least(1)),
@@ -473,7 +482,7 @@ UNSUPPORTED_PREFIXES = ("ssl.", "sasl.", "zookeeper.ssl.", "zookeeper.clientCnxn
                         "authorizer.", "principal.builder.class", "security.providers",
                         "quota.", "alter.log.dirs.replication.quota.", "client.quota.",
                         "metric.reporters", "kafka.metrics.", "metrics.recording.level", "create.topic.policy.",
-                        "alter.config.policy.", "replica.selector.class", "password.encoder.", "delegation.token.",
+                        "alter.config.policy.", "password.encoder.", "delegation.token.",
                         "host.name", "port", "advertised.host.name", "advertised.port", "process.roles",
                         "node.id", "controller.", "metadata.", "client.",
                         "max.connection.creation.rate", "num.quota.samples", "num.replica.alter.log.dirs.threads",

@@ -25,6 +25,7 @@ from .purgatory import DelayedOperation
 
 if TYPE_CHECKING:
     from .partition import Partition
+    from .replica_selector import ClientMetadata
     from .purgatory.completion import Completion
 
 
@@ -52,6 +53,9 @@ class FetchParams:
     # A follower's fetch session: when its previous fetch was (partitions of the session that are not read
     # this time were caught up then, see Partition.update_follower_position); None for a sessionless fetch.
     previous_fetch_ms: int | None = None
+    # A Fetch v11+ consumer's rack and listener (KIP-392): it may be redirected by the leader and served by a
+    # follower. None: a follower, or an older consumer, which read from the leader only.
+    client: "ClientMetadata | None" = None
 
     @property
     def committed_only(self) -> bool:
@@ -131,7 +135,7 @@ class DelayedFetch(DelayedOperation):
     def _check(self, spec: FetchSpec, min_bytes: int) -> bool | int:
         """True if this partition completed the fetch, else the bytes it has for it."""
         partition = self.replica_manager.online_partition(spec.topic, spec.partition)
-        if partition is None or not partition.is_leader:
+        if partition is None or not (partition.is_leader or self.params.client is not None):
             return self.force_complete()
         # read_committed consumers count only what is below the last stable offset, so a marker
         # (or HW move) that moves the LSO is what wakes them (Kafka's FetchTxnCommitted).
@@ -158,7 +162,8 @@ class DelayedFetch(DelayedOperation):
             try:
                 data = partition.read(spec.fetch_offset, spec.max_bytes,
                                       committed_only=self.params.committed_only, min_one_batch=False,
-                                      read_committed=self.params.read_committed)
+                                      read_committed=self.params.read_committed,
+                                      leader_only=self.params.client is None)
             except Exception:
                 # A failing partition completes the fetch now; the answer's read gives that
                 # partition its error (read_from_local_log) and the others their data.

@@ -102,8 +102,9 @@ class CachedPartition:
             respond = True
             if update:
                 self.high_watermark = -1
-        # A follower must hear of a diverging epoch to truncate (Fetch v12 results carry it).
-        if getattr(result, "diverging_epoch", None) is not None:
+        # A follower must hear of a diverging epoch to truncate (Fetch v12 results carry it), a consumer of
+        # its preferred read replica (KIP-392).
+        if getattr(result, "diverging_epoch", None) is not None or getattr(result, "preferred_read_replica", -1) >= 0:
             respond = True
         return respond
 

@@ -423,7 +423,10 @@ class ReplicaFetcher:
                 follower_quota.record(len(batches))
         state.lag = max(0, answer.high_watermark - partition.log_end_offset)
         state.in_sync = state.lag == 0
+        before = (partition.high_watermark, partition.log_start_offset)
         partition.follow_leader_offsets(answer.high_watermark, answer.log_start_offset)
+        if (partition.high_watermark, partition.log_start_offset) != before:
+            self.manager.replica_manager.follower_offsets_moved(partition.key)  # consumers reading here
 
     def _on_partition_error(self, key: Key, state: PartitionFetchState, code: int) -> None:
         error = for_code(code)

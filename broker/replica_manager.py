@@ -39,6 +39,7 @@ from .partition import Partition, monotonic_ms
 from .purgatory import AsyncTimerDriver, DelayedOperationPurgatory, Timer
 from .purgatory.completion import Completion
 from .replication_quota import ReplicationQuotas
+from .replica_selector import ClientMetadata, Selector, preferred_read_replica
 
 if TYPE_CHECKING:
     from .isr_manager import IsrManager
@@ -70,9 +71,8 @@ class ProducePartitionResult:
     record_errors: list[tuple[int, str]] | None = None  # (index in the batch, message): Produce v8+
 
 
-# Kafka's Request.DebuggingConsumerId: the replica verification tool. Kafka 2.8 lets any consumer with
-# Fetch v11+ read a follower (KIP-392, below the follower's high watermark); we allow it only this id,
-# so a client with stale metadata still gets NOT_LEADER_OR_FOLLOWER from a former leader.
+# Kafka's Request.DebuggingConsumerId: the replica verification tool, which reads followers too. So does any
+# consumer with Fetch v11+ (KIP-392, FetchParams.client), below the follower's high watermark.
 DEBUGGING_CONSUMER_ID = -2
 
 
@@ -86,6 +86,7 @@ class FetchPartitionResult:
     diverging_epoch: tuple[int, int] | None = None  # (epoch, end offset) for a follower that diverged
     aborted_transactions: list | None = None  # read_committed: AbortedTxn entries overlapping the records
     withheld: bool = False  # records were there for the fetcher but none were sent (throttle, max_bytes)
+    preferred_read_replica: int = -1  # KIP-392: read this partition from that broker instead (no records here)
 
 
 class FollowerFetchers(Protocol):
@@ -104,7 +105,8 @@ class ReplicaManager:
                  clock: Callable[[], int] = monotonic_ms, *, fetch_purge_interval: int = 1000,
                  produce_purge_interval: int = 1000, delete_records_purge_interval: int = 1,
                  topic_stats: BrokerTopicStats | None = None,
-                 replication_quotas: ReplicationQuotas | None = None) -> None:
+                 replication_quotas: ReplicationQuotas | None = None,
+                 replica_selector: Selector | None = None) -> None:
         self.broker_id = broker_id
         self.log_manager = log_manager
         self.metadata_cache = metadata_cache
@@ -137,6 +139,8 @@ class ReplicaManager:
         # The purgatory keys under which fetch sessions holding a partition park their fetches (a session's
         # fetch waits under one key, not one per partition: broker/apis/fetch.py sets this).
         self.session_watch_keys: Callable[[tuple[str, int]], Iterable[Hashable]] = lambda key: ()
+        # replica.selector.class (KIP-392): where the leader sends Fetch v11+ consumers; None: it serves them
+        self.replica_selector = replica_selector
         self.isr_shrinks = 0  # ISR changes started as leader (IsrShrinksPerSec / IsrExpandsPerSec)
         self.isr_expands = 0
         # *.purgatory.purge.interval.requests: completed operations are dropped from the watch lists once
@@ -499,7 +503,7 @@ class ReplicaManager:
             return results
         total = 0
         for result in results.values():
-            if result.error_code:
+            if result.error_code or result.preferred_read_replica >= 0:  # Kafka answers either at once
                 return results
             total += len(result.records)
         if total >= params.min_bytes:
@@ -532,6 +536,13 @@ class ReplicaManager:
             try:
                 if params.replica_id == DEBUGGING_CONSUMER_ID:  # reads a follower too, below its HW
                     partition = self.partition_or_error(spec.topic, spec.partition)
+                elif params.client is not None:
+                    partition = self.partition_or_error(spec.topic, spec.partition)
+                    partition.check_leader_epoch(spec.current_leader_epoch)
+                    redirect = self._redirect(partition, params.client, spec)
+                    if redirect is not None:
+                        results[key] = redirect
+                        continue
                 else:
                     partition = self.leader_partition(spec.topic, spec.partition, spec.current_leader_epoch)
                 if not committed_only:
@@ -543,7 +554,7 @@ class ReplicaManager:
                 data = partition.read(spec.fetch_offset, min(spec.max_bytes, limit),
                                       committed_only=committed_only, min_one_batch=min_one,
                                       read_committed=read_committed,
-                                      leader_only=params.replica_id != DEBUGGING_CONSUMER_ID)
+                                      leader_only=params.replica_id != DEBUGGING_CONSUMER_ID and params.client is None)
                 if not committed_only:
                     if data.records and self.should_leader_throttle(partition, params.replica_id):
                         data = data._replace(records=b"")  # Kafka: throttled and over the quota: no records
@@ -574,6 +585,24 @@ class ReplicaManager:
                           spec.partition, spec.fetch_offset, exc,
                           exc_info=None if isinstance(exc, InvalidReadSizeError) else exc)
         return results
+
+    def _redirect(self, partition: Partition, client: ClientMetadata, spec: FetchSpec) -> FetchPartitionResult | None:
+        """KIP-392: the answer sending a consumer to its preferred read replica, or None to read here."""
+        if self.replica_selector is None:
+            return None
+        preferred = preferred_read_replica(self.replica_selector, partition, self.metadata_cache, client,
+                                           spec.fetch_offset, self.clock())
+        if preferred is None:
+            return None
+        log_ = partition.log
+        return FetchPartitionResult(0, log_.high_watermark, log_.last_stable_offset, log_.log_start_offset, b"",
+                                    preferred_read_replica=preferred)
+
+    def follower_offsets_moved(self, key: tuple[str, int]) -> None:
+        """A follower's high watermark or log start offset moved: consumers reading this follower (KIP-392)
+        hear of it (Kafka's completeDelayedFetchRequests from the replica fetcher)."""
+        self.note_change(key)
+        self._wake_fetches(key)
 
     # -- the leader's view of its followers -------------------------------------------------------
 

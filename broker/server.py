@@ -66,6 +66,7 @@ from .producer_id_manager import ProducerIdManager
 from .quota.client_quotas import ClientQuotas
 from .replica_fetcher import FetcherSettings, ReplicaFetcherManager
 from .replica_manager import ReplicaManager
+from .replica_selector import replica_selector
 from .replication_quota import ReplicationQuotas
 from .request_handler import KafkaRequestHandlerPool
 from .security.credential_cache import CredentialCache
@@ -158,7 +159,8 @@ class KafkaServer:
             produce_purge_interval=cfg.get("producer.purgatory.purge.interval.requests"),
             delete_records_purge_interval=cfg.get("delete.records.purgatory.purge.interval.requests"),
             topic_stats=self.metrics.topic_stats,
-            replication_quotas=self._replication_quotas(dynamic, topic_configs))
+            replication_quotas=self._replication_quotas(dynamic, topic_configs),
+            replica_selector=replica_selector(cfg.get("replica.selector.class")))
         rm.start()
         self._start_replication(zk)
         # an I/O error takes its log dir offline: its partitions stop, the controller is told (KIP-112)

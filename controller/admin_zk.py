@@ -22,7 +22,9 @@ from ..protocol.errors import (InvalidConfigError, InvalidPartitionsError,
                                InvalidReplicaAssignmentError, InvalidRequestError, InvalidTopicError,
                                ReassignmentInProgressError, TopicAlreadyExistsError, TopicDeletionDisabledError,
                                UnknownTopicOrPartitionError)
-from .replica_assignment import assign_replicas_to_brokers, check_fits_in_a_znode, validate_replica_assignment
+from .replica_assignment import (
+    RackAwareMode, assign_replicas_to_brokers, check_fits_in_a_znode, racks_for_assignment, validate_replica_assignment,
+)
 from .zk_client import KafkaZkClient, TopicExistsError
 from .zk_data import DeleteTopicsZNode, TopicAssignment
 
@@ -93,8 +95,10 @@ class AdminZkClient:
                 partitions = self.config.get("num.partitions")
             if replication_factor == NO_REPLICATION_FACTOR:
                 replication_factor = self.config.get("default.replication.factor")
-            live = sorted(self.zk.get_all_brokers())
-            assignment = assign_replicas_to_brokers(live, partitions, replication_factor)
+            live = self.zk.get_all_brokers()
+            # as Kafka's ZkAdminManager: the brokers' racks as they are (some without one: refused)
+            assignment = assign_replicas_to_brokers(sorted(live), partitions, replication_factor,
+                                                    racks={b: info.rack for b, info in live.items()})
         self._check_topic_is_new(topic)
         validate_replica_assignment(assignment)
         errors = self.config.validate_topic_overrides(configs)
@@ -173,12 +177,14 @@ class AdminZkClient:
                                          "increase.")
         replication_factor = len(existing[0])
         check_fits_in_a_znode(new_count, replication_factor)
-        live = sorted(self.zk.get_all_brokers())
+        registered = self.zk.get_all_brokers()
+        live = sorted(registered)
         if replica_assignment is None:
             # Kafka's start index: the first live broker at or above partition 0's preferred replica
             start = next((i for i, b in enumerate(live) if b >= existing[0][0]), 0)
+            racks = racks_for_assignment({b: info.rack for b, info in registered.items()}, RackAwareMode.ENFORCED)
             return assign_replicas_to_brokers(live, to_add, replication_factor, fixed_start_index=start,
-                                              start_partition_id=len(existing))
+                                              start_partition_id=len(existing), racks=racks)
         if isinstance(replica_assignment, Mapping):
             proposed = {int(p): [int(b) for b in r] for p, r in replica_assignment.items()}
         else:

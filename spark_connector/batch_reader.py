@@ -16,6 +16,7 @@ from .offset_reader import KafkaOffsetReader
 from .options import SourceOptions
 from .partition_reader import KafkaInputPartition, ReadSettings, read_range, report_offset_changed
 from .ranges import plan_ranges
+from .typed_columns import TypedColumns, decode_batches
 
 log = logging.getLogger(__name__)
 
@@ -26,9 +27,10 @@ def read_settings(options: SourceOptions) -> ReadSettings:
 
 
 class KafkaBatchReader(DataSourceReader):
-    def __init__(self, options: SourceOptions) -> None:
+    def __init__(self, options: SourceOptions, typed: TypedColumns | None = None) -> None:
         self.options = options
         self.settings = read_settings(options)
+        self.typed = typed
 
     def partitions(self) -> Sequence[InputPartition]:
         offsets = KafkaOffsetReader(self.options)
@@ -46,4 +48,4 @@ class KafkaBatchReader(DataSourceReader):
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         assert isinstance(partition, KafkaInputPartition)
-        yield from read_range(self.settings, partition)
+        yield from decode_batches(read_range(self.settings, partition), self.typed)

@@ -41,6 +41,7 @@ from .offset_reader import KafkaOffsetReader, Offsets, offsets_from_json, offset
 from .options import SourceOptions
 from .partition_reader import KafkaInputPartition, read_range, report_data_loss, report_offset_changed, tp_names
 from .ranges import plan_ranges
+from .typed_columns import TypedColumns, decode_batches
 
 log = logging.getLogger(__name__)
 
@@ -65,9 +66,10 @@ def rate_limit(starts: Offsets, latest: Offsets, max_rows: int) -> Offsets:
 
 
 class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
-    def __init__(self, options: SourceOptions) -> None:
+    def __init__(self, options: SourceOptions, typed: TypedColumns | None = None) -> None:
         self.options = options
         self.settings = read_settings(options)
+        self.typed = typed
         self._offsets: KafkaOffsetReader | None = None
         self._available_now: Offsets | None = None
         self._last_trigger: float | None = None  # the last trigger that went through (minOffsetsPerTrigger)
@@ -172,7 +174,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         assert isinstance(partition, KafkaInputPartition)
-        yield from read_range(self.settings, partition)
+        yield from decode_batches(read_range(self.settings, partition), self.typed)
 
     def commit(self, end: dict) -> None:
         if self.options.commit_group:

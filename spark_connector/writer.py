@@ -46,6 +46,7 @@ from ..clients.admin.client import Admin
 from ..clients.producer.sync_producer import Producer
 from ..clients.types import OffsetAndMetadata, TopicPartition
 from .options import SinkOptions, security_of
+from .typed_columns import TypedColumns, encode_batches
 
 log = logging.getLogger(__name__)
 
@@ -233,13 +234,15 @@ def commit_batch_marker(options: SinkOptions, messages: list[Any], batch_id: int
 
 
 class KafkaBatchWriter(DataSourceArrowWriter):
-    def __init__(self, options: SinkOptions) -> None:
+    def __init__(self, options: SinkOptions, typed: TypedColumns | None = None) -> None:
         self.options = options
+        self.typed = typed
         # Made once on the driver and pickled to every task: one transactional-id family per job.
         self.prefix = f"{options.transactional_id_prefix or 'odradek-spark-batch'}-{uuid.uuid4().hex}"
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> KafkaCommitMessage:
-        return _TaskWriter(self.options).write(iterator, self.prefix, _task_context().partitionId(), 0)
+        return _TaskWriter(self.options).write(encode_batches(iterator, self.typed), self.prefix,
+                                               _task_context().partitionId(), 0)
 
     def commit(self, messages: list[Any]) -> None:
         written = sum(m.records for m in messages if isinstance(m, KafkaCommitMessage))
@@ -252,8 +255,9 @@ class KafkaBatchWriter(DataSourceArrowWriter):
 
 
 class KafkaStreamWriter(DataSourceStreamArrowWriter):
-    def __init__(self, options: SinkOptions) -> None:
+    def __init__(self, options: SinkOptions, typed: TypedColumns | None = None) -> None:
         self.options = options
+        self.typed = typed
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> KafkaCommitMessage:
         context = _task_context()
@@ -263,7 +267,8 @@ class KafkaStreamWriter(DataSourceStreamArrowWriter):
             raise RuntimeError("the streaming query's id and batch id are not visible to the task; "
                                "set the 'transactionalIdPrefix' option")
         prefix = self.options.transactional_id_prefix or f"odradek-spark-{query_id}"
-        return _TaskWriter(self.options).write(iterator, prefix, context.partitionId(), int(batch_id))
+        return _TaskWriter(self.options).write(encode_batches(iterator, self.typed), prefix, context.partitionId(),
+                                               int(batch_id))
 
     def commit(self, messages: list[Any], batchId: int) -> None:
         commit_batch_marker(self.options, messages, batchId)

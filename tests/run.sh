@@ -22,10 +22,24 @@ if ! command -v kcat >/dev/null 2>&1; then
     apt_install kcat
 fi
 
+# The web console's end-to-end tests (tests/console/, marker "browser") drive Debian's chromium through
+# Playwright (no browser download: the machines have no internet).
+if ! command -v chromium >/dev/null 2>&1; then
+    apt_install chromium
+fi
+
 # The network-partition chaos tests put brokers in network namespaces (iproute2's ip; they skip without root).
 if ! command -v ip >/dev/null 2>&1 && [ "$(id -u)" -eq 0 ]; then
     apt_install iproute2
 fi
+
+# The JVM tests (tests/jvm) build Java programs with Maven (Debian's package brings Java 17) against jars
+# from Maven Central, resolved into the local Maven cache once (tests/jvm/build.sh; later runs are offline
+# and cost nothing when nothing changed). Without them the jvm tests fail saying what is missing.
+if ! command -v mvn >/dev/null 2>&1; then
+    apt_install maven || echo "tests/run.sh: could not install Maven; the jvm tests will fail" >&2
+fi
+bash tests/jvm/build.sh || echo "tests/run.sh: the JVM dependencies are incomplete; the jvm tests will fail" >&2
 
 choose_python
 

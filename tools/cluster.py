@@ -17,8 +17,10 @@ import sys
 from typing import NoReturn, Sequence
 
 from .cluster_security import MODES
+from .console_process import ConsoleProcess
 from .local_cluster import ClusterAlreadyRunningError, ClusterError, LocalCluster
-from .local_zookeeper import ZooKeeperNotFoundError, ZooKeeperStartError
+from .local_schema_registry import LocalSchemaRegistry, attached, stop_attached
+from .local_zookeeper import ZooKeeperNotFoundError, ZooKeeperStartError, free_port
 
 PROG = "odradek-cluster"
 # How the user runs this command, for the hints in messages (cluster.sh sets "bash cluster.sh")
@@ -111,6 +113,17 @@ def build_parser() -> OneLineParser:
                        help="secure every broker's listener: ssl (mutual TLS), sasl_plaintext or sasl_ssl (PLAIN and "
                             "SCRAM users, the brokers authenticating as admin); certificates, the admin's password and "
                             "a client.properties for --command-config go to DIR/security")
+    start.add_argument("--schema-registry-port", type=_port, default=None, metavar="PORT",
+                       help="also start odradek-schema-registry on http://127.0.0.1:PORT (0 = a free port; needs the "
+                            "schema-registry extra); its URL is printed on stderr")
+    start.add_argument("--console-port", type=_port, default=None, metavar="PORT",
+                       help="also start the web console (odradek-console) on http://127.0.0.1:PORT (0 = a free port; "
+                            "default: no console; cluster.sh asks for 8080). Turns the metrics endpoints on (free "
+                            "ports) unless --metrics-base-port is given, for the console's plots")
+    start.add_argument("--brokers-per-rack", type=_positive, default=None, metavar="K",
+                       help="give broker i broker.rack=rack-<i//K>: with a broker per core on one host, K brokers "
+                            "stand for one machine and rack-aware placement keeps each partition's replicas on "
+                            "different racks (default: no racks)")
     start.add_argument("--override", type=_key_value, action="append", default=[], metavar="KEY=VALUE",
                        help="a broker setting for every broker (repeatable), as kafka-server-start's --override")
     command("stop", "Stop the brokers (SIGTERM, then SIGKILL after the timeout), then ZooKeeper.", 30.0)
@@ -149,11 +162,14 @@ def start(args: argparse.Namespace) -> int:
                          "below 65536")
     if args.chroot and (not args.chroot.startswith("/") or args.chroot.endswith("/")):
         raise UsageError(f"--chroot must start with / and not end with one, got {args.chroot!r}")
+    metrics_base_port = args.metrics_base_port
+    if args.console_port is not None and metrics_base_port is None:
+        metrics_base_port = 0  # the console plots what the brokers' Prometheus endpoints say
     cluster = LocalCluster(args.data_dir, args.brokers, zookeeper=args.zookeeper,
                            zookeeper_port=args.zookeeper_port, base_port=args.base_port, chroot=args.chroot,
                            broker_overrides=dict(args.override), detach=True,
-                           metrics_base_port=args.metrics_base_port, replication_defaults=True,
-                           security=args.security)
+                           metrics_base_port=metrics_base_port, replication_defaults=True,
+                           security=args.security, brokers_per_rack=args.brokers_per_rack)
     previous = LocalCluster.attach(args.data_dir)
     if previous is not None and previous.running():  # say so before "Starting" (start() checks again, locked)
         raise ClusterAlreadyRunningError(f"A cluster is already running in {args.data_dir} (bootstrap servers "
@@ -172,8 +188,12 @@ def start(args: argparse.Namespace) -> int:
     _say(f"ZooKeeper: {cluster.zookeeper_connect}")
     for broker in cluster.brokers:
         metrics = f", metrics http://{cluster.host}:{broker.metrics_port}/metrics" if broker.metrics_port else ""
+        rack = f", rack {cluster.rack_of(broker.broker_id)}" if args.brokers_per_rack else ""
         _say(f"Started broker {broker.broker_id} on {cluster.host}:{broker.port} "
-             f"(pid {broker.process.pid}, log {broker.log_path}{metrics})")
+             f"(pid {broker.process.pid}, log {broker.log_path}{metrics}{rack})")
+    registry_url = _start_schema_registry(cluster, args) if args.schema_registry_port is not None else None
+    if args.console_port is not None:
+        _start_console(cluster, args.console_port, args.timeout, registry_url)
     _say(f"Cluster is up: {len(metadata.brokers)} broker{'s' if len(metadata.brokers) > 1 else ''}, "
          f"controller is broker {metadata.controller_id}. Stop it with "
          f"`{COMMAND} stop --data-dir {args.data_dir}`. Bootstrap servers:")
@@ -187,18 +207,49 @@ def start(args: argparse.Namespace) -> int:
     return 0
 
 
+def _start_schema_registry(cluster: LocalCluster, args: argparse.Namespace) -> str:
+    security = cluster.security.properties_path if cluster.security is not None else None
+    registry = LocalSchemaRegistry(cluster.bootstrap_servers, cluster.data_dir / "schema-registry.log",
+                                   port=args.schema_registry_port, command_config=str(security) if security else None,
+                                   detach=True).start(timeout=args.timeout)
+    registry.save(cluster.data_dir)
+    _say(f"Schema registry: {registry.url} (pid {registry.process.pid}, log {registry.log_path})")
+    return registry.url
+
+
+def _start_console(cluster: LocalCluster, port: int, timeout: float, schema_registry: str | None) -> None:
+    """Start the web console beside the cluster (its Schemas page on the registry, if one was started); the
+    cluster stays up (and start succeeds) if it cannot."""
+    console = ConsoleProcess(cluster.data_dir, cluster.host, port or free_port(cluster.host))
+    metrics = [url.removeprefix("http://").removesuffix("/metrics") for url in cluster.metrics_urls]
+    command_config = cluster.security.properties_path if cluster.security is not None else None
+    try:
+        console.start(cluster.bootstrap_servers, metrics, command_config, cluster.python, timeout, schema_registry)
+    except ClusterError as e:
+        _say(f"Warning: the web console did not start: {e.message} (the cluster is up without it)")
+        return
+    _say(f"Console: {console.url} (pid {console.process.pid}, log {console.log_path})")
+
+
 def stop(args: argparse.Namespace) -> int:
     cluster = LocalCluster.attach(args.data_dir)
     if cluster is None:
         # kafka-server-stop.sh also exits 1 when there is nothing to stop
         return _fail(f"No cluster to stop in {args.data_dir} (no cluster.json)")
+    console = ConsoleProcess.attach(args.data_dir)
+    if console is not None:
+        console.stop()  # an admin client of the cluster: it goes first
+    registry = attached(cluster.data_dir)
     if not cluster.running():
+        stop_attached(cluster.data_dir, args.timeout)
         cluster.stop(timeout=args.timeout)  # removes the stale pid files
         return _fail(f"No cluster to stop in {args.data_dir}: its processes are gone (stale pid files removed)")
     brokers = [str(b.broker_id) for b in cluster.brokers if b.alive()]
     what = [f"broker{'s' if len(brokers) > 1 else ''} {', '.join(brokers)}"] if brokers else []
     what += ["ZooKeeper"] if cluster.zookeeper_alive() else []
+    what = (["the schema registry"] if registry is not None and registry[0].alive() else []) + what
     _say(f"Stopping {', then '.join(what)} ...")
+    stop_attached(cluster.data_dir, args.timeout)  # the registry first: it is a client of the brokers
     cluster.stop(timeout=args.timeout)
     _say("Stopped.")
     return 0
@@ -210,15 +261,24 @@ def status(args: argparse.Namespace) -> int:
         print(f"No cluster in {args.data_dir} (no cluster.json)")
         return 1
     rows = cluster.process_table()
+    console = ConsoleProcess.attach(args.data_dir)
+    if console is not None:
+        rows.append(("console", console.process.pid, console.alive(), f"{console.host}:{console.port}"))
     for name, pid, alive, address in rows:
         print(f"{name:<10} {address:<21} pid {pid if pid is not None else '-':<8} "
               f"{'running' if alive else 'NOT RUNNING'}")
     if cluster.zookeeper_alive() is None:
         print(f"ZooKeeper  {cluster.zookeeper_hosts:<21} (not started by odradek-cluster)")
+    registry = attached(cluster.data_dir)
+    if registry is not None:
+        print(f"{'registry':<10} {registry[1]:<21} pid {registry[0].pid:<8} "
+              f"{'running' if registry[0].alive() else 'NOT RUNNING'}")
     print(f"Bootstrap servers: {cluster.bootstrap_servers}")
     print(f"ZooKeeper connect: {cluster.zookeeper_connect}")
     if cluster.metrics_urls:
         print(f"Metrics: {' '.join(cluster.metrics_urls)}")
+    if console is not None:
+        print(f"Console: {console.url}")
     try:
         metadata = cluster.metadata(timeout=args.timeout)
     except Exception as e:  # noqa: BLE001 - any failure means "no answer"; say which

@@ -211,6 +211,8 @@ class LocalCluster:
     ``broker_hosts`` / ``broker_command_prefixes`` (one entry per broker) put brokers on addresses of their
     own and start them through a prefix such as ``ip netns exec <ns>`` (the network-partition tests); such
     ports are not checked here, the broker reports a busy one.
+    ``brokers_per_rack`` K sets ``broker.rack=rack-<i // K>`` on broker i (several brokers on one host, each
+    rack's brokers standing for one machine: rack-aware placement keeps a partition's replicas apart).
     """
 
     def __init__(self, data_dir: str | os.PathLike, brokers: int = 1, *,
@@ -219,9 +221,13 @@ class LocalCluster:
                  broker_overrides: Mapping[str, Any] | None = None, detach: bool = False,
                  python: str | None = None, metrics_base_port: int | None = None,
                  replication_defaults: bool = False, security: str | None = None,
-                 broker_hosts: list[str] | None = None, broker_command_prefixes: list[list[str]] | None = None):
+                 broker_hosts: list[str] | None = None, broker_command_prefixes: list[list[str]] | None = None,
+                 brokers_per_rack: int | None = None):
         if brokers < 1:
             raise ValueError("a cluster needs at least one broker")
+        if brokers_per_rack is not None and brokers_per_rack < 1:
+            raise ValueError("brokers_per_rack must be at least 1")
+        self.brokers_per_rack = brokers_per_rack
         if chroot and (not chroot.startswith("/") or chroot.endswith("/")):
             raise ValueError(f"chroot must start with / and not end with one: {chroot!r}")
         self.data_dir = Path(data_dir).resolve()
@@ -251,6 +257,10 @@ class LocalCluster:
                 b.metrics_port = metrics_base_port + b.broker_id if metrics_base_port else 0
         self._atexit_registered = False
         self.security = ClusterSecurity(self.data_dir / "security", security, host) if security else None
+
+    def rack_of(self, broker_id: int) -> str | None:
+        """The broker.rack this cluster gives broker ``broker_id`` (None without ``brokers_per_rack``)."""
+        return None if self.brokers_per_rack is None else f"rack-{broker_id // self.brokers_per_rack}"
 
     def _client_security(self) -> dict[str, Any]:
         return {"security": self.security.client_security()} if self.security is not None else {}
@@ -393,6 +403,7 @@ class LocalCluster:
             # on the cluster's own address, the one odradek-cluster prints (the broker's default is every interface)
             **({"odradek.metrics.port": str(broker.metrics_port), "odradek.metrics.host": self.host}
                if broker.metrics_port is not None else {}),
+            **({"broker.rack": rack} if (rack := self.rack_of(broker.broker_id)) is not None else {}),
             **(self.security.broker_overrides(broker.port) if self.security is not None else {}),
             **{k: v.replace("{port}", str(broker.port)) for k, v in self.broker_overrides.items()},
         }
@@ -597,6 +608,7 @@ class LocalCluster:
             "host": self.host,
             "chroot": self.chroot,
             **({"security": self.security.mode} if self.security is not None else {}),
+            **({"brokers_per_rack": self.brokers_per_rack} if self.brokers_per_rack is not None else {}),
             "zookeeper": {"connect": self.zookeeper_hosts, "pid": zk.pid if zk else None,
                           "marker": zk.marker if zk else None},
             "brokers": [{"id": b.broker_id, "port": b.port, "pid": b.process.pid if b.process else None,
@@ -617,7 +629,8 @@ class LocalCluster:
             brokers = state["brokers"]
             zk = state["zookeeper"]
             cluster = cls(path.parent, len(brokers), zookeeper=zk["connect"], host=state["host"],
-                          chroot=state["chroot"], detach=True, security=state.get("security"))
+                          chroot=state["chroot"], detach=True, security=state.get("security"),
+                          brokers_per_rack=state.get("brokers_per_rack"))
         except FileNotFoundError:
             return None
         except (ValueError, KeyError, TypeError, IndexError) as e:

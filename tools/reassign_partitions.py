@@ -24,9 +24,11 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
-from ..controller.replica_assignment import assign_replicas_to_brokers
+from ..controller.replica_assignment import (
+    AdminOperationError, RackAwareMode, assign_replicas_to_brokers, racks_for_assignment,
+)
 from ..protocol.errors import KafkaError  # type: ignore[attr-defined]
 from ..clients.admin.client import AIOAdmin, AlterConfigOp, AlterConfigOpType, ConfigResource, ConfigResourceType
 from ..clients.types import TopicPartition
@@ -199,13 +201,14 @@ def _name(tp: TopicPartition) -> str:
 
 
 # --- output ----------------------------------------------------------------------------------------------
-def propose(current: Plan, brokers: Sequence[int]) -> Plan:
-    """Kafka's calculateAssignment: each topic placed afresh on ``brokers`` with its replication factor."""
+def propose(current: Plan, brokers: Sequence[int], racks: Mapping[int, str] | None = None) -> Plan:
+    """Kafka's calculateAssignment: each topic placed afresh on ``brokers`` with its replication factor
+    (rack-aware when ``racks`` gives the brokers' racks)."""
     proposed: Plan = {}
     for topic in sorted({tp.topic for tp in current}):
         partitions = sorted(tp for tp in current if tp.topic == topic)
         factor = len(current[partitions[0]])
-        for p, replicas in assign_replicas_to_brokers(brokers, len(partitions), factor).items():
+        for p, replicas in assign_replicas_to_brokers(brokers, len(partitions), factor, racks=racks).items():
             proposed[TopicPartition(topic, p)] = replicas
     return proposed
 
@@ -249,9 +252,14 @@ async def _generate(admin: AIOAdmin, opts: argparse.Namespace) -> None:
     if duplicates:
         raise CommandFailed(f"Broker list contains duplicate entries: {','.join(map(str, duplicates))}")
     current = await _current_assignment(admin, topics)
-    live = {b.node_id for b in (await admin.describe_cluster()).brokers}
+    live = {b.node_id: b.rack for b in (await admin.describe_cluster()).brokers}
     brokers = [b for b in opts.brokers if b in live]  # Kafka omits brokers it cannot find
-    proposed = propose(current, brokers)
+    mode = RackAwareMode.DISABLED if opts.disable_rack_aware else RackAwareMode.ENFORCED
+    try:
+        racks = racks_for_assignment({b: live[b] for b in brokers}, mode)
+    except AdminOperationError as e:
+        raise CommandFailed(f"Error: {e.detail}") from None
+    proposed = propose(current, brokers, racks)
     print(f"Current partition replica assignment\n{reassignment_json(current)}\n")
     print(f"Proposed partition reassignment configuration\n{reassignment_json(proposed)}")
 

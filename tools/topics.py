@@ -19,6 +19,7 @@ from typing import Any, Sequence
 
 from ..protocol.errors import KafkaError, TopicAlreadyExistsError  # type: ignore[attr-defined]
 from ..clients.admin.client import ConfigResource, ConfigResourceType, NewPartitions, NewTopic, TopicDescription
+from ..controller.replica_assignment import assign_replicas_to_brokers
 from .common import (
     AdminCommand, Parser, UsageError, client_id, error_message, failure_report, parse_known, run_admin, run_tool,
 )
@@ -59,6 +60,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="A list of manual partition-to-broker assignments for the topic being created or altered.")
     add("--config", action="append", default=[], metavar="<String: name=value>",
         help="A topic configuration override for the topic being created.")
+    add("--disable-rack-aware", action="store_true",
+        help="Disable rack aware replica assignment (the tool then places the replicas itself).")
     add("--if-exists", action="store_true",
         help="if set when altering, deleting or describing topics, the action will only execute if the topic "
              "exists.")
@@ -98,6 +101,7 @@ def _check(opts: argparse.Namespace) -> None:
         "replication-factor": opts.replication_factor is not None and not opts.create,
         "replica-assignment": opts.replica_assignment is not None and not (opts.create or opts.alter),
         "config": bool(opts.config) and not opts.create,
+        "disable-rack-aware": opts.disable_rack_aware and not (opts.create or opts.alter),
         "if-exists": opts.if_exists and not (opts.alter or opts.delete or opts.describe),
         "if-not-exists": opts.if_not_exists and not opts.create,
         "exclude-internal": opts.exclude_internal and not (opts.list or opts.describe),
@@ -173,9 +177,12 @@ class TopicCommand(AdminCommand):
             self.emit(_COLLISION_WARNING)
         assignment = dict(enumerate(opts.assignment)) if opts.assignment else None
         configs = dict(item.split("=", 1) for item in opts.config)
-        topic = NewTopic(opts.topic, -1 if opts.partitions is None else opts.partitions,
-                         -1 if opts.replication_factor is None else opts.replication_factor,
-                         replica_assignments=assignment, topic_configs=configs)
+        partitions = -1 if opts.partitions is None else opts.partitions
+        factor = -1 if opts.replication_factor is None else opts.replication_factor
+        if opts.disable_rack_aware and assignment is None:
+            assignment = await self._rack_unaware(partitions, factor)
+            partitions = factor = -1
+        topic = NewTopic(opts.topic, partitions, factor, replica_assignments=assignment, topic_configs=configs)
         try:
             await self.admin.create_topics([topic])
         except TopicAlreadyExistsError:
@@ -200,8 +207,34 @@ class TopicCommand(AdminCommand):
                 raise ValueError(f"The number of partitions for the internal topic {d.topic} cannot be changed.")
             # As Kafka 2.8: the assignment lists every partition; only the new ones are sent.
             new = self.opts.assignment[len(d.partitions):] if self.opts.assignment else None
+            if new is None and self.opts.disable_rack_aware and self.opts.partitions > len(d.partitions):
+                new = await self._rack_unaware_new_partitions(d)
             wanted[d.topic] = NewPartitions(self.opts.partitions, new)
         await self.admin.create_partitions(wanted)
+
+    # --disable-rack-aware: the brokers would place with racks, so the tool places without them (Kafka 2.8
+    # honours the flag only in its --zookeeper mode, where the tool does the placement too).
+    async def _brokers(self) -> list[int]:
+        return sorted(b.node_id for b in (await self.admin.describe_cluster()).brokers)
+
+    async def _rack_unaware(self, partitions: int, factor: int) -> dict[int, list[int]]:
+        brokers = await self._brokers()
+        if partitions < 0 or factor < 0:
+            resource = ConfigResource(ConfigResourceType.BROKER, str(brokers[0]),
+                                      ["num.partitions", "default.replication.factor"])
+            defaults = (await self.admin.describe_configs([resource]))[resource]
+            partitions = int(defaults["num.partitions"].value) if partitions < 0 else partitions
+            factor = int(defaults["default.replication.factor"].value) if factor < 0 else factor
+        return assign_replicas_to_brokers(brokers, partitions, factor)
+
+    async def _rack_unaware_new_partitions(self, d: TopicDescription) -> list[list[int]]:
+        brokers = await self._brokers()
+        replicas = next(p.replicas for p in d.partitions if p.partition == 0)
+        start = next((i for i, b in enumerate(brokers) if b >= replicas[0]), 0)  # as the brokers' addPartitions
+        added = assign_replicas_to_brokers(brokers, self.opts.partitions - len(d.partitions),
+                                           len(replicas), fixed_start_index=start,
+                                           start_partition_id=len(d.partitions))
+        return [added[p] for p in sorted(added)]
 
     async def _describe(self) -> None:
         topics = await self._existing()

@@ -46,6 +46,7 @@ from ..fetch_session import FetchContext, FetchManager, FetchSessionCache
 from .fetch_down_conversion import FetchDownConverter
 from .fetch_response import fetch_response, response_size
 from ..replica_manager import FetchParams, FetchPartitionResult
+from ..replica_selector import ClientMetadata
 from .authorization import CLUSTER, TOPIC
 
 if TYPE_CHECKING:
@@ -105,8 +106,11 @@ class FetchApi:
             if window_bytes < max_bytes:
                 max_bytes = int(window_bytes)
                 min_bytes = min(min_bytes, max_bytes)
+        # KIP-392: a Fetch v11+ consumer may be sent to a follower, and a follower may serve it
+        client = ClientMetadata(body.rack_id or "", request.listener) \
+            if request.api_version >= 11 and body.replica_id < 0 else None
         return FetchParams(body.replica_id, body.max_wait_ms, min_bytes, max_bytes,
-                           body.isolation_level, hard_max_bytes_limit=request.api_version <= 2)
+                           body.isolation_level, hard_max_bytes_limit=request.api_version <= 2, client=client)
 
     def _refused(self, request: "Request", specs: Iterable[FetchSpec]) -> dict:
         """Kafka's checks: a follower needs ClusterAction (else every partition is refused), a consumer

@@ -41,7 +41,7 @@ def fetch_response(body: Any, answer: FetchAnswer) -> Any:
         data = _PartitionData(
             partition_index=partition, error_code=r.error_code, high_watermark=r.high_watermark,
             last_stable_offset=r.last_stable_offset, log_start_offset=r.log_start_offset,
-            aborted_transactions=aborted, records=r.records)
+            aborted_transactions=aborted, records=r.records, preferred_read_replica=r.preferred_read_replica)
         if r.diverging_epoch is not None:  # a v12 follower whose log diverged from ours (KIP-595 truncation)
             data.diverging_epoch = _DivergingEpoch(epoch=r.diverging_epoch[0], end_offset=r.diverging_epoch[1])
         topics[-1].partitions.append(data)

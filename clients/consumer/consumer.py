@@ -17,6 +17,10 @@ partition it leads that is not paused, has a position and has no fetched records
 so each partition is prefetched once ahead of the application. A partition's "epoch" changes on
 seek, reset and reassignment, and a response for an older epoch is dropped. Leader errors and
 connection failures mark the metadata stale; the fetch loop refreshes it before the next round.
+Follower fetching (KIP-392): the consumer sends its ``client_rack`` (Java's client.rack) in Fetch v11+; a
+leader with a replica selector may answer a partition with a ``preferred_read_replica``, which the consumer
+then fetches from, as Java's Fetcher, until that broker errors, leaves the metadata, or metadata_max_age_ms
+has passed; then it goes back to the leader.
 Positions are found lazily: the committed offset (when a group_id is given) else
 auto_offset_reset (earliest/latest; "none" raises ``NoOffsetForPartitionError``).
 
@@ -33,6 +37,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
+import time
 from typing import Any, AsyncIterator, Callable, Iterable
 
 from ...protocol.errors import KafkaError, for_code
@@ -76,6 +81,7 @@ DEFAULT_CONFIG: dict[str, Any] = {
     "max_partition_fetch_bytes": 1048576,
     "max_poll_records": None,
     "isolation_level": "read_uncommitted",
+    "client_rack": "",  # Java's client.rack: sent in Fetch v11+ so the leader may name a replica in this rack
     "request_timeout_ms": 30000,
     "retry_backoff_ms": 100,
     "connections_max_idle_ms": 540000,
@@ -94,7 +100,7 @@ class IllegalStateError(KafkaError):
 
 class _PartitionState:
     __slots__ = ("position", "fetch_position", "reset", "paused", "epoch", "high_watermark", "log_start_offset",
-                 "last_stable_offset", "buffer", "error", "handed")
+                 "last_stable_offset", "buffer", "error", "handed", "read_replica", "read_replica_until")
 
     def __init__(self, tp: TopicPartition) -> None:
         self.position: int | None = None  # after the last record the application was given
@@ -108,6 +114,8 @@ class _PartitionState:
         self.buffer = PartitionBuffer(tp.topic, tp.partition)
         self.error: BaseException | None = None  # raised to the application by the next getmany
         self.handed: list[ConsumerRecord] | None = None  # the records an iteration is handing out
+        self.read_replica: int | None = None  # the leader's preferred_read_replica (KIP-392), fetched from
+        self.read_replica_until = 0.0  # time.monotonic() after which the leader is asked again
 
     def move(self, position: int | None) -> None:
         """A new position that is not the continuation of the last fetch: drop what is buffered, and what
@@ -600,7 +608,8 @@ class AIOConsumer:
                 pass
 
     def _fetchable(self) -> dict[int, list[tuple[TopicPartition, int, int]]]:
-        """leader -> [(partition, fetch offset, epoch)] for partitions ready to be fetched."""
+        """node -> [(partition, fetch offset, epoch)] for partitions ready to be fetched, each from its leader
+        or its preferred read replica."""
         cluster = self._client.cluster
         by_leader: dict[int, list[tuple[TopicPartition, int, int]]] = {}
         for tp, state in self._states.items():
@@ -610,8 +619,17 @@ class AIOConsumer:
             if leader is None or leader not in cluster.brokers:
                 self._metadata_stale = True
                 continue
-            by_leader.setdefault(leader, []).append((tp, state.fetch_position, state.epoch))
+            node = self._read_replica(state, leader)
+            by_leader.setdefault(node, []).append((tp, state.fetch_position, state.epoch))
         return by_leader
+
+    def _read_replica(self, state: _PartitionState, leader: int) -> int:
+        """Java's selectReadReplica: the preferred read replica while it lasts and is in the metadata."""
+        if state.read_replica is not None:
+            if time.monotonic() < state.read_replica_until and state.read_replica in self._client.cluster.brokers:
+                return state.read_replica
+            state.read_replica = None
+        return leader
 
     async def _fetch_from(self, leader: int, partitions: list[tuple[TopicPartition, int, int]]) -> None:
         try:
@@ -621,6 +639,10 @@ class AIOConsumer:
         except (OSError, KafkaError) as exc:
             log.debug("fetch from broker %d failed: %s", leader, exc)
             self._metadata_stale = True
+            for tp, _, _ in partitions:  # a preferred read replica that fails: back to the leader
+                state = self._states.get(tp)
+                if state is not None and state.read_replica == leader:
+                    state.read_replica = None
             await asyncio.sleep(self.config["retry_backoff_ms"] / 1000.0)
         finally:
             self._in_flight.pop(leader, None)
@@ -636,7 +658,7 @@ class AIOConsumer:
         request = FetchRequest(replica_id=-1, max_wait_ms=self.config["fetch_max_wait_ms"],
                                min_bytes=self.config["fetch_min_bytes"], max_bytes=self.config["fetch_max_bytes"],
                                isolation_level=self._isolation, session_id=0, session_epoch=-1,
-                               topics=[FetchRequest.FetchTopic(topic=t, partitions=ps) for t, ps in topics.items()])
+                               rack_id=self.config["client_rack"], topics=[FetchRequest.FetchTopic(topic=t, partitions=ps) for t, ps in topics.items()])
         conn = await self._client.connection(leader)
         response = await conn.send(request, timeout=self._client._timeout_for(self.config["fetch_max_wait_ms"]))
         if response.error_code:
@@ -655,6 +677,10 @@ class AIOConsumer:
     def _take(self, tp: TopicPartition, state: _PartitionState, offset: int, answer: Any) -> bool:
         """Buffer one partition's answer; True when the application has something new to see."""
         code = answer.error_code
+        if code and state.read_replica is not None:
+            state.read_replica = None  # an error from the preferred read replica: back to the leader
+            if code == OFFSET_OUT_OF_RANGE:
+                return False  # the follower is behind, not the position wrong (Java asks the leader again)
         if code == OFFSET_OUT_OF_RANGE:
             if self.config["auto_offset_reset"] == "none":
                 state.error = for_code(code)(f"offset {offset} of {tp} is out of range")
@@ -668,6 +694,10 @@ class AIOConsumer:
         if code:
             state.error = for_code(code)(f"fetching {tp} at {offset}")
             return True
+        preferred = getattr(answer, "preferred_read_replica", -1)  # Fetch v11+
+        if preferred >= 0:
+            state.read_replica = preferred
+            state.read_replica_until = time.monotonic() + self.config["metadata_max_age_ms"] / 1000.0
         state.high_watermark = answer.high_watermark
         state.log_start_offset = answer.log_start_offset
         state.last_stable_offset = answer.last_stable_offset

@@ -225,7 +225,12 @@ def published(service) -> dict[int, int]:
 
 def test_compose_services_profiles_and_images(compose):
     services = compose["services"]
-    assert set(services) == {"zookeeper", *BROKERS, "prometheus", "spark-job", "secure-init", "kafka-secure"}
+    assert set(services) == {"zookeeper", *BROKERS, "prometheus", "spark-job", "secure-init", "kafka-secure",
+                             "schema-registry", "console"}
+    registry = services["schema-registry"]
+    assert registry["image"] == "odradek:latest" and "profiles" not in registry
+    assert registry["command"][0] == "odradek-schema-registry" and published(registry) == {8081: 8081}
+    assert registry["depends_on"] == {b: {"condition": "service_healthy"} for b in BROKERS}
     assert services["zookeeper"]["image"].startswith("zookeeper:")  # the official image
     assert services["prometheus"]["profiles"] == ["monitoring"]
     assert services["spark-job"]["profiles"] == ["spark"]
@@ -236,6 +241,8 @@ def test_compose_services_profiles_and_images(compose):
         assert services[name]["build"] == "."
         assert services[name]["image"] == "odradek:latest"
     assert services["spark-job"]["build"] == {"context": ".", "target": "spark-job"}
+    assert services["console"]["build"] == {"context": ".", "target": "console"}
+    assert "profiles" not in services["console"]  # `docker compose up` starts the console too
 
 
 def test_compose_dependencies_wait_for_health(compose):
@@ -306,6 +313,20 @@ def test_compose_spark_job_and_prometheus_reach_the_brokers(compose, tmp_path):
     targets = {t for job in scrape["scrape_configs"] for group in job["static_configs"] for t in group["targets"]}
     expected = {f"{name}:{broker_config(compose, name, tmp_path).metrics_port}" for name in BROKERS}
     assert targets == expected
+
+
+def test_compose_console_reaches_the_brokers_and_their_metrics(compose, tmp_path):
+    from odradek.console.server import build_parser
+
+    console = compose["services"]["console"]
+    assert console["depends_on"] == {b: {"condition": "service_healthy"} for b in BROKERS}
+    args = build_parser().parse_args(console["command"][1:])  # the flags are the ones odradek-console takes
+    assert console["command"][0] == "odradek-console"
+    assert set(args.bootstrap_server.split(",")) == {f"{name}:9092" for name in BROKERS}
+    assert set(args.metrics.split(",")) == {f"{name}:{broker_config(compose, name, tmp_path).metrics_port}"
+                                            for name in BROKERS}
+    assert args.host == "0.0.0.0" and published(console) == {args.port: 8080}
+    assert all(str(entry).startswith("127.0.0.1:") for entry in console["ports"])  # loopback only on the host
 
 
 # --- Dockerfile ---------------------------------------------------------------------------------------------

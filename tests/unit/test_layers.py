@@ -20,8 +20,10 @@ ALLOWED = {
     "controller": {"protocol", "clients"},
     "broker": {"protocol", "clients", "controller"},
     "tools": {"protocol", "clients", "controller", "broker"},
-    "spark_connector": {"protocol", "clients"},
+    "spark_connector": {"protocol", "clients", "schema_registry"},
+    "console": {"protocol", "clients"},  # an admin client of the cluster, never inside a broker
     "pyspark_odradek": {"spark_connector"},
+    "schema_registry": {"protocol", "clients"},
 }
 
 
