@@ -470,6 +470,10 @@ _BROKER_KEYS: list[Key] = [
     K("odradek.log.cleaner.isolation", STR, "process", "Odradek only: where the log cleaner's per-record work "
       "runs: process (a worker process per cleaner thread) or thread (inside the broker)",
       OneOf(("process", "thread"))),
+    K("odradek.log.dir.free.space.warning.bytes", I, 1 << 30, "Odradek only: a log dir whose filesystem has "
+      "less free space than this gets one WARNING naming it and its free space, once per fall below (checked "
+      "every 5 s), so the operator hears of a filling disk before writes fail and the dir goes offline; 0 = off",
+      at_least(0)),
 ]
 BROKER_KEYS: dict[str, Key] = {k.name: k for k in _BROKER_KEYS}
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol
 
 from ..protocol.errors import (  # type: ignore[attr-defined]
-    NotEnoughReplicasAfterAppendError, NotLeaderOrFollowerError, RequestTimedOutError, UnknownServerError,
+    KafkaStorageError, NotEnoughReplicasAfterAppendError, NotLeaderOrFollowerError, RequestTimedOutError, UnknownServerError,
 )
 from .purgatory import DelayedOperation
 
@@ -74,6 +74,8 @@ class ReplicaReads(Protocol):
     passed down to them, so this module does not import the replica manager that parks them."""
 
     def online_partition(self, topic: str, partition: int) -> "Partition | None": ...
+
+    def is_offline(self, key: tuple[str, int]) -> bool: ...
 
     def should_leader_throttle(self, partition: "Partition", replica_id: int) -> bool: ...
 
@@ -221,7 +223,10 @@ class DelayedPartitionsWait(DelayedOperation):
             if not status.acks_pending:
                 continue
             partition = self.replica_manager.online_partition(*key)
-            if partition is None or not partition.is_leader:
+            if partition is None and self.replica_manager.is_offline(key):
+                self.fail(status, KafkaStorageError.code)  # its log dir went offline while waiting
+                status.acks_pending = False
+            elif partition is None or not partition.is_leader:
                 self.fail(status, NotLeaderOrFollowerError.code)  # leadership moved while waiting
                 status.acks_pending = False
             elif self.partition_done(partition, status):

@@ -29,7 +29,8 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping
 from ..clients.connection import BrokerConnection
 from ..controller.channel_manager import inter_broker_connect
 from ..protocol.errors import (  # type: ignore[attr-defined]
-    FencedLeaderEpochError, FetchSessionIdNotFoundError, InvalidFetchSessionEpochError, OffsetOutOfRangeError,
+    FencedLeaderEpochError, FetchSessionIdNotFoundError, InvalidFetchSessionEpochError, KafkaStorageError,
+    OffsetOutOfRangeError,
     for_code,
 )
 from ..protocol.messages import FetchRequest, ListOffsetsRequest, OffsetForLeaderEpochRequest
@@ -402,7 +403,11 @@ class ReplicaFetcher:
                 elif answer.error_code:
                     self._on_partition_error(key, state, answer.error_code)
                 else:
-                    self._process_partition_data(partition, state, answer)
+                    try:
+                        self._process_partition_data(partition, state, answer)
+                    except KafkaStorageError:  # its log dir went offline: the replica manager stops it
+                        self._errors.setdefault("log directory offline", []).append(key)
+                        self.remove(key)
 
     def _process_partition_data(self, partition: "Partition", state: PartitionFetchState, answer: Any) -> None:
         diverging = answer.diverging_epoch

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Hashable, Iterable, Mapping, Protocol
@@ -117,6 +118,8 @@ class ReplicaManager:
         # loads and unloads its __consumer_offsets partitions (Kafka's onLeadershipChange callback).
         self.on_leadership_change: Callable[[list[tuple[str, int]], list[tuple[str, int]]], None] | None = None
         self.partitions: dict[tuple[str, int], Partition] = {}
+        # Partitions whose log dir went offline (Kafka's HostedPartition.Offline): KAFKA_STORAGE_ERROR until restart
+        self.offline_partitions: set[tuple[str, int]] = set()
         self.controller_epoch = 0
         # Kafka's replicaStateChangeLock: one LeaderAndIsr or StopReplica applied at a time (they yield)
         self.state_change_lock = asyncio.Lock()
@@ -180,6 +183,8 @@ class ReplicaManager:
         found = self.partitions.get((topic, partition))
         if found is not None:
             return found
+        if (topic, partition) in self.offline_partitions:
+            raise KafkaStorageError(f"{topic}-{partition} is on an offline log directory of broker {self.broker_id}")
         if self.metadata_cache.partition(topic, partition) is not None:
             raise NotLeaderOrFollowerError(f"{topic}-{partition} is not hosted on broker {self.broker_id}")
         raise UnknownTopicOrPartitionError(f"unknown partition {topic}-{partition}")
@@ -284,6 +289,10 @@ class ReplicaManager:
         new_followers: list[Partition] = []
         for topic, state in states:
             key = (topic, state.partition_index)
+            if key in self.offline_partitions:
+                # its log dir is offline: the controller marks the replica offline (Kafka's HostedPartition.Offline)
+                errors[key] = KafkaStorageError.code
+                continue
             current = self.partitions.get(key)
             current_epoch = current.leader_epoch if current is not None else -1
             if state.leader_epoch <= current_epoch:
@@ -295,7 +304,7 @@ class ReplicaManager:
                 continue
             try:
                 partition = current or self._create_partition(topic, state.partition_index,
-                                                              topic_configs.get(topic, {}))
+                                                              topic_configs.get(topic, {}), state.is_new)
                 if state.leader == self.broker_id:
                     partition.make_leader(state)
                     new_leaders.append(partition)
@@ -348,8 +357,9 @@ class ReplicaManager:
         endpoint = endpoint or next(iter(broker.endpoints.values()))
         return endpoint.host, endpoint.port
 
-    def _create_partition(self, topic: str, partition: int, overrides: Mapping[str, Any]) -> Partition:
-        log_ = self.log_manager.get_or_create_log(topic, partition, overrides)
+    def _create_partition(self, topic: str, partition: int, overrides: Mapping[str, Any],
+                          is_new: bool = True) -> Partition:
+        log_ = self.log_manager.get_or_create_log(topic, partition, overrides, is_new)
         created = Partition(topic, partition, self.broker_id, log_, self.clock, self.follower_fetch_ms)
         self.partitions[(topic, partition)] = created
         return created
@@ -362,6 +372,9 @@ class ReplicaManager:
         stopped: list[tuple[str, int]] = []
         for topic, index, leader_epoch, delete in partitions:
             key = (topic, index)
+            if key in self.offline_partitions:
+                errors[key] = KafkaStorageError.code
+                continue
             current = self.partitions.get(key)
             if current is not None and leader_epoch not in (-1, EPOCH_DURING_DELETE) \
                     and leader_epoch < current.leader_epoch:
@@ -387,6 +400,33 @@ class ReplicaManager:
         if self.on_leadership_change is not None:
             self.on_leadership_change([], [key for key, code in errors.items() if code == 0])
         return errors
+
+    # -- log directory failure ----------------------------------------------------------------------
+
+    def is_offline(self, key: tuple[str, int]) -> bool:
+        return key in self.offline_partitions
+
+    def handle_log_dir_failure(self, log_dir: str) -> list[tuple[str, int]]:
+        """Kafka's ReplicaManager.handleLogDirFailure: the directory's partitions stop (no fetcher, parked
+        requests answered, KAFKA_STORAGE_ERROR from now on) and the LogManager drops their logs. Returns them;
+        the caller tells the controller (log_dir_failure_handler.py)."""
+        gone = [key for key, partition in self.partitions.items() if os.path.dirname(partition.log.dir) == log_dir]
+        for key in gone:
+            del self.partitions[key]
+            self.offline_partitions.add(key)
+        if self.fetcher_manager is not None:
+            self.fetcher_manager.remove_partitions(gone)
+        for key in gone:
+            self.note_change(key)
+            for purgatory in self._purgatories:  # what waits on them is answered KAFKA_STORAGE_ERROR
+                purgatory.check_and_complete(key)
+            self._wake_fetches(key)
+        self.log_manager.handle_log_dir_failure(log_dir)
+        if self.on_leadership_change is not None:  # coordinators unload what they led there
+            self.on_leadership_change([], gone)
+        log.warning("Broker %d stopped serving replicas in %s: %s", self.broker_id, log_dir,
+                    [f"{t}-{p}" for t, p in gone][:50])
+        return gone
 
     # -- produce ----------------------------------------------------------------------------------
 

@@ -49,8 +49,10 @@ from .dynamic_config import DynamicConfigManager
 from .config import ConfigError, KafkaConfig, load_config
 from .kafka_apis import KafkaApis
 from .log import LogManager
+from .log_dir_failure_handler import LogDirFailureHandler
 from .log.file_handles import HANDLES, budget_for, raise_descriptor_limit
 from .log.cleaner import CleanerConfig, cleaner_log
+from .log.free_space import CHECK_INTERVAL_MS as FREE_SPACE_CHECK_INTERVAL_MS, FreeSpaceMonitor
 from .log.log_manager import PRODUCER_ID_EXPIRATION_CHECK_INTERVAL_MS
 from .log.scheduler import Scheduler
 from .metadata_cache import MetadataCache
@@ -161,6 +163,9 @@ class KafkaServer:
             replica_selector=replica_selector(cfg.get("replica.selector.class")))
         rm.start()
         self._start_replication(zk)
+        # an I/O error takes its log dir offline: its partitions stop, the controller is told (KIP-112)
+        LogDirFailureHandler(rm, self.broker_id, lambda: zk.propagate_log_dir_event(self.broker_id),
+                             zk.close).start(asyncio.get_running_loop())
         auth = AuthHelper()  # every check passes without an authorizer
         if cfg.get("authorizer.class.name"):  # ACLs cached and watched before the first request is served
             self.authorizer = AclAuthorizer.from_config(cfg, zk)
@@ -289,6 +294,8 @@ class KafkaServer:
         if flush_ms < _NEVER_MS:
             jobs.append(("log-flusher", flush_ms, lm.flush_dirty_logs))
         jobs.append(("producer-expiration", PRODUCER_ID_EXPIRATION_CHECK_INTERVAL_MS, lm.remove_expired_producers))
+        free_space = FreeSpaceMonitor(lambda: lm.live_log_dirs, cfg.get("odradek.log.dir.free.space.warning.bytes"))
+        jobs.append(("log-dir-free-space", FREE_SPACE_CHECK_INTERVAL_MS, free_space.check))
         loop = asyncio.get_running_loop()
         self._tasks = [loop.create_task(self._every(name, ms, fn), name=name) for name, ms, fn in jobs]
         self._tasks.append(loop.create_task(self._every_on_loop(

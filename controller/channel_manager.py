@@ -242,12 +242,10 @@ class ControllerBrokerRequestBatch:
         if self.context.is_topic_queued_for_deletion(tp[0]):
             leader, leader_epoch, zk_version = LEADER_DURING_DELETE, 0, 0  # LeaderAndIsr.duringDelete
         replicas = self.context.replicas(tp)
-        live = self.context.live_brokers
-        shutting_down = self.context.shutting_down_broker_ids
         return UpdateMetadataRequest.UpdateMetadataPartitionState(
             topic_name=tp[0], partition_index=tp[1], controller_epoch=state.controller_epoch, leader=leader,
             leader_epoch=leader_epoch, isr=list(state.isr), zk_version=zk_version, replicas=list(replicas),
-            offline_replicas=[r for r in replicas if r not in live or r in shutting_down])
+            offline_replicas=[r for r in replicas if not self.context.is_replica_online(r, tp)])
 
     def add_stop_replica(self, broker_ids: Iterable[int], partition: TopicPartition, delete: bool) -> None:
         if self.context.is_topic_queued_for_deletion(partition[0]):

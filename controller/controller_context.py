@@ -64,6 +64,8 @@ class ControllerContext:
         self.live_brokers: dict[int, BrokerInfo] = {}
         self.broker_epochs: dict[int, int] = {}
         self.shutting_down_broker_ids: set[int] = set()
+        # replicas a live broker answered KAFKA_STORAGE_ERROR for: their log dir is offline (KIP-112)
+        self.replicas_on_offline_dirs: dict[int, set[TopicPartition]] = {}
         self.topic_ids: dict[str, uuid.UUID] = {}
         self.assignments: dict[str, dict[int, list[int]]] = {}
         self.leaderships: dict[TopicPartition, PartitionLeadership] = {}
@@ -81,12 +83,14 @@ class ControllerContext:
     def add_live_broker(self, info: BrokerInfo, broker_epoch: int) -> None:
         self.live_brokers[info.broker_id] = info
         self.broker_epochs[info.broker_id] = broker_epoch
+        self.replicas_on_offline_dirs.pop(info.broker_id, None)  # (re)started: its dirs are asked again
 
     def remove_live_brokers(self, broker_ids: Iterable[int]) -> None:
         for broker_id in broker_ids:
             self.live_brokers.pop(broker_id, None)
             self.broker_epochs.pop(broker_id, None)
             self.shutting_down_broker_ids.discard(broker_id)
+            self.replicas_on_offline_dirs.pop(broker_id, None)
 
     @property
     def live_broker_ids(self) -> set[int]:
@@ -95,11 +99,20 @@ class ControllerContext:
 
     def is_replica_online(self, broker_id: int, partition: TopicPartition | None = None,
                           include_shutting_down: bool = False) -> bool:
-        """A replica is online when its broker is live and, unless asked, not shutting down (Kafka's
-        isReplicaOnline; offline log dirs are not tracked)."""
+        """A replica is online when its broker is live, its log dir is not offline (given a partition) and,
+        unless asked, its broker is not shutting down (Kafka's isReplicaOnline)."""
         if broker_id not in self.live_brokers:
             return False
+        if partition is not None and partition in self.replicas_on_offline_dirs.get(broker_id, ()):
+            return False
         return include_shutting_down or broker_id not in self.shutting_down_broker_ids
+
+    def brokers_with_offline_replica(self, partition: TopicPartition) -> set[int]:
+        """Live brokers whose replica of ``partition`` sits in an offline log dir: never its leader."""
+        return {b for b, partitions in self.replicas_on_offline_dirs.items() if partition in partitions}
+
+    def topic_name(self, topic_id: "uuid.UUID") -> str | None:
+        return next((name for name, known in self.topic_ids.items() if known == topic_id), None)
 
     def partitions_led_by(self, broker_id: int) -> list[TopicPartition]:
         return [tp for tp in self.partitions_with_leaders() if self.leaderships[tp].state.leader == broker_id]

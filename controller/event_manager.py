@@ -69,6 +69,18 @@ class IsrChangeNotification(ControllerEvent):
 
 
 @dataclass(frozen=True)
+class LogDirEventNotification(ControllerEvent):
+    """The children of /log_dir_event_notification changed (a broker's log directory went offline)."""
+
+
+@dataclass(frozen=True)
+class LeaderAndIsrResponseReceived(ControllerEvent):
+    """A broker answered a LeaderAndIsr: KAFKA_STORAGE_ERROR marks its replica offline, NONE online again."""
+    broker_id: int
+    partition_errors: tuple[tuple[str, int, int], ...]  # (topic, partition, error code)
+
+
+@dataclass(frozen=True)
 class PartitionModifications(ControllerEvent):
     """/brokers/topics/<topic> was written (partitions added) or deleted."""
     topic: str

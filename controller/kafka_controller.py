@@ -26,14 +26,15 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable
 
 from ..protocol.api_keys import ApiKey
-from ..protocol.errors import (BrokerNotAvailableError, KafkaError, NotControllerError,  # type: ignore[attr-defined]
-                               StaleBrokerEpochError)
+from ..protocol.errors import (BrokerNotAvailableError, KafkaError, KafkaStorageError,  # type: ignore[attr-defined]
+                               NotControllerError, StaleBrokerEpochError)
 from .channel_manager import ControllerBrokerRequestBatch, ControllerChannelManager, inter_broker_connect
 from .controller_context import ControllerContext, ReplicaAssignment, TopicPartition
 from .auto_rebalance import AutoLeaderRebalancer
 from .election_requests import LeaderElectionRequests
 from .event_manager import (ApiCall, AutoPreferredReplicaLeaderElection, BrokerChange, ControlledShutdown,
                             ControllerChange, ControllerEvent, ControllerEventManager, IsrChangeNotification,
+                            LeaderAndIsrResponseReceived, LogDirEventNotification,
                             PartitionModifications, PartitionReassignment, PartitionReassignmentIsrChange,
                             PreferredReplicaElection, Reelect, Startup, StopReplicaResponseReceived, TopicChange,
                             TopicDeletion)
@@ -46,8 +47,8 @@ from .replica_state_machine import ReplicaState, ReplicaStateMachine
 from .state_change_log import prefix, state_change_log
 from .topic_deletion_manager import TopicDeletionManager
 from .zk_client import ControllerMovedError, KafkaZkClient, ZkConnectionError, ZkError
-from .zk_data import (BrokerIdsZNode, DeleteTopicsZNode, IsrChangeNotificationZNode, PreferredReplicaElectionZNode,
-                      ReassignPartitionsZNode, TopicAssignment, TopicsZNode)
+from .zk_data import (BrokerIdsZNode, DeleteTopicsZNode, IsrChangeNotificationZNode, LogDirEventNotificationZNode,
+                      PreferredReplicaElectionZNode, ReassignPartitionsZNode, TopicAssignment, TopicsZNode)
 
 log = logging.getLogger(__name__)
 
@@ -214,6 +215,10 @@ class KafkaController:
                                                                    event.error_code)
             elif isinstance(event, IsrChangeNotification):
                 await self._process_isr_change_notification()
+            elif isinstance(event, LogDirEventNotification):
+                await self._process_log_dir_event_notification()
+            elif isinstance(event, LeaderAndIsrResponseReceived):
+                await self._process_leader_and_isr_response(event)
             elif isinstance(event, ControlledShutdown):
                 await self._process_controlled_shutdown(event)
             elif isinstance(event, PartitionModifications):
@@ -319,7 +324,8 @@ class KafkaController:
         # Watches first: a change made while we read below still produces an event afterwards.
         for path, event in ((BrokerIdsZNode.path, BrokerChange()), (TopicsZNode.path, TopicChange()),
                             (DeleteTopicsZNode.path, TopicDeletion()),
-                            (IsrChangeNotificationZNode.path, IsrChangeNotification())):
+                            (IsrChangeNotificationZNode.path, IsrChangeNotification()),
+                            (LogDirEventNotificationZNode.path, LogDirEventNotification())):
             self._watches.append(await self._zk(self.zk.watch_children, path, self._enqueue_from_watch(event)))
         for path, event in ((PreferredReplicaElectionZNode.path, PreferredReplicaElection()),
                             (ReassignPartitionsZNode.path, PartitionReassignment())):
@@ -341,6 +347,8 @@ class KafkaController:
         await self.topic_deletion.process_markers(set(await self._zk(self.zk.get_topics_marked_for_deletion)))
         # ISR changes noted before we became controller are in the states read above: drop the notifications
         await self._zk(self.zk.delete_isr_change_notifications)
+        # offline log dirs show in the brokers' answers to the LeaderAndIsr sent below (as Kafka's failover)
+        await self._zk(self.zk.delete_log_dir_event_notifications)
         self.replica_state_machine.initialize()
         self.partition_state_machine.initialize()
         # Every live broker learns the live brokers, then every live replica its partition's state
@@ -434,19 +442,73 @@ class KafkaController:
         ctx = self.context
         dead = set(dead_brokers)
         batch = self._new_batch()
-        led = [tp for tp in ctx.partitions_with_leaders() if ctx.leadership(tp).state.leader in dead
-               and not ctx.is_topic_queued_for_deletion(tp[0])]
-        await self.partition_state_machine.handle_state_changes(led, PartitionState.OFFLINE, batch)
-        await self.partition_state_machine.trigger_online_partition_state_change(batch)
-        replicas = [(tp, b) for tp in ctx.partitions_on_brokers(dead) for b in ctx.replicas(tp)
-                    if b in dead and not ctx.is_topic_queued_for_deletion(tp[0])]
-        await self.replica_state_machine.handle_state_changes(replicas, ReplicaState.OFFLINE, batch)
+        replicas = [(tp, b) for tp in ctx.partitions_on_brokers(dead) for b in ctx.replicas(tp) if b in dead]
+        await self._replicas_go_offline(replicas, batch)
         self.topic_deletion.fail_replicas_of_dead_brokers(dead_brokers)
         offline = self.partition_state_machine.partitions_in_state(PartitionState.OFFLINE)
         if offline:
             log.warning("Controller %d: %d partitions stay offline, no eligible leader (live brokers %s): %s",
                         self.broker_id, len(offline), sorted(ctx.live_broker_ids), offline[:20])
         batch.add_update_metadata(ctx.live_broker_ids)  # at least the new list of live brokers
+        batch.send(ctx.epoch)
+
+    async def _replicas_go_offline(self, replicas: list[tuple[TopicPartition, int]],
+                                   batch: ControllerBrokerRequestBatch) -> None:
+        """The heart of Kafka's onReplicasBecomeOffline: partitions these replicas lead go offline and are
+        elected again, then the replicas go OfflineReplica (leaving the ISRs). Topics being deleted wait."""
+        ctx = self.context
+        replicas = [(tp, b) for tp, b in replicas if not ctx.is_topic_queued_for_deletion(tp[0])]
+        led = sorted({tp for tp, b in replicas if (leadership := ctx.leadership(tp)) is not None
+                      and leadership.state.leader == b})
+        await self.partition_state_machine.handle_state_changes(led, PartitionState.OFFLINE, batch)
+        await self.partition_state_machine.trigger_online_partition_state_change(batch)
+        await self.replica_state_machine.handle_state_changes(replicas, ReplicaState.OFFLINE, batch)
+
+    # --- log directory failures (KIP-112) --------------------------------------------------------------
+    async def _process_log_dir_event_notification(self) -> None:
+        """Kafka's LogDirEventNotification: every replica of the brokers named goes OnlineReplica again, which
+        sends them LeaderAndIsr; the replicas they answer KAFKA_STORAGE_ERROR for go offline (below). The
+        notifications are deleted whatever happens (a Kafka 2.8 broker writes the same znodes)."""
+        ctx = self.context
+        notifications = await self._zk(self.zk.get_log_dir_event_notifications)
+        if not notifications:
+            return
+        try:
+            brokers = sorted({b for b in notifications.values() if b is not None and b in ctx.live_broker_ids})
+            state_change_log.info("%s log dir event notifications %s: brokers %s", self._prefix(),
+                                  sorted(notifications), brokers)
+            if brokers:
+                replicas = [(tp, b) for tp in ctx.partitions_on_brokers(brokers) for b in ctx.replicas(tp)
+                            if b in brokers and not ctx.is_topic_queued_for_deletion(tp[0])]
+                batch = self._new_batch()
+                await self.replica_state_machine.handle_state_changes(replicas, ReplicaState.ONLINE, batch)
+                batch.send(ctx.epoch)
+        finally:
+            await self._zk(self.zk.delete_log_dir_event_notifications, sorted(notifications))
+
+    async def _process_leader_and_isr_response(self, event: LeaderAndIsrResponseReceived) -> None:
+        """Kafka's LeaderAndIsrResponseReceived: the broker's replicas on offline dirs are what it answered
+        KAFKA_STORAGE_ERROR for; those newly offline go through onReplicasBecomeOffline."""
+        ctx = self.context
+        broker_id = event.broker_id
+        if broker_id not in ctx.live_broker_ids:
+            return
+        offline = {(t, p) for t, p, code in event.partition_errors if code == KafkaStorageError.code}
+        online = {(t, p) for t, p, code in event.partition_errors if code == 0}
+        previous = ctx.replicas_on_offline_dirs.get(broker_id, set())
+        current = (previous - online) | offline
+        if current:
+            ctx.replicas_on_offline_dirs[broker_id] = current
+        else:
+            ctx.replicas_on_offline_dirs.pop(broker_id, None)
+        new_offline = sorted(current - previous)
+        if not new_offline:
+            return
+        state_change_log.info("%s Mark replicas %s on broker %d as offline", self._prefix(),
+                              ",".join(f"{t}-{p}" for t, p in new_offline[:50]), broker_id)
+        batch = self._new_batch()
+        await self._replicas_go_offline([(tp, broker_id) for tp in new_offline if tp[0] in ctx.assignments], batch)
+        batch.add_update_metadata(ctx.live_broker_ids)
         batch.send(ctx.epoch)
 
     # --- topics ----------------------------------------------------------------------------------------
@@ -584,10 +646,15 @@ class KafkaController:
             return
         errors = [(None, None, response.error_code)] if response.error_code else []
         if api_key == ApiKey.LEADER_AND_ISR:
-            partition_errors = list(response.partition_errors or [])
-            partition_errors += [e for t in (response.topics or []) for e in t.partition_errors]
-            errors += [(e.topic_name, e.partition_index, e.error_code) for e in partition_errors if e.error_code]
-        if errors:  # Kafka only logs these too (offline log dirs are not tracked here)
+            answered = [(e.topic_name, e.partition_index, e.error_code) for e in response.partition_errors or []]
+            for topic in response.topics or []:  # v5 names topics by id
+                name = self.context.topic_name(topic.topic_id)
+                answered += [(name, e.partition_index, e.error_code) for e in topic.partition_errors if name]
+            errors += [e for e in answered if e[2]]
+            if not response.error_code and (any(e[2] == KafkaStorageError.code for e in answered)
+                                            or broker_id in self.context.replicas_on_offline_dirs):
+                self.event_manager.put(LeaderAndIsrResponseReceived(broker_id, tuple(answered)))
+        if errors:  # other errors are only logged, as by Kafka
             log.warning("Controller %d: broker %d answered api key %d with errors %s", self.broker_id, broker_id,
                         api_key, errors)
 

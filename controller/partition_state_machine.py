@@ -191,19 +191,22 @@ class PartitionStateMachine:
     def _change_for(self, strategy: ElectionStrategy
                     ) -> Callable[[TopicPartition, LeaderIsrAndControllerEpoch], LeaderIsrAndControllerEpoch | None]:
         ctx = self.context
-        live, epoch = self._electable(), ctx.epoch
+        electable, epoch = self._electable(), ctx.epoch
         kind = strategy.kind
+
+        def live(tp: TopicPartition) -> set[int]:  # a replica in an offline log dir never leads
+            return electable - ctx.brokers_with_offline_replica(tp) if ctx.replicas_on_offline_dirs else electable
         if kind == ElectionKind.OFFLINE:
             def unclean(tp: TopicPartition) -> bool:
                 return strategy.allow_unclean and (strategy.unclean_topics is None or tp[0] in strategy.unclean_topics)
-            return lambda tp, s: offline_election_state(s, ctx.replicas(tp), live, unclean(tp), epoch)
+            return lambda tp, s: offline_election_state(s, ctx.replicas(tp), live(tp), unclean(tp), epoch)
         if kind == ElectionKind.CONTROLLED_SHUTDOWN:
             shutting_down = set(ctx.shutting_down_broker_ids)
             return lambda tp, s: controlled_shutdown_state(s, ctx.replicas(tp), ctx.live_broker_ids, shutting_down,
                                                            epoch)
         if kind == ElectionKind.PREFERRED:
-            return lambda tp, s: preferred_election_state(s, ctx.replicas(tp), live, epoch)
-        return lambda tp, s: reassign_election_state(s, strategy.targets.get(tp, ctx.replicas(tp)), live, epoch)
+            return lambda tp, s: preferred_election_state(s, ctx.replicas(tp), live(tp), epoch)
+        return lambda tp, s: reassign_election_state(s, strategy.targets.get(tp, ctx.replicas(tp)), live(tp), epoch)
 
     async def _unclean_topics(self, partitions: list[TopicPartition]) -> frozenset[str]:
         """Topics of ``partitions`` with no live ISR member whose unclean.leader.election.enable (the topic's

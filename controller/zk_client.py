@@ -29,6 +29,7 @@ from . import zk_bulk
 from .zk_data import (PERSISTENT_PATHS, BrokerIdsZNode, BrokerIdZNode, BrokerInfo, BrokerSequenceIdZNode,
                       ClusterIdZNode, ConfigChangeNotificationZNode, ConfigEntityZNode, ConsumerOffsetZNode,
                       ControllerEpochZNode, ControllerZNode, DeleteTopicsZNode, IsrChangeNotificationZNode, LeaderIsrAndControllerEpoch,
+                      LogDirEventNotificationZNode,
                       PreferredReplicaElectionZNode, ProducerIdBlock, ProducerIdBlockZNode, ReassignPartitionsZNode,
                       TopicAssignment, TopicPartitionsZNode, TopicPartitionStateZNode, TopicPartitionZNode, TopicsZNode,
                       TopicZNode)
@@ -529,26 +530,51 @@ class KafkaZkClient:
         """The partitions of a topic that have a znode under /brokers/topics/<t>/partitions."""
         return sorted(int(c) for c in self._children(TopicPartitionsZNode.path(topic)) if c.isdigit())
 
-    # --- ISR change notifications -----------------------------------------------------------------
+    # --- sequential notifications: ISR changes, log dir events (KIP-112) ---------------------------
+    def _notify(self, prefix: str, data: bytes) -> str:
+        """Create the sequential child ``<prefix>N``; returns its name."""
+        return self._zk.create(prefix, data, sequence=True, makepath=True).rsplit("/", 1)[1]
+
+    def _notifications(self, parent: str) -> dict[str, bytes]:
+        """Child name -> data, oldest first (vanished notifications are skipped)."""
+        names = sorted(self._children(parent))
+        return {n: data for n, (data, _) in self._get_many({n: f"{parent}/{n}" for n in names}).items()}
+
+    def _delete_notifications(self, parent: str, names: Iterable[str] | None) -> None:
+        for name in (self._children(parent) if names is None else names):
+            self._delete(f"{parent}/{name}")
+
     @_zk
     def propagate_isr_changes(self, partitions: Iterable[TopicPartition]) -> str:
         """Create a sequential /isr_change_notification/isr_change_N naming the partitions; returns its name."""
-        path = self._zk.create(IsrChangeNotificationZNode.prefix, IsrChangeNotificationZNode.encode(list(partitions)),
-                               sequence=True, makepath=True)
-        return path.rsplit("/", 1)[1]
+        return self._notify(IsrChangeNotificationZNode.prefix, IsrChangeNotificationZNode.encode(list(partitions)))
 
     @_zk
     def get_isr_change_notifications(self) -> dict[str, list[TopicPartition]]:
-        """Notification name -> partitions, oldest first (vanished notifications are skipped)."""
-        names = sorted(self._children(IsrChangeNotificationZNode.path))
-        found = self._get_many({n: f"{IsrChangeNotificationZNode.path}/{n}" for n in names})
-        return {n: IsrChangeNotificationZNode.decode(data) for n, (data, _) in found.items()}
+        """Notification name -> partitions, oldest first."""
+        return {n: IsrChangeNotificationZNode.decode(data)
+                for n, data in self._notifications(IsrChangeNotificationZNode.path).items()}
 
     @_zk
     def delete_isr_change_notifications(self, names: Iterable[str] | None = None) -> None:
         """Delete the named notifications (default: all)."""
-        for name in (self._children(IsrChangeNotificationZNode.path) if names is None else names):
-            self._delete(f"{IsrChangeNotificationZNode.path}/{name}")
+        self._delete_notifications(IsrChangeNotificationZNode.path, names)
+
+    @_zk
+    def propagate_log_dir_event(self, broker_id: int) -> str:
+        """Create a persistent sequential /log_dir_event_notification/log_dir_event_N for ``broker_id``."""
+        return self._notify(LogDirEventNotificationZNode.prefix, LogDirEventNotificationZNode.encode(broker_id))
+
+    @_zk
+    def get_log_dir_event_notifications(self) -> dict[str, int | None]:
+        """Notification name -> broker id, oldest first."""
+        return {n: LogDirEventNotificationZNode.decode(data)
+                for n, data in self._notifications(LogDirEventNotificationZNode.path).items()}
+
+    @_zk
+    def delete_log_dir_event_notifications(self, names: Iterable[str] | None = None) -> None:
+        """Delete the named notifications (default: all)."""
+        self._delete_notifications(LogDirEventNotificationZNode.path, names)
 
     # --- producer ids -----------------------------------------------------------------------------
     @_zk

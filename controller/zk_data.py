@@ -292,6 +292,27 @@ class IsrChangeNotificationZNode:
     decode = staticmethod(PreferredReplicaElectionZNode.decode)
 
 
+class LogDirEventNotificationZNode:
+    """A broker whose log directory failed creates a persistent sequential child; the controller reads and
+    deletes them (Kafka's LogDirEventNotificationSequenceZNode: ``{"version":1,"broker":N,"event":1}``)."""
+
+    path = "/log_dir_event_notification"
+    prefix = "/log_dir_event_notification/log_dir_event_"
+    LOG_DIR_FAILURE_EVENT = 1
+
+    @classmethod
+    def encode(cls, broker_id: int) -> bytes:
+        return _dump({"version": 1, "broker": broker_id, "event": cls.LOG_DIR_FAILURE_EVENT})
+
+    @staticmethod
+    def decode(data: bytes) -> int | None:
+        """The broker id, or None for a znode without one."""
+        doc = _load(data)
+        if not isinstance(doc, dict) or "broker" not in doc:
+            return None
+        return int(doc["broker"])
+
+
 # --- old consumers' offsets --------------------------------------------------------------------
 
 class ConsumerOffsetZNode:
@@ -400,5 +421,5 @@ class ProducerIdBlockZNode:
 PERSISTENT_PATHS = (
     "/consumers", BrokerIdsZNode.path, TopicsZNode.path, "/config/changes", "/admin/delete_topics",
     "/brokers/seqid", IsrChangeNotificationZNode.path, "/config/topics", "/config/clients",
-    "/config/users", "/config/brokers", "/latest_producer_id_block",
+    "/config/users", "/config/brokers", "/latest_producer_id_block", LogDirEventNotificationZNode.path,
 )

@@ -2,7 +2,8 @@
 
 As Kafka 2.8's KafkaApis.handleDescribeLogDirsRequest and ReplicaManager.describeLogDirs: null topics
 mean every partition this broker has a log for; each configured log dir (absolute path) is answered
-with error NONE; a dir's topics are those it holds a log of, and a topic's partitions are the requested
+with error NONE, or KAFKA_STORAGE_ERROR and no topics when it is offline (KIP-112); a dir's topics are
+those it holds a log of, and a topic's partitions are the requested
 ones among them (so, as in Kafka, a topic of the dir that was not asked about is listed with no
 partitions). Per partition: the log's size in bytes, ``offset_lag`` = max(high watermark - log end
 offset, 0) (0 for a current replica; a future replica's lag behind the current one would go here, but
@@ -17,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...protocol.acl import AclOperation
 from ...protocol.api_keys import ApiKey
+from ...protocol.errors import KafkaStorageError  # type: ignore[attr-defined]
 from ...protocol.messages import DescribeLogDirsResponse
 from .authorization import CLUSTER
 
@@ -50,7 +52,11 @@ class DescribeLogDirsApi:
                     partition_index=log_.partition, partition_size=log_.size,
                     offset_lag=max(log_.high_watermark - log_.log_end_offset, 0), is_future_key=False))
         results = []
+        offline = self.log_manager.offline_log_dirs
         for log_dir in self.log_manager.log_dirs:
+            if log_dir in offline:  # Kafka: the dir with KAFKA_STORAGE_ERROR and nothing in it
+                results.append(_Result(error_code=KafkaStorageError.code, log_dir=log_dir, topics=[]))
+                continue
             in_dir = by_dir.get(log_dir, {})
             results.append(_Result(error_code=0, log_dir=log_dir, topics=[
                 _Topic(name=name, partitions=partitions) for name, partitions in in_dir.items()]))

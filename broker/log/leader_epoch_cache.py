@@ -17,12 +17,17 @@ import asyncio
 import contextlib
 import contextvars
 import logging
+import os
 import threading
 from bisect import bisect_right
 from concurrent.futures import ThreadPoolExecutor
-from typing import Iterator, NamedTuple
+from typing import TYPE_CHECKING, Iterator, NamedTuple
 
 from .checkpoints import LeaderEpochCheckpointFile
+from .log_dir_failure import parent_log_dir
+
+if TYPE_CHECKING:
+    from .log_dir_failure import LogDirFailureChannel
 
 log = logging.getLogger(__name__)
 
@@ -40,6 +45,7 @@ class EpochEntry(NamedTuple):
 class LeaderEpochFileCache:
     def __init__(self, checkpoint: LeaderEpochCheckpointFile) -> None:
         self.checkpoint = checkpoint
+        self.failure_channel: LogDirFailureChannel | None = None  # its Log's: batched writes report errors there
         self._entries: list[EpochEntry] = [EpochEntry(e, o) for e, o in checkpoint.read()]
         self._write_lock = threading.Lock()  # a batch's thread and the loop may write the same file
 
@@ -190,5 +196,10 @@ def _write_all(caches: list[LeaderEpochFileCache]) -> None:
             cache.write_checkpoint()
         except FileNotFoundError:  # the log was deleted (its directory renamed or removed) meanwhile
             log.debug("leader epoch checkpoint %s: directory gone", cache.checkpoint.path)
-        except OSError:
-            log.exception("cannot write the leader epoch checkpoint %s", cache.checkpoint.path)
+        except OSError as e:
+            channel = cache.failure_channel
+            if channel is None:
+                log.exception("cannot write the leader epoch checkpoint %s", cache.checkpoint.path)
+            else:
+                channel.mark_offline(parent_log_dir(os.path.dirname(cache.checkpoint.path)),
+                                     f"Error while writing the leader epoch checkpoint {cache.checkpoint.path}", e)

@@ -50,6 +50,7 @@ from ...protocol.records import (
 from .checkpoints import LEADER_EPOCH_CHECKPOINT, LeaderEpochCheckpointFile, fsync_dir, fsync_file
 from .leader_epoch_cache import LeaderEpochFileCache
 from .log_config import LogConfig
+from .log_dir_failure import LogDirFailureChannel, guarded_io
 from .log_types import (
     FetchDataInfo, InvalidReadSizeError, LogAppendInfo, UnexpectedAppendOffsetError, log_dir_name,
     parse_topic_partition,
@@ -105,6 +106,7 @@ class Log:
         self.recovered_bytes_truncated = 0
         self._recovered_bases: set[int] = set()  # segments recovered on load: their txn index is rebuilt
         self.on_truncated: Callable[["Log"], None] | None = None  # the log cleaner's (set by the LogManager)
+        self._failure_channel: LogDirFailureChannel | None = None
         if fresh:
             self._add_segment(self._new_segment(log_start_offset))
         else:
@@ -211,6 +213,16 @@ class Log:
     # -- facts ------------------------------------------------------------------------------------
 
     @property
+    def failure_channel(self) -> LogDirFailureChannel | None:
+        """Where an I/O error takes this log's directory offline (set by the LogManager; None: errors raise)."""
+        return self._failure_channel
+
+    @failure_channel.setter
+    def failure_channel(self, channel: LogDirFailureChannel | None) -> None:
+        self._failure_channel = channel
+        self.leader_epoch_cache.failure_channel = channel  # its batched checkpoint writes run elsewhere
+
+    @property
     def name(self) -> str:
         return log_dir_name(self.topic, self.partition)
 
@@ -259,6 +271,7 @@ class Log:
 
     # -- appending --------------------------------------------------------------------------------
 
+    @guarded_io
     def append_as_leader(self, records: bytearray | memoryview, leader_epoch: int) -> LogAppendInfo:
         """Assign offsets to already-validated batches (rewritten in place) and append them.
 
@@ -308,6 +321,7 @@ class Log:
                              duplicate.last_offset, append_time, self.log_start_offset,
                              duplicate.last_offset - duplicate.first_offset + 1, size, duplicate=True)
 
+    @guarded_io
     def append_as_follower(self, records: bytes | bytearray | memoryview) -> LogAppendInfo:
         """Append batches replicated from the leader, keeping their offsets and epochs."""
         with self._lock:
@@ -378,6 +392,7 @@ class Log:
             return True
         return False
 
+    @guarded_io
     def roll(self, expected_next_offset: int | None = None) -> LogSegment:
         """Start a new active segment at the log end offset; flush the old ones."""
         with self._lock:
@@ -401,6 +416,7 @@ class Log:
 
     # -- flushing ---------------------------------------------------------------------------------
 
+    @guarded_io
     def flush(self, offset: int | None = None) -> None:
         """fsync every segment holding offsets in [recovery_point, offset) and the snapshots rolls wrote,
         then advance the recovery point. The lock is held only to pick the files and to move the
@@ -448,6 +464,7 @@ class Log:
 
     # -- reading ----------------------------------------------------------------------------------
 
+    @guarded_io
     def read(self, offset: int, max_bytes: int, max_offset: int | None = None,
              min_one_batch: bool = True) -> FetchDataInfo:
         """Whole batches from the one containing ``offset``; ``max_offset`` bounds them (exclusive)."""
@@ -469,6 +486,7 @@ class Log:
                     return FetchDataInfo(offset, result.records, base, result.position)
             return empty
 
+    @guarded_io
     def fetch_offset_by_timestamp(self, timestamp: int) -> tuple[int, int] | None:
         """ListOffsets: (timestamp, offset) of the first record with ts >= target; -1 latest, -2 earliest."""
         with self._lock:
@@ -537,6 +555,7 @@ class Log:
 
     # -- retention --------------------------------------------------------------------------------
 
+    @guarded_io
     def delete_old_segments(self) -> int:
         """One retention pass: log-start-offset breach, then retention.ms and retention.bytes."""
         with self._lock:
@@ -588,6 +607,7 @@ class Log:
             self.producer_state.on_log_start_offset_incremented(new_start)
         return len(doomed)
 
+    @guarded_io
     def replace_segments(self, new_segments: list[LogSegment], old_segments: list[LogSegment],
                          from_swap_files: bool = False) -> None:
         """Swap cleaned segments in for the segments they were made from, crash-safely (Kafka's
@@ -629,6 +649,7 @@ class Log:
 
     # -- truncation (followers) -------------------------------------------------------------------
 
+    @guarded_io
     def truncate_to(self, target_offset: int) -> bool:
         """Remove everything from ``target_offset`` on; True if anything was removed."""
         if target_offset < 0:
@@ -653,6 +674,7 @@ class Log:
             self._truncated()
             return True
 
+    @guarded_io
     def truncate_fully_and_start_at(self, new_offset: int) -> None:
         """Delete every segment and restart the log empty at ``new_offset``."""
         with self._lock:
@@ -724,6 +746,7 @@ class Log:
 
     # -- lifecycle --------------------------------------------------------------------------------
 
+    @guarded_io
     def close(self) -> None:
         with self._lock:
             # At the log end offset: a clean restart then reads the state without scanning the log.

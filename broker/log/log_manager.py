@@ -17,6 +17,7 @@ GIL), flushing is fsyncs, which threads overlap.
 from __future__ import annotations
 
 import fcntl
+import logging
 import os
 import shutil
 import threading
@@ -29,7 +30,9 @@ from .checkpoints import (
     OffsetCheckpointFile, write_atomically,
 )
 from .cleaner import CleanerConfig, LogCleaner
+from ...protocol.errors import KafkaStorageError  # type: ignore[attr-defined]
 from .log import Log, log_dir_name, parse_topic_partition
+from .log_dir_failure import LogDirFailureChannel
 from .log_config import LogConfig, warn_not_implemented
 from .producer_state import DEFAULT_PRODUCER_ID_EXPIRATION_MS
 from .scheduler import INLINE, InlineScheduler, Scheduler
@@ -46,6 +49,8 @@ PRODUCER_ID_EXPIRATION_CHECK_INTERVAL_MS = 600_000
 
 TopicPartition = tuple[str, int]
 T = TypeVar("T")
+
+log = logging.getLogger(__name__)
 
 
 def delete_dir_name(topic: str, partition: int) -> str:
@@ -89,7 +94,8 @@ class LogManager:
                  topic_configs: Mapping[str, Mapping[str, Any]] | None = None,
                  clock: Callable[[], int] = now_ms,
                  max_producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS,
-                 scheduler: Scheduler | InlineScheduler = INLINE, recovery_threads: int = 1) -> None:
+                 scheduler: Scheduler | InlineScheduler = INLINE, recovery_threads: int = 1,
+                 failure_channel: LogDirFailureChannel | None = None) -> None:
         if not log_dirs:
             raise ValueError("at least one log dir is needed")
         self.log_dirs = [os.path.abspath(d) for d in log_dirs]
@@ -112,16 +118,29 @@ class LogManager:
         self._dir_of: dict[TopicPartition, str] = {}
         self._lock_fds: list[int] = []
         self.had_clean_shutdown: dict[str, bool] = {}
+        # I/O errors take a directory offline (KIP-112): its logs are dropped, the others go on
+        self.failure_channel = failure_channel if failure_channel is not None else LogDirFailureChannel()
         for d in self.log_dirs:
-            os.makedirs(d, exist_ok=True)
+            try:
+                os.makedirs(d, exist_ok=True)
+            except OSError as e:  # Kafka's createAndValidateLogDirs: that dir is offline, the others go on
+                self.failure_channel.mark_offline(d, f"Failed to create or validate data directory {d}", e)
+                continue
             self._lock_dir(d)
         self._check_meta_properties()
         self._load_all_logs()
+        if not self.live_log_dirs:
+            self._release_locks()
+            raise KafkaStorageError(f"none of the log dirs {self.log_dirs} could be loaded")
 
     # -- start ------------------------------------------------------------------------------------
 
     def _lock_dir(self, d: str) -> None:
-        fd = os.open(os.path.join(d, LOCK_FILE), os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fd = os.open(os.path.join(d, LOCK_FILE), os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as e:
+            self.failure_channel.mark_offline(d, f"Failed to create the lock file of {d}", e)
+            return
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
@@ -137,11 +156,15 @@ class LogManager:
 
     def _check_meta_properties(self) -> None:
         seen_cluster: tuple[str, str] | None = None
-        for d in self.log_dirs:
+        for d in self.live_log_dirs:
             path = os.path.join(d, META_PROPERTIES)
             if not os.path.exists(path):
                 continue
-            props = read_properties(path)
+            try:
+                props = read_properties(path)
+            except OSError as e:
+                self.failure_channel.mark_offline(d, f"Error while reading {path}", e)
+                continue
             if props.get("version") != "0":
                 self._fail(f"{path}: unsupported version {props.get('version')!r} (expected 0)")
             stored_id = props.get("broker.id")
@@ -162,14 +185,17 @@ class LogManager:
         if self.cluster_id is None and seen_cluster is not None:
             self.cluster_id = seen_cluster[0]
         if self.broker_id is not None:
-            for d in self.log_dirs:
+            for d in self.live_log_dirs:
                 props = {}
                 path = os.path.join(d, META_PROPERTIES)
                 if os.path.exists(path):
-                    props = read_properties(path)
+                    props = read_properties(path)  # read just above
                 if props.get("broker.id") != str(self.broker_id) or (
                         self.cluster_id is not None and props.get("cluster.id") != self.cluster_id):
-                    write_meta_properties(d, self.broker_id, self.cluster_id)
+                    try:
+                        write_meta_properties(d, self.broker_id, self.cluster_id)
+                    except OSError as e:
+                        self.failure_channel.mark_offline(d, f"Error while writing {path}", e)
 
     def _fail(self, message: str) -> None:
         self._release_locks()
@@ -194,22 +220,35 @@ class LogManager:
     def _load_all_logs(self) -> None:
         jobs: list[Callable[[], tuple[TopicPartition, Log, str]]] = []
         markers = []
-        for d in self.log_dirs:
-            jobs += self._load_jobs(d)
+        for d in self.live_log_dirs:
+            try:
+                jobs += self._load_jobs(d)
+            except OSError as e:
+                self.failure_channel.mark_offline(d, f"Error while loading log dir {d}", e)
+                continue
             marker = os.path.join(d, CLEAN_SHUTDOWN_FILE)
             if self.had_clean_shutdown[d]:
                 markers.append(marker)
-        for tp, log, d in self._in_parallel(jobs):
+        for loaded in self._in_parallel(jobs):
+            if loaded is None or self.failure_channel.is_offline(loaded[2]):
+                continue  # its directory went offline (recovery hit an I/O error)
+            tp, log_, d = loaded
             if tp in self._logs:
                 raise InconsistentBrokerMetadataError(
-                    f"duplicate log directories for {log.name}: {self._dir_of[tp]} and {d}")
-            log.on_truncated = self._on_truncated
-            self._logs[tp] = log
+                    f"duplicate log directories for {log_.name}: {self._dir_of[tp]} and {d}")
+            log_.on_truncated = self._on_truncated
+            log_.failure_channel = self.failure_channel
+            self._logs[tp] = log_
             self._dir_of[tp] = d
         for marker in markers:
-            os.unlink(marker)
+            d = os.path.dirname(marker)
+            if not self.failure_channel.is_offline(d):
+                try:
+                    os.unlink(marker)
+                except OSError as e:
+                    self.failure_channel.mark_offline(d, f"Error while removing {marker}", e)
 
-    def _load_jobs(self, d: str) -> list[Callable[[], tuple[TopicPartition, Log, str]]]:
+    def _load_jobs(self, d: str) -> list[Callable[[], tuple[TopicPartition, Log, str] | None]]:
         marker = os.path.join(d, CLEAN_SHUTDOWN_FILE)
         clean = os.path.exists(marker)
         self.had_clean_shutdown[d] = clean
@@ -231,14 +270,23 @@ class LogManager:
             except ValueError:
                 continue
 
-            def load(path: str = path, tp: TopicPartition = tp) -> tuple[TopicPartition, Log, str]:
+            def load(path: str = path, tp: TopicPartition = tp) -> tuple[TopicPartition, Log, str] | None:
+                try:
+                    return self._load_log(path, tp, d, recovery_points, start_offsets, high_watermarks, clean)
+                except OSError as e:  # Kafka's loadLogs: the directory goes offline, the broker goes on
+                    self.failure_channel.mark_offline(d, f"Error while loading log {path}", e)
+                    return None
+            jobs.append(load)
+        return jobs
+
+    def _load_log(self, path: str, tp: TopicPartition, d: str, recovery_points: Mapping[TopicPartition, int],
+                  start_offsets: Mapping[TopicPartition, int], high_watermarks: Mapping[TopicPartition, int],
+                  clean: bool) -> tuple[TopicPartition, Log, str]:
                 return tp, Log(path, self._config_for(tp[0]), recovery_point=recovery_points.get(tp, 0),
                                log_start_offset=start_offsets.get(tp, 0), high_watermark=high_watermarks.get(tp, 0),
                                had_clean_shutdown=clean, clock=self._clock,
                                max_producer_id_expiration_ms=self.max_producer_id_expiration_ms,
                                scheduler=self.scheduler), d
-            jobs.append(load)
-        return jobs
 
     def _config_for(self, topic: str, overrides: Mapping[str, Any] | None = None) -> LogConfig:
         topic_overrides = dict(self.topic_configs.get(topic, {}))
@@ -247,6 +295,38 @@ class LogManager:
         return LogConfig.from_props(self.topic_defaults, topic_overrides)
 
     # -- logs -------------------------------------------------------------------------------------
+
+    @property
+    def live_log_dirs(self) -> list[str]:
+        offline = self.failure_channel.offline_dirs
+        return [d for d in self.log_dirs if d not in offline]
+
+    @property
+    def offline_log_dirs(self) -> list[str]:
+        offline = self.failure_channel.offline_dirs
+        return [d for d in self.log_dirs if d in offline]
+
+    def dir_of(self, topic: str, partition: int) -> str | None:
+        return self._dir_of.get((topic, partition))
+
+    def handle_log_dir_failure(self, log_dir: str) -> list[TopicPartition]:
+        """Kafka's LogManager.handleLogDirFailure: forget the directory's logs (their files are closed, nothing
+        more is written to them: no checkpoint, no clean-shutdown marker, so a restart recovers them) and stop
+        cleaning them. Returns their partitions."""
+        with self._lock:
+            gone = [tp for tp, d in self._dir_of.items() if d == log_dir]
+            for tp in gone:
+                log_ = self._logs.pop(tp)
+                del self._dir_of[tp]
+                if self.cleaner is not None:
+                    self.cleaner.abort_cleaning(tp)
+                for segment in log_.segments:
+                    segment.close_handlers()
+            if self.cleaner is not None:
+                self.cleaner.manager.forget_log_dir(log_dir)
+        log.warning("Logs for partitions %s are offline and logs for future partitions are offline due to failure "
+                    "on log directory %s", [f"{t}-{p}" for t, p in gone][:50], log_dir)
+        return gone
 
     def get_log(self, topic: str, partition: int) -> Log | None:
         return self._logs.get((topic, partition))
@@ -262,7 +342,7 @@ class LogManager:
     def start_cleaner(self, config: CleanerConfig) -> None:
         """Kafka's LogManager.startup: the cleaner runs when log.cleaner.enable is true."""
         if config.enable_cleaner and self.cleaner is None:
-            self.cleaner = LogCleaner(config, self.log_dirs, self.logs_by_partition)
+            self.cleaner = LogCleaner(config, self.live_log_dirs, self.logs_by_partition, self.failure_channel)
             self.cleaner.startup()
 
     def reconfigure_cleaner(self, config: CleanerConfig) -> None:
@@ -274,15 +354,22 @@ class LogManager:
             self.cleaner.on_log_truncated(log)
 
     def _next_log_dir(self) -> str:
-        if len(self.log_dirs) == 1:  # the count below is O(logs): thousands of creations would be quadratic
-            return self.log_dirs[0]
-        counts = {d: 0 for d in self.log_dirs}
+        live = self.live_log_dirs
+        if not live:
+            raise KafkaStorageError(f"every log dir of {self.log_dirs} is offline")
+        if len(live) == 1:  # the count below is O(logs): thousands of creations would be quadratic
+            return live[0]
+        counts = {d: 0 for d in live}
         for d in self._dir_of.values():
-            counts[d] += 1
-        return min(self.log_dirs, key=lambda d: (counts[d], self.log_dirs.index(d)))
+            if d in counts:
+                counts[d] += 1
+        return min(live, key=lambda d: (counts[d], self.log_dirs.index(d)))
 
     def get_or_create_log(self, topic: str, partition: int,
-                          topic_config: Mapping[str, Any] | None = None) -> Log:
+                          topic_config: Mapping[str, Any] | None = None, is_new: bool = True) -> Log:
+        """The partition's log, created in the live dir with the fewest logs. A replica the controller does not
+        call new (LeaderAndIsr's is_new) is not created while a dir is offline: its log may be there (Kafka's
+        getOrCreateLog answers KAFKA_STORAGE_ERROR then)."""
         if not topic or "/" in topic or topic in (".", "..") or partition < 0:
             raise ValueError(f"invalid topic partition {topic!r}-{partition}")
         with self._lock:
@@ -290,16 +377,24 @@ class LogManager:
             log = self._logs.get(tp)
             if log is not None:
                 return log
+            offline = self.offline_log_dirs
+            if offline and not is_new:
+                raise KafkaStorageError(f"cannot create the log of {topic}-{partition}: log dirs {offline} are offline")
             if topic_config is not None:  # the topic's overrides as read now: a recreated topic drops old ones
                 self.topic_configs[topic] = dict(topic_config)
             d = self._next_log_dir()
-            log = Log(os.path.join(d, log_dir_name(topic, partition)), self._config_for(topic),
-                      had_clean_shutdown=True, clock=self._clock,
-                      max_producer_id_expiration_ms=self.max_producer_id_expiration_ms, scheduler=self.scheduler)
-            log.on_truncated = self._on_truncated
-            self._logs[tp] = log
+            try:
+                log_ = Log(os.path.join(d, log_dir_name(topic, partition)), self._config_for(topic),
+                           had_clean_shutdown=True, clock=self._clock,
+                           max_producer_id_expiration_ms=self.max_producer_id_expiration_ms, scheduler=self.scheduler)
+            except OSError as e:
+                self.failure_channel.mark_offline(d, f"Error while creating log for {topic}-{partition} in dir {d}", e)
+                raise KafkaStorageError(f"cannot create the log of {topic}-{partition} in {d}: {e}") from e
+            log_.on_truncated = self._on_truncated
+            log_.failure_channel = self.failure_channel
+            self._logs[tp] = log_
             self._dir_of[tp] = d
-            return log
+            return log_
 
     def update_topic_config(self, topic: str, overrides: Mapping[str, Any]) -> None:
         with self._lock:
@@ -335,9 +430,12 @@ class LogManager:
 
     def _checkpoint(self, filename: str, value: Callable[[Log], int]) -> None:
         with self._lock:
-            for d in self.log_dirs:
-                offsets = {tp: value(log) for tp, log in self._logs.items() if self._dir_of[tp] == d}
-                OffsetCheckpointFile(os.path.join(d, filename)).write(offsets)
+            for d in self.live_log_dirs:
+                offsets = {tp: value(log_) for tp, log_ in self._logs.items() if self._dir_of[tp] == d}
+                try:
+                    OffsetCheckpointFile(os.path.join(d, filename)).write(offsets)
+                except OSError as e:
+                    self.failure_channel.mark_offline(d, f"Error while writing {filename} in dir {d}", e)
 
     def checkpoint_recovery_points(self) -> None:
         self._checkpoint(RECOVERY_POINT_CHECKPOINT, lambda log: log.recovery_point)
@@ -354,15 +452,23 @@ class LogManager:
         """Retention pass over every log not compacted; returns the number of segments deleted. Compacted
         logs (also compact,delete) get theirs on the cleaner threads, or none without a cleaner (Kafka 2.8)."""
         deleted = 0
-        for log in self.all_logs():
-            if not log.config.compact_enabled:
-                deleted += log.delete_old_segments()
+        for log_ in self.all_logs():
+            if not log_.config.compact_enabled:
+                deleted += self._unless_offline(log_.delete_old_segments, 0)
         if deleted:
             self.checkpoint_log_start_offsets()
         return deleted
 
     def flush_dirty_logs(self) -> int:
-        return sum(1 for log in self.all_logs() if log.flush_if_due())
+        return sum(1 for log_ in self.all_logs() if self._unless_offline(log_.flush_if_due, False))
+
+    @staticmethod
+    def _unless_offline(job: Callable[[], T], otherwise: T) -> T:
+        """A periodic job on one log: its directory going offline (already logged) does not stop the others."""
+        try:
+            return job()
+        except KafkaStorageError:
+            return otherwise
 
     def remove_expired_producers(self) -> int:
         """Forget idle producer ids in every log (call every PRODUCER_ID_EXPIRATION_CHECK_INTERVAL_MS)."""
@@ -376,11 +482,15 @@ class LogManager:
         if self.scheduler is not INLINE:
             self.scheduler.shutdown()  # flushes already asked for complete first; delayed deletes wait for restart
         with self._lock:
-            self._in_parallel(log.flush for log in self._logs.values())
+            # A dir failing now is offline like any other: its logs are left for the next start to recover.
+            self._in_parallel(lambda log_=log_: self._unless_offline(log_.flush, None) for log_ in self.all_logs())
             self.checkpoint_recovery_points()
             self.checkpoint_log_start_offsets()
             self.checkpoint_high_watermarks()
-            self._in_parallel(log.close for log in self._logs.values())
-            for d in self.log_dirs:
-                write_atomically(os.path.join(d, CLEAN_SHUTDOWN_FILE), b"")
+            self._in_parallel(lambda log_=log_: self._unless_offline(log_.close, None) for log_ in self.all_logs())
+            for d in self.live_log_dirs:
+                try:
+                    write_atomically(os.path.join(d, CLEAN_SHUTDOWN_FILE), b"")
+                except OSError as e:
+                    self.failure_channel.mark_offline(d, f"Error while writing the clean-shutdown marker of {d}", e)
             self._release_locks()

@@ -26,6 +26,8 @@ import struct
 from bisect import bisect_left, bisect_right
 from typing import NamedTuple
 
+from .log_dir_failure import append_whole
+
 DEFAULT_MAX_INDEX_SIZE = 10 * 1024 * 1024
 _INT32_MAX = 0x7FFFFFFF
 
@@ -126,7 +128,7 @@ class AppendOnlyIndex:
         fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
         try:
             if self._pending:
-                os.write(fd, self._pending)
+                append_whole(fd, self._pending, self.path)
                 self._file_length += len(self._pending)
                 self._pending = bytearray()
         finally:

@@ -11,6 +11,7 @@ descriptor budget); the index files hold no descriptor (offset_index.py).
 
 from __future__ import annotations
 
+import logging
 import os
 import struct
 import time
@@ -22,6 +23,7 @@ from ...protocol.records import (
 )
 
 from .file_handles import HANDLES
+from .log_dir_failure import append_whole
 from .offset_index import DEFAULT_MAX_INDEX_SIZE, CorruptIndexError, OffsetIndex
 from .time_index import NO_TIMESTAMP, TimeIndex
 from .txn_index import AbortedTxn, TransactionIndex
@@ -43,6 +45,8 @@ _READ_CHUNK = 64 * 1024
 _RECENT_BATCHES = 64
 _RECOVER_CHUNK = 8 * 1024 * 1024
 _INT32_MAX = 0x7FFFFFFF
+
+log = logging.getLogger(__name__)
 
 Clock = Callable[[], int]
 
@@ -207,18 +211,42 @@ class LogSegment:
         if self._tail_pending:
             self._load_tail()
         position = self._size
-        with HANDLES.use(self) as fd:
-            written = os.write(fd, records)
-        if written != len(records):  # regular files write fully or raise; guard anyway
-            raise OSError(f"short write to {self.log_path}: {written} of {len(records)} bytes")
-        if position == 0 and self._rolling_based_timestamp is None:
-            first = next(walk_headers(records), None)
-            if first is not None:
-                self._rolling_based_timestamp = first.max_timestamp
-        for header in walk_headers(records):
-            self._track(header, position + header.position)
-        self._size = position + written
+        before = (self._bytes_since_last_index_entry, self._max_timestamp, self._offset_of_max_timestamp,
+                  self._next_offset, len(self._recent), self._rolling_based_timestamp)
+        try:
+            with HANDLES.use(self) as fd:
+                # all or nothing: torn bytes left in the file would put the next write (O_APPEND) after them
+                # while our positions stay before them
+                append_whole(fd, records, self.log_path, position)
+            if position == 0 and self._rolling_based_timestamp is None:
+                first = next(walk_headers(records), None)
+                if first is not None:
+                    self._rolling_based_timestamp = first.max_timestamp
+            for header in walk_headers(records):
+                self._track(header, position + header.position)
+        except BaseException:
+            self._undo_append(position, records, before)
+            raise
+        self._size = position + len(records)
         self._next_offset = max(self._next_offset, largest_offset + 1)
+
+    def _undo_append(self, position: int, records: bytes | bytearray | memoryview, before: tuple) -> None:
+        """A write that failed part-way: cut the file back to the last whole batch and forget what was
+        tracked of it, so the segment's end and its in-memory position agree again. Should the cut fail too,
+        the log directory is going offline (log_dir_failure.py) and nothing here is read again."""
+        (self._bytes_since_last_index_entry, self._max_timestamp, self._offset_of_max_timestamp,
+         self._next_offset, recent, self._rolling_based_timestamp) = before
+        while len(self._recent) > recent:
+            self._recent.pop()
+        first = next(walk_headers(records), None)
+        try:
+            if first is not None:
+                self.offset_index.truncate_to(first.base_offset)
+                self.time_index.truncate_to(first.base_offset)
+            with HANDLES.use(self) as fd:
+                os.ftruncate(fd, position)
+        except OSError:
+            log.exception("Cannot cut %s back to %d bytes after a failed write", self.log_path, position)
 
     def _track(self, header: BatchHeader, file_position: int) -> None:
         if header.max_timestamp > self._max_timestamp:

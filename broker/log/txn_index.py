@@ -22,6 +22,7 @@ import os
 import struct
 from typing import Iterable, NamedTuple
 
+from .log_dir_failure import append_whole
 from .offset_index import CorruptIndexError
 
 TXN_INDEX_VERSION = 0
@@ -100,7 +101,7 @@ class TransactionIndex:
                              f"indexed one at {self.last_offset}")
         fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)  # held only while written
         try:
-            os.write(fd, _ENTRY.pack(TXN_INDEX_VERSION, *txn))
+            append_whole(fd, _ENTRY.pack(TXN_INDEX_VERSION, *txn), self.path)
         finally:
             os.close(fd)
         self.entries.append(txn)

@@ -5,7 +5,7 @@
     await metrics.stop()
 
 Most series are read from the broker's state at scrape time by collectors (one module per area:
-``replica_metrics``, ``controller_metrics``, ``group_metrics``, ``cleaner_metrics``); only what cannot be read
+``replica_metrics``, ``controller_metrics``, ``group_metrics``, ``cleaner_metrics``, ``log_manager_metrics``); only what cannot be read
 afterwards is counted
 as it happens: per-topic bytes and records (``topic_stats``), request rates, errors and latency
 (``request_metrics``), ISR shrinks and expands (two integers on the ReplicaManager), ZooKeeper session events.
@@ -23,6 +23,7 @@ from .cleaner_metrics import LogCleanerCollector
 from .controller_metrics import ControllerCollector, ZooKeeperStats
 from .group_metrics import ConsumerGroupCollector
 from .http_endpoint import MetricsEndpoint
+from .log_manager_metrics import LogManagerCollector
 from .quota_metrics import ClientQuotaCollector
 from .replica_metrics import ReplicaManagerCollector
 from .request_metrics import RequestMetrics, RequestMetricsCollector
@@ -49,6 +50,7 @@ class BrokerMetrics:
         self.registry.register(ClientQuotaCollector(server))
         self.registry.register(_BrokerStateCollector(server))
         self.registry.register(LogCleanerCollector(server))
+        self.registry.register(LogManagerCollector(server))
         self.endpoint: MetricsEndpoint | None = None
 
     def _channel(self) -> Any:

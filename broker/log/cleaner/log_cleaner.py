@@ -20,7 +20,9 @@ import threading
 import time
 from typing import Callable
 
+from ....protocol.errors import KafkaStorageError  # type: ignore[attr-defined]
 from ..log import Log
+from ..log_dir_failure import LogDirFailureChannel
 from ..segment import CLEANED_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, LogSegment, now_ms, segment_path
 from .config import CleanerConfig, validate_reconfiguration
 from .manager import LogCleanerManager, LogToClean, PreCleanStats, TopicPartition
@@ -156,6 +158,11 @@ class CleanerThread(threading.Thread):
             try:
                 self.clean_log(cleanable)
                 cleaned = True
+            except (OSError, KafkaStorageError) as exc:  # Kafka's cleaner: the log's directory goes offline
+                if self.cleaner.failure_channel is None:
+                    raise
+                self.cleaner.failure_channel.mark_offline(
+                    cleanable.dir, f"Failed to clean up log for {cleanable.log.name} in dir {cleanable.dir}", exc)
             except Exception as exc:
                 log.warning("Unexpected exception thrown when cleaning log %s. Marking its partition (%s-%d) as "
                             "uncleanable: %s", cleanable.log.name, *cleanable.topic_partition, exc)
@@ -165,6 +172,8 @@ class CleanerThread(threading.Thread):
             for tp, log_ in deletable:
                 try:
                     log_.delete_old_segments()
+                except KafkaStorageError:
+                    pass  # its directory is offline (logged where it failed)
                 except Exception as exc:
                     log.warning("Retention of %s failed; marking it uncleanable: %s", log_.name, exc)
                     manager.mark_uncleanable(os.path.dirname(log_.dir), tp)
@@ -233,12 +242,14 @@ class CleanerThread(threading.Thread):
 
 class LogCleaner:
     def __init__(self, config: CleanerConfig, log_dirs: list[str],
-                 logs: Callable[[], dict[TopicPartition, Log]]) -> None:
+                 logs: Callable[[], dict[TopicPartition, Log]],
+                 failure_channel: LogDirFailureChannel | None = None) -> None:
         problem = config.offset_map_problem()
         if problem is not None:
             raise ValueError(problem)  # Kafka's broker does not start either
         self.config = config
-        self.manager = LogCleanerManager(log_dirs, logs)
+        self.manager = LogCleanerManager(log_dirs, logs, failure_channel)
+        self.failure_channel = failure_channel
         self.manager.on_abort = self._abort_threads
         self._stopping = threading.Event()  # wakes a throttled thread at shutdown
         self._throttler = Throttler(config.max_io_bytes_per_second, sleep=self._stopping.wait)

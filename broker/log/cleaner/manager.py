@@ -28,6 +28,7 @@ from typing import Callable, Iterable
 
 from ..checkpoints import CheckpointError, OffsetCheckpointFile
 from ..log import Log
+from ..log_dir_failure import LogDirFailureChannel
 from ..segment import now_ms
 
 log = logging.getLogger("kafka.log.LogCleaner")
@@ -122,8 +123,10 @@ def calculate_cleanable_bytes(log_: Log, first_dirty: int, uncleanable: int) -> 
 
 
 class LogCleanerManager:
-    def __init__(self, log_dirs: Iterable[str], logs: Callable[[], dict[TopicPartition, Log]]) -> None:
+    def __init__(self, log_dirs: Iterable[str], logs: Callable[[], dict[TopicPartition, Log]],
+                 failure_channel: LogDirFailureChannel | None = None) -> None:
         self.logs = logs
+        self.failure_channel = failure_channel  # a checkpoint that cannot be written takes its dir offline
         self._lock = threading.RLock()
         self._checkpoint_files = {os.path.abspath(d): OffsetCheckpointFile(os.path.join(d, CLEANER_OFFSET_CHECKPOINT))
                                   for d in log_dirs}
@@ -165,7 +168,17 @@ class LogCleanerManager:
             try:
                 file.write(offsets)
             except OSError as exc:
-                log.error("Failed to write %s in dir %s: %s", CLEANER_OFFSET_CHECKPOINT, directory, exc)
+                if self.failure_channel is None:
+                    log.error("Failed to write %s in dir %s: %s", CLEANER_OFFSET_CHECKPOINT, directory, exc)
+                else:
+                    self.failure_channel.mark_offline(
+                        directory, f"Disk error while writing {CLEANER_OFFSET_CHECKPOINT} in dir {directory}", exc)
+
+    def forget_log_dir(self, directory: str) -> None:
+        """Kafka's handleLogDirFailure: an offline directory's checkpoint is no longer read nor written."""
+        with self._lock:
+            self._checkpoint_files.pop(os.path.abspath(directory), None)
+            self._uncleanable.pop(os.path.abspath(directory), None)
 
     def maybe_truncate_checkpoint(self, log_: Log) -> None:
         """After a truncation: nothing at or past the active segment may count as cleaned (Kafka's

@@ -229,3 +229,25 @@ def test_an_unexpected_failure_while_reading_fails_that_partition_alone(rm, monk
         assert answer[("t", 0)].error_code == errors.UnknownServerError.code
         assert answer[("t", 1)].error_code == 0
     run(main())
+
+
+def test_a_failed_log_dir_stops_its_partitions_with_kafka_storage_error(rm):
+    """KIP-112: the partitions of an offline dir answer KAFKA_STORAGE_ERROR to produce, fetch and LeaderAndIsr,
+    and a parked acks=-1 produce waiting on one is answered with it."""
+    async def main():
+        rm.start()
+        rm.become_leader_or_follower(1, [("t", state(0, replicas=(BROKER, 2), isr=[BROKER, 2]))], {})
+        waiting = rm.append_records(-1, 5000, {("t", 0): batch(b"a")})
+        assert isinstance(waiting, Completion)
+        log_dir = os.path.dirname(rm.partitions[("t", 0)].log.dir)
+        rm.log_manager.failure_channel.mark_offline(log_dir, "test")
+        assert rm.handle_log_dir_failure(log_dir) == [("t", 0)]
+        assert (await waiting)[("t", 0)].error_code == errors.KafkaStorageError.code
+        produced = rm.append_records(1, 1000, {("t", 0): batch(b"b")})
+        assert produced[("t", 0)].error_code == errors.KafkaStorageError.code
+        fetched = rm.fetch_messages(consumer(), [FetchSpec("t", 0, 0, 1 << 20)])
+        assert fetched[("t", 0)].error_code == errors.KafkaStorageError.code
+        assert rm.become_leader_or_follower(1, [("t", state(0, epoch=1))], {}) == {
+            ("t", 0): errors.KafkaStorageError.code}
+        assert rm.log_manager.get_log("t", 0) is None
+    run(main())

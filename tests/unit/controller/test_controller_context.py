@@ -59,3 +59,13 @@ def test_reset_keeps_only_the_epoch():
     ctx.reset()
     assert (ctx.epoch, ctx.epoch_zk_version) == (4, 3)
     assert ctx.live_broker_ids == set() and ctx.all_topics == set()
+
+
+def test_a_replica_on_an_offline_log_dir_is_offline_until_its_broker_restarts():
+    ctx = context()
+    ctx.replicas_on_offline_dirs[1] = {("a", 0)}
+    assert not ctx.is_replica_online(1, ("a", 0)) and ctx.is_replica_online(1)
+    assert ctx.brokers_with_offline_replica(("a", 0)) == {1} and ctx.brokers_with_offline_replica(("a", 1)) == set()
+    ctx.add_live_broker(BrokerInfo(1, [("PLAINTEXT", "h", 9001)]), 200)  # registered again: asked again
+    assert ctx.is_replica_online(1, ("a", 0))
+    assert ctx.topic_name(uuid.UUID(int=7)) == "a" and ctx.topic_name(uuid.UUID(int=8)) is None

@@ -83,3 +83,13 @@ def test_producer_id_blocks_follow_each_other():
     assert (second.block_start, second.broker_id) == (1000, 2)
     assert z.ProducerIdBlockZNode.decode(z.ProducerIdBlockZNode.encode(second)) == second
     assert json.loads(z.ProducerIdBlockZNode.encode(second))["block_start"] == "1000"  # strings, as Kafka writes
+
+
+def test_log_dir_event_notification_is_kafkas():
+    """Kafka 2.8's LogDirEventNotificationSequenceZNode: the same bytes either way, so our controller reads a
+    Kafka broker's notification and a Kafka controller ours."""
+    assert z.LogDirEventNotificationZNode.prefix == "/log_dir_event_notification/log_dir_event_"
+    assert json.loads(z.LogDirEventNotificationZNode.encode(3)) == {"version": 1, "broker": 3, "event": 1}
+    assert z.LogDirEventNotificationZNode.decode(b'{"version":1,"broker":7,"event":1}') == 7
+    assert z.LogDirEventNotificationZNode.decode(b'{"version":1}') is None
+    assert z.LogDirEventNotificationZNode.path in z.PERSISTENT_PATHS
