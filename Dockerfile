@@ -16,6 +16,7 @@ COPY protocol ./protocol
 COPY broker ./broker
 COPY controller ./controller
 COPY clients ./clients
+COPY tools ./tools
 COPY spark_connector ./spark_connector
 COPY pyspark_odradek ./pyspark_odradek
 RUN pip wheel --no-cache-dir --no-deps --wheel-dir /wheels .

@@ -42,8 +42,8 @@ sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Pyth
 install_odradek() {
     local here
     here=$(pwd -P)
-    if [ "$("$PYTHON" -c 'import os, odradek.clients.cli.cluster as m; print(os.path.realpath(m.__file__))' 2>/dev/null)" \
-        = "$here/clients/cli/cluster.py" ]; then return; fi
+    if [ "$("$PYTHON" -c 'import os, odradek.tools.cluster as m; print(os.path.realpath(m.__file__))' 2>/dev/null)" \
+        = "$here/tools/cluster.py" ]; then return; fi
     echo "Installing Odradek (pip install -e .) ..." >&2
     "$PYTHON" -m pip install --quiet --disable-pip-version-check --root-user-action=ignore -e .
 }
@@ -54,11 +54,11 @@ case "$COMMAND" in
         choose_python
         install_build_tools
         install_odradek
-        exec "$PYTHON" -m odradek.clients.cli.cluster start --brokers "$BROKERS" --data-dir "$DATA_DIR" "$@"
+        exec "$PYTHON" -m odradek.tools.cluster start --brokers "$BROKERS" --data-dir "$DATA_DIR" "$@"
         ;;
     stop|status)
         if [ -x .venv/bin/python ]; then PYTHON=.venv/bin/python; fi
-        exec "$PYTHON" -m odradek.clients.cli.cluster "$COMMAND" --data-dir "$DATA_DIR" "$@"
+        exec "$PYTHON" -m odradek.tools.cluster "$COMMAND" --data-dir "$DATA_DIR" "$@"
         ;;
     *)
         echo "Usage: bash cluster.sh start|stop|status [odradek-cluster flags]" >&2

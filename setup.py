@@ -2,7 +2,7 @@
 
 ``optional=True``: where they cannot be compiled (no gcc or Python headers) the install goes on;
 ``protocol/records/codec.py`` falls back to the pure-Python codec with a warning, and
-``clients/record_futures.py`` and ``clients/producer.py`` to Python.
+``clients/producer/record_futures.py`` and ``clients/producer/producer.py`` to Python.
 """
 
 from setuptools import Extension, setup
@@ -13,6 +13,6 @@ setup(ext_modules=[
               depends=["protocol/records/codec_c/codec.h"], optional=True,
               extra_compile_args=["-O2", "-Wall"]),
     # The blocking Producer's per-record work: untracked record futures, the hand-off's passes over rows.
-    Extension("odradek.clients._producer", ["clients/producer_c/producer.c"], optional=True,
+    Extension("odradek.clients.producer._producer", ["clients/producer/producer_c/producer.c"], optional=True,
               extra_compile_args=["-O2", "-Wall"]),
 ])

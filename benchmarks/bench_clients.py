@@ -112,7 +112,7 @@ def tree_cpu_seconds(root: int | None = None) -> float:
 
 def _odradek_producer(spec: dict):
     """Our blocking Producer, connected, with one record written to each partition (not timed)."""
-    from odradek.clients.sync_producer import Producer
+    from odradek.clients.producer.sync_producer import Producer
 
     producer = Producer(bootstrap_servers=spec["bootstrap"], acks=spec["acks"], linger_ms=LINGER_MS,
                         enable_idempotence=False)
@@ -145,7 +145,7 @@ def produce_odradek_batch(spec: dict, window: Window) -> dict:
 
 
 def produce_odradek_aio(spec: dict, window: Window) -> dict:
-    from odradek.clients.producer import AIOProducer
+    from odradek.clients.producer.producer import AIOProducer
 
     async def run() -> dict:
         value = b"v" * RECORD_SIZE
@@ -226,7 +226,7 @@ def _partitions(spec: dict, make) -> list:
 
 
 def consume_odradek_sync(spec: dict, window: Window) -> dict:
-    from odradek.clients.sync_consumer import Consumer
+    from odradek.clients.consumer.sync_consumer import Consumer
     from odradek.clients.types import TopicPartition
 
     with Consumer(bootstrap_servers=spec["bootstrap"], auto_offset_reset="earliest") as consumer:
@@ -248,7 +248,7 @@ def _poll_all(consumer, count: int, window: Window) -> dict:
 
 
 def consume_odradek_iter(spec: dict, window: Window) -> dict:
-    from odradek.clients.sync_consumer import Consumer
+    from odradek.clients.consumer.sync_consumer import Consumer
     from odradek.clients.types import TopicPartition
 
     with Consumer(bootstrap_servers=spec["bootstrap"], auto_offset_reset="earliest") as consumer:
@@ -266,7 +266,7 @@ def consume_odradek_iter(spec: dict, window: Window) -> dict:
 
 
 def consume_odradek_batch(spec: dict, window: Window) -> dict:
-    from odradek.clients.sync_consumer import Consumer
+    from odradek.clients.consumer.sync_consumer import Consumer
     from odradek.clients.types import TopicPartition
 
     with Consumer(bootstrap_servers=spec["bootstrap"], auto_offset_reset="earliest") as consumer:
@@ -282,7 +282,7 @@ def consume_odradek_batch(spec: dict, window: Window) -> dict:
 
 
 def consume_odradek_aio(spec: dict, window: Window) -> dict:
-    from odradek.clients.consumer import AIOConsumer
+    from odradek.clients.consumer.consumer import AIOConsumer
     from odradek.clients.types import TopicPartition
 
     async def run() -> dict:
@@ -337,9 +337,12 @@ def consume_kafka_python(spec: dict, window: Window) -> dict:
 
 def read_spark(spec: dict, window: Window) -> dict:
     """A Spark batch read of the topic on local[2] after a warm-up query; CPU of the whole process tree."""
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
     from pyspark.sql import functions as F
+
+    from odradek.spark_connector import use_this_python_for_workers
+
+    use_this_python_for_workers()
 
     spark = (SparkSession.builder.master("local[2]").appName("bench-clients").config("spark.ui.enabled", "false")
              .config("spark.sql.shuffle.partitions", "2").getOrCreate())
@@ -387,7 +390,7 @@ def run_client(spec: dict, timeout: float = 900.0) -> dict:
 # ---------------------------------------------------------------------------------------------- the run
 
 def create_topic(cluster, topic: str, replication: int, partitions: int = PARTITIONS) -> None:
-    from odradek.clients.admin import Admin, NewTopic
+    from odradek.clients.admin.client import Admin, NewTopic
 
     with Admin(bootstrap_servers=cluster.bootstrap_servers) as admin:
         admin.create_topics([NewTopic(topic, partitions, replication)])
@@ -532,7 +535,7 @@ def main(argv: list[str] | None = None) -> None:
         print("pyspark is not installed: no Spark read", file=sys.stderr)
         args.spark = False
 
-    from odradek.clients.cli.local_cluster import LocalCluster
+    from odradek.tools.local_cluster import LocalCluster
 
     workdir = Path(tempfile.mkdtemp(prefix="bench-clients-"))
     cluster = LocalCluster(workdir / "cluster", args.brokers, broker_overrides=BROKER_OVERRIDES)

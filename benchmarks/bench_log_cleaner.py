@@ -36,7 +36,7 @@ from odradek.broker.log.cleaner.cleaner import Cleaner
 from odradek.broker.log.cleaner.config import CleanerConfig
 from odradek.broker.log.cleaner.log_cleaner import make_task, swap_in
 from odradek.broker.log.cleaner.manager import LogCleanerManager
-from odradek.clients.cli.local_cluster import LocalCluster
+from odradek.tools.local_cluster import LocalCluster
 from odradek.protocol.records import RecordBatchBuilder
 
 RECORD_BYTES = 100
@@ -202,7 +202,7 @@ def broker_run(isolation: str, records: int, rounds: int, workdir: Path) -> dict
 
 def _compact(cluster: LocalCluster, topic: str) -> None:
     from odradek.clients import Admin
-    from odradek.clients.admin import AlterConfigOp, AlterConfigOpType, ConfigResource, ConfigResourceType
+    from odradek.clients.admin.client import AlterConfigOp, AlterConfigOpType, ConfigResource, ConfigResourceType
     with Admin(bootstrap_servers=cluster.bootstrap_servers) as admin:
         admin.incremental_alter_configs({ConfigResource(ConfigResourceType.TOPIC, topic): [
             AlterConfigOp("cleanup.policy", "compact", AlterConfigOpType.SET)]})

@@ -65,7 +65,7 @@ def request_path(runs: int, seconds: float) -> None:
 # -- 2. throttled clients -------------------------------------------------------------------------------------
 
 def set_quota(servers: str, client_id: str, key: str, value: float) -> None:
-    from odradek.clients.admin import Admin, ClientQuotaAlteration, ClientQuotaEntity
+    from odradek.clients.admin.client import Admin, ClientQuotaAlteration, ClientQuotaEntity
     with Admin(servers) as admin:
         admin.alter_client_quotas([ClientQuotaAlteration(ClientQuotaEntity({"client-id": client_id}),
                                                          [ClientQuotaAlteration.Op(key, value)])])
@@ -103,7 +103,7 @@ def produce_for(servers: str, topic: str, client_id: str, seconds: float) -> tup
 
 def produce_ours_for(servers: str, topic: str, client_id: str, seconds: float) -> tuple[float, float]:
     """(B/s acknowledged over the second half, longest throttle in ms) of our Producer, at most 4 MB queued."""
-    from odradek.clients.sync_producer import Producer
+    from odradek.clients.producer.sync_producer import Producer
 
     acked: list[tuple[float, int]] = []
     producer = Producer(bootstrap_servers=servers, client_id=client_id, linger_ms=5, batch_size=1_000_000)
@@ -137,7 +137,7 @@ def consume_for(servers: str, topic: str, client_id: str, seconds: float,
                 ours: bool = False) -> tuple[float, float]:
     """(B/s read over the second half, longest throttle in ms) of a kafka-python consumer, or of ours."""
     if ours:
-        from odradek.clients.sync_consumer import Consumer
+        from odradek.clients.consumer.sync_consumer import Consumer
         from odradek.clients.types import TopicPartition
 
         consumer = Consumer(bootstrap_servers=servers, client_id=client_id, enable_auto_commit=False)
@@ -177,7 +177,7 @@ def quota_rows(servers: str, key: str, prefix: str, quotas_mb: list[float],
 
 
 def throttled_clients(window_num: int, seconds: float, quotas_mb: list[float]) -> None:
-    from odradek.clients.cli.local_cluster import LocalCluster
+    from odradek.tools.local_cluster import LocalCluster
     from odradek.clients.simple_client import SyncSimpleClient
 
     with tempfile.TemporaryDirectory(prefix="bench-quotas-") as data_dir:

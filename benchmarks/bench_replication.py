@@ -42,7 +42,7 @@ from confluent_kafka import Producer
 from bench_vs_tansu import (OdradekBroker, derived, format_figure, format_row, format_table, medians,
                             run_json_process)
 from kafka_client_workloads import _flush, _produce_all, _producer, own_cpu_seconds, process_cpu_seconds
-from odradek.clients.cli.local_cluster import LocalCluster
+from odradek.tools.local_cluster import LocalCluster
 from odradek.clients.simple_client import SyncSimpleClient
 
 BROKERS = 3

@@ -42,7 +42,7 @@ import uvloop
 
 from odradek.broker.log import Log, LogConfig
 from odradek.broker.log.scheduler import INLINE, Scheduler
-from odradek.clients.cli.local_cluster import LocalCluster
+from odradek.tools.local_cluster import LocalCluster
 from odradek.clients.connection import BrokerConnection
 from odradek.clients.simple_client import SyncSimpleClient, build_batch
 from odradek.protocol.messages import ProduceRequest

@@ -52,7 +52,7 @@ import time
 from pathlib import Path
 
 from bench_vs_tansu import format_table, run_json_process
-from odradek.clients.cli.local_cluster import LocalCluster
+from odradek.tools.local_cluster import LocalCluster
 from odradek.clients.simple_client import SimpleClient
 from odradek.protocol.messages import CreateTopicsRequest, ElectLeadersRequest
 

@@ -4,7 +4,7 @@
 
 One broker (a real ZooKeeper, ``odradek-server``) with four listeners on one port each: PLAINTEXT, SSL,
 SASL_PLAINTEXT and SASL_SSL (SCRAM-SHA-256 and -512 and PLAIN; the SCRAM user is written to ZooKeeper
-first, as Kafka's bootstrap step). Certificates are EC P-256 from the local CA (clients/cli/local_ca.py).
+first, as Kafka's bootstrap step). Certificates are EC P-256 from the local CA (tools/local_ca.py).
 
 * Throughput: confluent-kafka (kafka_client_workloads.py, a process per workload) produces 100-byte records
   with acks=1 over each of PLAINTEXT, SSL and SASL_SSL (SCRAM-SHA-256) and reads them back from earliest
@@ -36,9 +36,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_vs_tansu import format_table, run_json_process  # noqa: E402
 
-from odradek.clients.cli.local_ca import LocalCA  # noqa: E402
-from odradek.clients.cli.local_cluster import LocalCluster  # noqa: E402
-from odradek.clients.cli.local_zookeeper import LocalZooKeeper, free_port  # noqa: E402
+from odradek.tools.local_ca import LocalCA  # noqa: E402
+from odradek.tools.local_cluster import LocalCluster  # noqa: E402
+from odradek.tools.local_zookeeper import LocalZooKeeper, free_port  # noqa: E402
 from odradek.clients.connection import BrokerConnection  # noqa: E402
 from odradek.clients.security.client_security import ClientSecurity  # noqa: E402
 from odradek.clients.security.scram import MECHANISMS, make_credential  # noqa: E402

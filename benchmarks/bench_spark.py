@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -79,11 +78,13 @@ def main(argv: list[str] | None = None) -> None:
     if args.quick:
         args.records, args.rounds = 100_000, 1
 
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
     from odradek.clients import Admin, NewTopic
-    from odradek.clients.cli.local_cluster import LocalCluster
+    from odradek.tools.local_cluster import LocalCluster
+    from odradek.spark_connector import use_this_python_for_workers
+
+    use_this_python_for_workers()
 
     workdir = Path(tempfile.mkdtemp(prefix="bench-spark-"))
     cluster = LocalCluster(workdir / "cluster", 1)

@@ -41,7 +41,7 @@ import confluent_kafka
 
 from bench_vs_tansu import format_table
 from odradek.clients import Producer
-from odradek.clients.cli.local_cluster import LocalCluster
+from odradek.tools.local_cluster import LocalCluster
 from txn_trace_breakdown import breakdown, cycles, format_breakdown, parse
 
 PARTITIONS = 3

@@ -44,7 +44,7 @@ from pathlib import Path
 import confluent_kafka
 from confluent_kafka.admin import AdminClient
 
-from odradek.clients.cli.local_zookeeper import LocalZooKeeper, free_port
+from odradek.tools.local_zookeeper import LocalZooKeeper, free_port
 
 BENCHMARKS = Path(__file__).resolve().parent
 REPO = BENCHMARKS.parent

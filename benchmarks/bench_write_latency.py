@@ -28,7 +28,7 @@ import confluent_kafka
 
 from bench_vs_tansu import format_table
 from kafka_client_workloads import process_cpu_seconds
-from odradek.clients.cli.local_cluster import LocalCluster
+from odradek.tools.local_cluster import LocalCluster
 
 RECORD = b"x" * 100
 WARMUP = 200

@@ -10,18 +10,19 @@ from importlib import import_module
 from typing import Any
 
 _EXPORTS = {
-    "AIOProducer": "producer", "RecordMetadata": "producer",
-    "Producer": "sync_producer", "FutureRecordMetadata": "record_futures", "FutureBatchMetadata": "record_futures",
-    "SendBatchResult": "batch_input",
-    "AIOConsumer": "consumer", "Consumer": "sync_consumer",
-    "AIOAdmin": "admin", "Admin": "admin", "NewTopic": "admin", "NewPartitions": "admin", "AdminTimeoutError": "admin",
+    "AIOProducer": "producer.producer", "RecordMetadata": "producer.producer",
+    "TransactionContext": "producer.producer", "Producer": "producer.sync_producer",
+    "FutureRecordMetadata": "producer.record_futures", "FutureBatchMetadata": "producer.record_futures",
+    "SendBatchResult": "producer.batch_input",
+    "TransactionManager": "producer.transaction_manager", "TransactionState": "producer.transaction_manager",
+    "TransactionStateError": "producer.transaction_manager", "TransactionAbortedError": "producer.transaction_manager",
+    "CommitFailedError": "producer.transaction_manager", "ProducerFencedError": "producer.transaction_manager",
+    "AIOConsumer": "consumer.consumer", "Consumer": "consumer.sync_consumer",
+    "AIOAdmin": "admin.client", "Admin": "admin.client", "NewTopic": "admin.client", "NewPartitions": "admin.client",
+    "AdminTimeoutError": "admin.client",
     "TopicPartition": "types", "OffsetAndMetadata": "types", "OffsetAndTimestamp": "types",
     "ConsumerRecord": "types", "KafkaConfigurationError": "types",
     "SimpleClient": "simple_client", "SyncSimpleClient": "simple_client",
-    "TransactionContext": "producer", "TransactionManager": "transaction_manager",
-    "TransactionState": "transaction_manager", "TransactionStateError": "transaction_manager",
-    "TransactionAbortedError": "transaction_manager", "CommitFailedError": "transaction_manager",
-    "ProducerFencedError": "transaction_manager",
     "ConsumerRebalanceListener": "group.listener", "RangeAssignor": "group.assignors",
     "RoundRobinAssignor": "group.assignors", "StickyAssignor": "group.assignors",
 }

@@ -40,7 +40,7 @@ from .cluster_metadata import ClusterMetadata
 from .connection import BrokerConnection
 from .event_loop_thread import EventLoopThread
 from .errors import KafkaConnectionError, NoBrokersAvailableError
-from .fetch_buffer import scan_fetched
+from .fetched_batches import scan_fetched
 from .security.client_security import AUTHENTICATION_ERRORS, ClientSecurity
 from .throttle import ThrottleState, ThrottleTimeSensor
 
@@ -122,7 +122,7 @@ def build_batch(records: Iterable[tuple[Any, ...]], compression: str = "none", *
 
 
 def records_from_fetch(data: Any, fetch_offset: int, aborted_transactions: list[Any] | None = None) -> list[Record]:
-    """The records at or after ``fetch_offset`` in a Fetch response's record data (``fetch_buffer.scan_fetched``
+    """The records at or after ``fetch_offset`` in a Fetch response's record data (``fetched_batches.scan_fetched``
     says which batches: CRCs checked, control batches and, given the aborted transactions, aborted ones dropped)."""
     records: list[Record] = []
     for batch in scan_fetched(data, fetch_offset, aborted_transactions)[0]:

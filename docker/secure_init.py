@@ -18,8 +18,8 @@ import sys
 from pathlib import Path
 from typing import Mapping
 
-from odradek.clients.cli import configs
-from odradek.clients.cli.local_ca import LocalCA
+from odradek.tools import configs
+from odradek.tools.local_ca import LocalCA
 from odradek.clients.security.jaas import client_jaas
 
 

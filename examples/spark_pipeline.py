@@ -92,6 +92,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     from pyspark.sql import SparkSession
 
+    from odradek.spark_connector import use_this_python_for_workers
+
+    use_this_python_for_workers()  # else Spark's workers run the python3 on PATH, which may lack odradek
     spark = (SparkSession.builder.master("local[2]").appName("odradek-pipeline")
              .config("spark.sql.shuffle.partitions", "2").config("spark.ui.enabled", "false").getOrCreate())
     ensure_topics(args.bootstrap_servers, "events", "user-totals")

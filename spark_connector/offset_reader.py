@@ -14,8 +14,8 @@ import re
 import time
 from typing import Any, Awaitable, Callable, TypeVar
 
-from ..clients.admin import AIOAdmin
-from ..clients.consumer import AIOConsumer
+from ..clients.admin.client import AIOAdmin
+from ..clients.consumer.consumer import AIOConsumer
 from ..clients.event_loop_thread import EventLoopThread
 from ..clients.types import OffsetAndMetadata, TopicPartition
 from ..protocol.errors import KafkaError

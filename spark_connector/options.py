@@ -13,8 +13,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from ..clients.consumer import DEFAULT_CONFIG as CONSUMER_DEFAULTS
-from ..clients.producer import producer_config
+from ..clients.consumer.consumer import DEFAULT_CONFIG as CONSUMER_DEFAULTS
+from ..clients.producer.producer import producer_config
 from ..clients.security.client_security import (
     SECURITY_DEFAULTS, SECURITY_PROPERTY_PREFIXES, file_security_kwargs, unread_security_properties,
 )

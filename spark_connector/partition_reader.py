@@ -21,7 +21,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql.datasource import InputPartition
 
-from ..clients.sync_consumer import Consumer
+from ..clients.consumer.sync_consumer import Consumer
 from ..clients.types import TopicPartition
 from ..protocol.errors import KafkaError
 from .schema import arrow_schema

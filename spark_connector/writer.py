@@ -42,8 +42,8 @@ import pyarrow.compute as pc
 from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowWriter, WriterCommitMessage
 from pyspark.sql.types import ArrayType, BinaryType, IntegerType, StringType, StructType
 
-from ..clients.admin import Admin
-from ..clients.sync_producer import Producer
+from ..clients.admin.client import Admin
+from ..clients.producer.sync_producer import Producer
 from ..clients.types import OffsetAndMetadata, TopicPartition
 from .options import SinkOptions, security_of
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from odradek.clients.cli.local_cluster import LocalCluster
-from odradek.clients.cli.local_zookeeper import LocalZooKeeper
+from odradek.tools.local_cluster import LocalCluster
+from odradek.tools.local_zookeeper import LocalZooKeeper
 
 # A short ZooKeeper session so a SIGKILLed broker's registration vanishes in seconds (Kafka's default is 18 s)
 # and a short controlled-shutdown backoff so stopping a whole cluster at once (teardown) takes seconds.

@@ -17,7 +17,7 @@ from typing import Any, Iterable
 from ...protocol.errors import for_code
 from ...protocol.messages import FindCoordinatorRequest, OffsetCommitRequest, OffsetFetchRequest
 from ..simple_client import SimpleClient, _Retry, _raise_code
-from ..transaction_manager import CommitFailedError as _TransactionalCommitFailedError
+from ..producer.transaction_manager import CommitFailedError as _TransactionalCommitFailedError
 from ..types import OffsetAndMetadata, TopicPartition
 
 log = logging.getLogger(__name__)

@@ -4,7 +4,7 @@ Both have the same functions, results and errors (``pure_codec.py`` is the refer
 check they give identical bytes and values). ``pip install -e .`` builds the compiled codec where a C
 compiler and the Python headers are present; without them the pure codec is used and one warning says
 so. ``ODRADEK_PURE_PYTHON=1`` forces the pure codec, and the Python paths of the clients' own C helpers
-(``clients/producer_c``); the CI runs the codec and client tests that way.
+(``clients/producer/producer_c``); the CI runs the codec and client tests that way.
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ import time
 
 import pytest
 
-from odradek.clients.cli.local_cluster import log_tail
+from odradek.tools.local_cluster import log_tail
 from tests.chaos.partitions import netlab
 from tests.chaos.partitions.checker import check
 from tests.chaos.partitions.history import History

@@ -32,7 +32,7 @@ import time
 import pytest
 
 from odradek.clients import Producer
-from odradek.clients.admin import Admin, ElectionType, NewTopic
+from odradek.clients.admin.client import Admin, ElectionType, NewTopic
 from odradek.clients.types import TopicPartition
 from odradek.protocol.errors import MessageTooLargeError
 from tests.integration.helpers import console_tool, read_all, run, wait_until
@@ -98,7 +98,7 @@ class OurProducerLoad:
 
     def __enter__(self) -> "OurProducerLoad":
         self.retries = RetryCounter()
-        self._logger = logging.getLogger("odradek.clients.producer_sender")
+        self._logger = logging.getLogger("odradek.clients.producer.sender")
         self._level = self._logger.level
         self._logger.addHandler(self.retries)
         self._logger.setLevel(logging.DEBUG)

@@ -186,7 +186,7 @@ def console_tool(name: str, *args: str, stdin: str | None = None, check: bool = 
     interpreter comes first, so a venv's own install is used even when it is not on PATH."""
     script = shutil.which(f"odradek-{name}", path=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")
     module = name.replace("-", "_")
-    command = [script] if script else [sys.executable, "-m", f"odradek.clients.cli.{module}"]
+    command = [script] if script else [sys.executable, "-m", f"odradek.tools.{module}"]
     done = subprocess.run(command + list(args), input=stdin, capture_output=True, text=True, timeout=timeout)
     if check:
         assert done.returncode == 0, f"exit {done.returncode}: {done.stdout}{done.stderr}"

@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from odradek.clients.admin import AIOAdmin, Admin, ConfigResource, ConfigResourceType, NewPartitions, NewTopic
+from odradek.clients.admin.client import AIOAdmin, Admin, ConfigResource, ConfigResourceType, NewPartitions, NewTopic
 from odradek.clients.connection import BrokerConnection
 from odradek.clients.simple_client import SyncSimpleClient
 from odradek.protocol.api_keys import ApiKey

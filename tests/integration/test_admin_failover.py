@@ -1,4 +1,4 @@
-"""Admin calls that outlive the broker they were talking to, as Kafka's AdminClient's do (admin_calls.py):
+"""Admin calls that outlive the broker they were talking to, as Kafka's AdminClient's do (clients/admin/calls.py):
 a paused broker's calls go on at another, controller and group calls follow the new controller and
 coordinator after a SIGKILL, a call to one broker waits for that broker, and a call no broker answers
 ends at its deadline naming why. Real brokers on a real ZooKeeper (6 s sessions, TEST_BROKER_OVERRIDES)."""
@@ -11,7 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from odradek.clients.admin import (
+from odradek.clients.admin.client import (
     Admin, AdminTimeoutError, ConfigResource, ConfigResourceType, NewPartitions, NewTopic,
 )
 from odradek.clients.types import TopicPartition

@@ -19,7 +19,7 @@ from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer  # noqa: E402
 from kafka import TopicPartition as KafkaTopicPartition  # noqa: E402
 from kafka.structs import OffsetAndMetadata as KafkaOffsetAndMetadata  # noqa: E402
 
-from odradek.clients.admin import (  # noqa: E402
+from odradek.clients.admin.client import (  # noqa: E402
     EARLIEST, LATEST, Admin, AlterConfigOp, AlterConfigOpType, ConfigResource, ConfigResourceType, NewTopic,
 )
 from odradek.clients.types import OffsetAndMetadata, TopicPartition  # noqa: E402

@@ -15,7 +15,7 @@ import uuid
 
 import pytest
 
-from odradek.clients.admin import (
+from odradek.clients.admin.client import (
     AccessControlEntry, AclBinding, AclBindingFilter, AclOperation, AclPermissionType, Admin, NewTopic, PatternType,
     ResourcePattern, ResourcePatternFilter, ResourceType,
 )

@@ -18,8 +18,8 @@ import uuid
 
 import pytest
 
-from odradek.clients.cli.local_ca import LocalCA
-from odradek.clients.cli.local_zookeeper import free_port
+from odradek.tools.local_ca import LocalCA
+from odradek.tools.local_zookeeper import free_port
 from odradek.clients.security.client_security import ClientSecurity
 from odradek.clients.simple_client import SimpleClient
 from odradek.protocol.errors import (  # type: ignore[attr-defined]

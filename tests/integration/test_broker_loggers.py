@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from odradek.clients.admin import Admin, AlterConfigOp, AlterConfigOpType, ConfigResource, ConfigResourceType
+from odradek.clients.admin.client import Admin, AlterConfigOp, AlterConfigOpType, ConfigResource, ConfigResourceType
 from odradek.clients.simple_client import SyncSimpleClient
 from odradek.protocol.errors import InvalidRequestError  # type: ignore[attr-defined]
 from odradek.protocol.messages import DescribeConfigsRequest

@@ -14,7 +14,7 @@ import pyarrow as pa
 import pytest
 
 from odradek.clients import AIOConsumer, AIOProducer, Admin, Consumer, NewTopic, Producer, TopicPartition
-from odradek.clients.partitioner import partition_for_key
+from odradek.clients.producer.partitioner import partition_for_key
 from odradek.protocol.records.arrow import KAFKA_SCHEMA
 from tests.integration.helpers import run
 

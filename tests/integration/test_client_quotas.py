@@ -19,10 +19,10 @@ import uuid
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from odradek.clients.admin import (
+from odradek.clients.admin.client import (
     Admin, ClientQuotaAlteration, ClientQuotaEntity, ClientQuotaFilter, ClientQuotaFilterComponent,
 )
-from odradek.clients.cli.local_cluster import LocalCluster
+from odradek.tools.local_cluster import LocalCluster
 from odradek.clients.simple_client import SyncSimpleClient, build_batch
 from odradek.protocol import errors
 from odradek.protocol.messages import ProduceRequest
@@ -423,8 +423,8 @@ def test_our_producers_and_consumer_wait_out_throttles_and_never_time_out(cluste
     next request sat unread in the muted connection until it timed out, and the reconnect escaped the quota."""
     import asyncio
 
-    from odradek.clients.consumer import AIOConsumer
-    from odradek.clients.producer import AIOProducer
+    from odradek.clients.consumer.consumer import AIOConsumer
+    from odradek.clients.producer.producer import AIOProducer
     from odradek.clients.types import TopicPartition
     from odradek.protocol.api_keys import ApiKey
 

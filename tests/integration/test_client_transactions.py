@@ -17,11 +17,11 @@ from collections import Counter
 
 import pytest
 
-from odradek.clients.consumer import AIOConsumer
-from odradek.clients.producer import AIOProducer
+from odradek.clients.consumer.consumer import AIOConsumer
+from odradek.clients.producer.producer import AIOProducer
 from odradek.clients.simple_client import SimpleClient
-from odradek.clients.sync_producer import Producer
-from odradek.clients.transaction_manager import TransactionAbortedError, TransactionState
+from odradek.clients.producer.sync_producer import Producer
+from odradek.clients.producer.transaction_manager import TransactionAbortedError, TransactionState
 from odradek.clients.types import TopicPartition
 from odradek.protocol.errors import KafkaError, MessageTooLargeError, ProducerFencedError
 from odradek.protocol.messages import FindCoordinatorRequest

@@ -9,7 +9,7 @@ import uuid
 
 import pytest
 
-from odradek.clients.admin import Admin, ConfigResource, ConfigResourceType, NewTopic
+from odradek.clients.admin.client import Admin, ConfigResource, ConfigResourceType, NewTopic
 from tests.integration.helpers import console_tool
 
 pytestmark = pytest.mark.timeout(240)

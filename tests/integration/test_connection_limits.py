@@ -7,8 +7,8 @@ import uuid
 
 import pytest
 
-from odradek.clients.cli.local_cluster import LocalCluster
-from odradek.clients.cli.local_zookeeper import free_port
+from odradek.tools.local_cluster import LocalCluster
+from odradek.tools.local_zookeeper import free_port
 from odradek.protocol.header import decode_response, encode_request
 from odradek.protocol.messages import ApiVersionsRequest
 

@@ -14,7 +14,7 @@ import pytest
 from kafka import KafkaConsumer, KafkaProducer
 from kafka import TopicPartition as KafkaTopicPartition
 
-from odradek.clients.admin import Admin, NewTopic
+from odradek.clients.admin.client import Admin, NewTopic
 from tests.conftest import new_cluster
 from tests.integration.helpers import console_tool as tool
 
@@ -215,4 +215,4 @@ def test_a_missing_topic_is_waited_for_and_read_once_it_exists(cluster, boot):
 
 def _console_consumer_command(*args: str) -> list[str]:
     script = shutil.which("odradek-console-consumer")
-    return ([script] if script else [sys.executable, "-m", "odradek.clients.cli.console_consumer"]) + list(args)
+    return ([script] if script else [sys.executable, "-m", "odradek.tools.console_consumer"]) + list(args)

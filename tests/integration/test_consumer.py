@@ -7,9 +7,9 @@ import signal
 
 import pytest
 
-from odradek.clients.consumer import AIOConsumer, NoOffsetForPartitionError
+from odradek.clients.consumer.consumer import AIOConsumer, NoOffsetForPartitionError
 from odradek.clients.simple_client import SimpleClient
-from odradek.clients.sync_consumer import Consumer
+from odradek.clients.consumer.sync_consumer import Consumer
 from odradek.clients.types import KafkaConfigurationError, OffsetAndMetadata, OffsetAndTimestamp, TopicPartition
 from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.errors import OffsetOutOfRangeError

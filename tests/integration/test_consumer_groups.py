@@ -21,7 +21,7 @@ from kafka.admin import NewTopic  # noqa: E402
 
 from odradek.clients.group.listener import ConsumerRebalanceListener  # noqa: E402
 from odradek.clients.group.offsets import CommitFailedError  # noqa: E402
-from odradek.clients.sync_consumer import Consumer  # noqa: E402
+from odradek.clients.consumer.sync_consumer import Consumer  # noqa: E402
 from odradek.clients.types import OffsetAndMetadata, TopicPartition  # noqa: E402
 from tests.integration.helpers import wait_until  # noqa: E402
 
@@ -163,7 +163,7 @@ def test_our_consumers_share_a_topic_and_rebalance_when_one_joins_and_leaves(odr
 
 _OUR_DYING_MEMBER = """
 import sys, time
-from odradek.clients.sync_consumer import Consumer
+from odradek.clients.consumer.sync_consumer import Consumer
 bootstrap, group, topic = sys.argv[1:4]
 consumer = Consumer(bootstrap_servers=bootstrap, group_id=group, session_timeout_ms=6000, heartbeat_interval_ms=500,
                     partition_assignment_strategy=["roundrobin"])
@@ -493,7 +493,7 @@ def test_pattern_subscription_follows_new_topics_and_partition_growth_with_an_as
 
     from kafka.admin import NewPartitions
 
-    from odradek.clients.consumer import AIOConsumer
+    from odradek.clients.consumer.consumer import AIOConsumer
 
     cluster = odradek_cluster_factory(1, GROUP_OVERRIDES)
     bootstrap = cluster.bootstrap_servers

@@ -17,7 +17,7 @@ from kafka import KafkaConsumer, KafkaProducer  # noqa: E402
 from kafka import TopicPartition as KafkaTopicPartition  # noqa: E402
 from kafka.structs import OffsetAndMetadata as KafkaOffsetAndMetadata  # noqa: E402
 
-from odradek.clients.admin import Admin, NewTopic  # noqa: E402
+from odradek.clients.admin.client import Admin, NewTopic  # noqa: E402
 from tests.conftest import new_cluster  # noqa: E402
 from tests.integration.helpers import console_tool, kafka_python_group_consumer  # noqa: E402
 

@@ -387,7 +387,7 @@ def test_controller_whose_session_expires_resigns(cluster):
 
 
 def test_channel_manager_waits_for_a_broker_and_reconnects_in_order(zk_chroot):
-    from odradek.clients.cli.local_zookeeper import free_port
+    from odradek.tools.local_zookeeper import free_port
     from odradek.controller.channel_manager import ControllerChannelManager
     from odradek.protocol.messages import UpdateMetadataRequest
 

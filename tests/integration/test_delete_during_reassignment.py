@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import signal
 
-from odradek.clients.admin import Admin, NewTopic
+from odradek.clients.admin.client import Admin, NewTopic
 from odradek.clients.simple_client import SyncSimpleClient
 from odradek.clients.types import TopicPartition
 from odradek.protocol.errors import UnknownTopicOrPartitionError  # type: ignore[attr-defined]

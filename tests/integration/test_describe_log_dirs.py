@@ -11,7 +11,7 @@ import time
 import pytest
 from kafka.admin import KafkaAdminClient
 
-from odradek.clients.admin import Admin, NewTopic
+from odradek.clients.admin.client import Admin, NewTopic
 from odradek.clients import Producer
 from odradek.clients.types import TopicPartition
 

@@ -20,7 +20,7 @@ import pytest
 import yaml
 
 from odradek.broker.config import KafkaConfig, load_config, parse_properties
-from odradek.clients.cli.local_zookeeper import free_port
+from odradek.tools.local_zookeeper import free_port
 from tests.integration.helpers import request_log
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -363,7 +363,7 @@ def test_every_apt_package_the_dockerfile_installs_exists_in_its_base_images_deb
 @pytest.mark.timeout(180)
 def test_odradek_cluster_has_the_compose_clusters_replication_defaults_and_metrics(compose, zookeeper, tmp_path,
                                                                                  capsys):
-    from odradek.clients.cli import cluster as cli
+    from odradek.tools import cluster as cli
 
     data_dir = tmp_path / "local"
     chroot = f"/parity-{os.getpid()}-{time.monotonic_ns()}"
@@ -390,7 +390,7 @@ def test_odradek_cluster_has_the_compose_clusters_replication_defaults_and_metri
 
 
 def test_odradek_cluster_rejects_a_metrics_base_port_without_room(capsys):
-    from odradek.clients.cli import cluster as cli
+    from odradek.tools import cluster as cli
 
     assert cli.main(["start", "--brokers", "3", "--metrics-base-port", "65534"]) == 1
     assert capsys.readouterr().err.strip() == ("Error: --metrics-base-port 65534 leaves no room for 3 brokers "

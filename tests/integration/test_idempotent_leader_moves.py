@@ -22,7 +22,7 @@ import os
 
 import pytest
 
-from odradek.clients.admin import Admin, ElectionType, NewTopic
+from odradek.clients.admin.client import Admin, ElectionType, NewTopic
 from odradek.clients.types import TopicPartition
 from tests.integration.helpers import IdempotentProducerLoad
 from tests.integration.log_inspection import duplicates_on_disk, stored_records

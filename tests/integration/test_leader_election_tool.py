@@ -16,10 +16,10 @@ import sys
 
 import pytest
 
-from odradek.clients.admin import Admin, ElectionType, NewTopic
-from odradek.clients.cli.leader_election import main as tool_main
-from odradek.clients.cli.leader_election import parse_partitions_json
-from odradek.clients.cli.common import UsageError
+from odradek.clients.admin.client import Admin, ElectionType, NewTopic
+from odradek.tools.leader_election import main as tool_main
+from odradek.tools.leader_election import parse_partitions_json
+from odradek.tools.common import UsageError
 from odradek.clients.types import TopicPartition
 from odradek.protocol.errors import ElectionNotNeededError  # type: ignore[attr-defined]
 from tests.integration.helpers import wait_until
@@ -29,7 +29,7 @@ NO_AUTO_REBALANCE = {"auto.leader.rebalance.enable": "false"}
 
 
 def tool(cluster, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "odradek.clients.cli.leader_election",
+    return subprocess.run([sys.executable, "-m", "odradek.tools.leader_election",
                            "--bootstrap-server", cluster.bootstrap_servers, *args],
                           capture_output=True, text=True, timeout=120)
 

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from odradek.clients.cli.local_cluster import ClusterStartError, LocalCluster, pid_alive
-from odradek.clients.cli.local_zookeeper import free_port
+from odradek.tools.local_cluster import ClusterStartError, LocalCluster, pid_alive
+from odradek.tools.local_zookeeper import free_port
 
-CLI = [sys.executable, "-m", "odradek.clients.cli.cluster"]
+CLI = [sys.executable, "-m", "odradek.tools.cluster"]
 
 
 def run_cli(*args: str, env: dict | None = None, timeout: float = 120) -> subprocess.CompletedProcess:

@@ -16,7 +16,7 @@ import uuid
 import pytest
 
 from odradek.clients import Admin, NewTopic, Producer
-from odradek.clients.cli.local_cluster import LocalCluster
+from odradek.tools.local_cluster import LocalCluster
 
 from ..compat.client_drivers import read_confluent_kafka, read_kafka_python
 from ..conftest import TEST_BROKER_OVERRIDES

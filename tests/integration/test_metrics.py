@@ -19,7 +19,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from tests.conftest import TEST_BROKER_OVERRIDES
 
-from odradek.clients.cli.local_cluster import LocalCluster
+from odradek.tools.local_cluster import LocalCluster
 from tests.integration.helpers import wait_until
 
 pytestmark = pytest.mark.timeout(240)

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from odradek.clients import Admin, Consumer, NewTopic, OffsetAndMetadata, TopicPartition
-from odradek.clients.admin_partitions import ElectionType
+from odradek.clients.admin.partitions import ElectionType
 
 from .compaction import CLEANER_OVERRIDES
 from .helpers import wait_until

@@ -10,7 +10,7 @@ import pytest
 from kafka import KafkaConsumer
 from kafka import TopicPartition as KafkaTopicPartition
 
-from odradek.clients.admin import Admin, NewTopic
+from odradek.clients.admin.client import Admin, NewTopic
 from tests.integration.test_console_tools import cluster, tool  # noqa: F401  (the module's cluster fixture)
 
 pytestmark = pytest.mark.timeout(300)

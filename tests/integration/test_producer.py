@@ -8,9 +8,9 @@ import threading
 import pytest
 from kafka.partitioner.default import murmur2 as kafka_python_murmur2
 
-from odradek.clients.producer import AIOProducer, RecordMetadata
+from odradek.clients.producer.producer import AIOProducer, RecordMetadata
 from odradek.clients.types import KafkaConfigurationError
-from odradek.clients.sync_producer import Producer
+from odradek.clients.producer.sync_producer import Producer
 from odradek.protocol.errors import KafkaError, MessageTooLargeError
 from odradek.protocol.messages import ProduceRequest
 from tests.integration.helpers import create_topic, read_all, run

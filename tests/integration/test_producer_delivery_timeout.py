@@ -28,9 +28,9 @@ import time
 import pytest
 
 from odradek.clients import Admin, NewTopic, Producer
-from odradek.clients.admin import AlterConfigOp, ConfigResource, ConfigResourceType
+from odradek.clients.admin.client import AlterConfigOp, ConfigResource, ConfigResourceType
 from odradek.clients.simple_client import SimpleClient
-from odradek.clients.transaction_manager import TransactionState
+from odradek.clients.producer.transaction_manager import TransactionState
 from odradek.protocol.errors import KafkaError, RequestTimedOutError
 from odradek.protocol.messages import FindCoordinatorRequest
 from tests.conftest import module_cluster

@@ -18,7 +18,7 @@ import sys
 import time
 
 
-from odradek.clients.admin import Admin, NewTopic
+from odradek.clients.admin.client import Admin, NewTopic
 from odradek.clients.types import TopicPartition
 from tests.integration.helpers import IdempotentProducerLoad
 from tests.integration.log_inspection import duplicates_on_disk
@@ -29,7 +29,7 @@ WAIT_S = 90.0  # upper bound for the cluster to converge; never a speed assertio
 
 def tool(cluster, *args: str, check: bool = True) -> subprocess.CompletedProcess:
     """odradek-reassign-partitions as a user runs it."""
-    done = subprocess.run([sys.executable, "-m", "odradek.clients.cli.reassign_partitions",
+    done = subprocess.run([sys.executable, "-m", "odradek.tools.reassign_partitions",
                            "--bootstrap-server", cluster.bootstrap_servers, *args],
                           capture_output=True, text=True, timeout=120)
     if check:

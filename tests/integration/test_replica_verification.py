@@ -21,7 +21,7 @@ import uuid
 import pytest
 
 from odradek.clients import Producer
-from odradek.clients.admin import Admin, NewTopic
+from odradek.clients.admin.client import Admin, NewTopic
 from odradek.protocol.records.batch import CRC_OFFSET, iter_batches
 
 pytestmark = pytest.mark.timeout(300)
@@ -34,7 +34,7 @@ class Tool:
     """The tool as a subprocess, its stdout lines collected by a thread."""
 
     def __init__(self, *args: str) -> None:
-        self.proc = subprocess.Popen([sys.executable, "-m", "odradek.clients.cli.replica_verification", *args],
+        self.proc = subprocess.Popen([sys.executable, "-m", "odradek.tools.replica_verification", *args],
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         self.lines: queue.Queue[str] = queue.Queue()
         self.seen: list[str] = []
@@ -190,6 +190,6 @@ def test_usage_errors(tools):
                           (["--broker-list", "h:1", "--topic-white-list", "("], "( is an invalid regex."),
                           (["--broker-list", "h:1", "--fetch-size", "big"], "--fetch-size 'big': expected an integer"),
                           (["--broker-list", "h:1", "--time", "-5"], "--time '-5': expected an integer >= -2")):
-        result = subprocess.run([sys.executable, "-m", "odradek.clients.cli.replica_verification", *args],
+        result = subprocess.run([sys.executable, "-m", "odradek.tools.replica_verification", *args],
                                 capture_output=True, text=True, timeout=60)
         assert result.returncode == 1 and message in result.stderr and result.stderr.count("\n") == 1, result.stderr

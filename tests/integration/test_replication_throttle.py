@@ -107,7 +107,7 @@ def test_throttled_reassignment_copies_slowly_then_completes(odradek_cluster_fac
 def test_raising_a_throttled_rate_dynamically_lets_the_copy_finish(odradek_cluster_factory, zk_client_factory):
     """The throttle set by hand (AlterConfigs on the follower broker and the topic), as an operator does
     without the tool: only the follower side is throttled here."""
-    from odradek.clients.admin import Admin, AlterConfigOp, ConfigResource, ConfigResourceType
+    from odradek.clients.admin.client import Admin, AlterConfigOp, ConfigResource, ConfigResourceType
     cluster = odradek_cluster_factory(brokers=3, overrides={"replica.fetch.max.bytes": "131072"})
     zk = zk_client_factory(cluster.zookeeper_connect)
     run(fill(cluster.bootstrap_servers))

@@ -21,11 +21,11 @@ import uuid
 import pytest
 
 from odradek.clients import Admin, AIOAdmin, AIOConsumer, AIOProducer, Consumer, NewTopic, Producer
-from odradek.clients.admin import AdminTimeoutError, ConfigResource, ConfigResourceType
-from odradek.clients.admin_quotas import ClientQuotaAlteration, ClientQuotaEntity
-from odradek.clients.admin_scram import UserScramCredentialUpsertion
-from odradek.clients.cli.local_ca import LocalCA
-from odradek.clients.cli.local_zookeeper import free_port
+from odradek.clients.admin.client import AdminTimeoutError, ConfigResource, ConfigResourceType
+from odradek.clients.admin.quotas import ClientQuotaAlteration, ClientQuotaEntity
+from odradek.clients.admin.scram import UserScramCredentialUpsertion
+from odradek.tools.local_ca import LocalCA
+from odradek.tools.local_zookeeper import free_port
 from odradek.clients.connection import BrokerConnection
 from odradek.clients.security.client_security import ClientSecurity
 from odradek.clients.simple_client import SimpleClient

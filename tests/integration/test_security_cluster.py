@@ -14,7 +14,7 @@ import uuid
 import pytest
 
 from odradek.clients import Admin, Consumer, NewTopic, Producer
-from odradek.clients.cli.local_cluster import LocalCluster
+from odradek.tools.local_cluster import LocalCluster
 from odradek.clients.errors import KafkaConnectionError
 from tests.conftest import TEST_BROKER_OVERRIDES
 from tests.integration.helpers import IdempotentProducerLoad, wait_until

@@ -16,9 +16,9 @@ import uuid
 
 import pytest
 
-from odradek.clients.admin import Admin, NewTopic
-from odradek.clients.cli.local_cluster import LocalCluster
-from odradek.clients.cli.state_change_log_merger import partitions_named
+from odradek.clients.admin.client import Admin, NewTopic
+from odradek.tools.local_cluster import LocalCluster
+from odradek.tools.state_change_log_merger import partitions_named
 
 from ..conftest import TEST_BROKER_OVERRIDES
 
@@ -64,7 +64,7 @@ def _read(path) -> str:
 
 
 def run_merger(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "odradek.clients.cli.state_change_log_merger", *args],
+    return subprocess.run([sys.executable, "-m", "odradek.tools.state_change_log_merger", *args],
                           capture_output=True, text=True, timeout=60)
 
 

@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from odradek.clients.sync_producer import Producer
+from odradek.clients.producer.sync_producer import Producer
 from odradek.protocol.errors import MessageTooLargeError, RequestTimedOutError
 from tests.integration.helpers import create_topic, read_all, run
 

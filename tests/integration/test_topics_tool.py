@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from odradek.clients.admin import Admin
+from odradek.clients.admin.client import Admin
 from tests.integration.helpers import console_tool
 
 pytestmark = pytest.mark.timeout(240)

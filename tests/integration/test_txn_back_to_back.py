@@ -22,7 +22,7 @@ from confluent_kafka import Consumer, KafkaException, TopicPartition  # noqa: E4
 from kafka import KafkaProducer  # noqa: E402
 
 from odradek.clients.simple_client import SyncSimpleClient  # noqa: E402
-from odradek.clients.sync_producer import Producer  # noqa: E402
+from odradek.clients.producer.sync_producer import Producer  # noqa: E402
 from odradek.clients.types import TopicPartition as OurTopicPartition  # noqa: E402
 from tests.conftest import new_cluster  # noqa: E402
 from tests.integration.helpers import wait_until  # noqa: E402

@@ -50,7 +50,7 @@ def test_start_creates_chroot_and_top_level_paths(zookeeper, zk_chroot, zk_clien
 
 
 def test_connect_failure_is_a_zk_connection_error(tmp_path):
-    from odradek.clients.cli.local_zookeeper import free_port
+    from odradek.tools.local_zookeeper import free_port
     client = KafkaZkClient(f"127.0.0.1:{free_port()}", connection_timeout_ms=500)
     with pytest.raises(ZkConnectionError):
         client.start()
@@ -397,7 +397,7 @@ def test_session_events_reach_the_callback(zk_chroot):
 
 
 def test_local_zookeeper_without_an_installation_says_how_to_install(tmp_path, monkeypatch):
-    from odradek.clients.cli import local_zookeeper
+    from odradek.tools import local_zookeeper
     monkeypatch.delenv("ZOOKEEPER_HOME", raising=False)
     monkeypatch.setattr(local_zookeeper, "DEBIAN_JAR", str(tmp_path / "missing.jar"))
     with pytest.raises(local_zookeeper.ZooKeeperNotFoundError) as raised:

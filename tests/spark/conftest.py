@@ -14,8 +14,9 @@ pytest.importorskip("pyspark")
 def spark(tmp_path_factory):
     from pyspark.sql import SparkSession
 
-    # The Python workers must run this interpreter (the one odradek is installed in).
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    from odradek.spark_connector import use_this_python_for_workers
+
+    use_this_python_for_workers()
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     session = (SparkSession.builder.master("local[2]").appName("odradek-tests")
                .config("spark.ui.enabled", "false")

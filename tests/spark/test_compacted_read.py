@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from odradek.clients.cli.local_cluster import LocalCluster
+from odradek.tools.local_cluster import LocalCluster
 
 from tests.conftest import new_cluster
 from tests.integration.compaction import (

@@ -9,7 +9,7 @@ import uuid
 import pytest
 
 from odradek.clients import Admin, NewTopic
-from odradek.clients.cli.local_cluster import LocalCluster
+from odradek.tools.local_cluster import LocalCluster
 from tests.conftest import TEST_BROKER_OVERRIDES
 
 pytestmark = pytest.mark.timeout(300)

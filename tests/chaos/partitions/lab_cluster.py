@@ -7,8 +7,8 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from odradek.clients.cli.local_cluster import LocalCluster, log_tail
-from odradek.clients.cli.local_zookeeper import LocalZooKeeper
+from odradek.tools.local_cluster import LocalCluster, log_tail
+from odradek.tools.local_zookeeper import LocalZooKeeper
 from odradek.controller.zk_client import KafkaZkClient
 
 from .netlab import NetLab

@@ -1,4 +1,4 @@
-"""AIOAdmin's calls (admin_calls.py): deadlines, retries and the node each try goes to, against the fake
+"""AIOAdmin's calls (clients/admin/calls.py): deadlines, retries and the node each try goes to, against the fake
 cluster of real broker reactors (fake_cluster.py). The real-cluster half is tests/integration/test_admin_failover.py."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import ssl
 
 import pytest
 
-from odradek.clients.admin import AIOAdmin, ConfigResource, ConfigResourceType, NewTopic
-from odradek.clients.admin_calls import AdminTimeoutError, retriable
+from odradek.clients.admin.client import AIOAdmin, ConfigResource, ConfigResourceType, NewTopic
+from odradek.clients.admin.calls import AdminTimeoutError, retriable
 from odradek.clients.errors import KafkaConnectionError
 from odradek.clients.types import KafkaConfigurationError
 from odradek.protocol.api_keys import ApiKey

@@ -5,7 +5,7 @@ leaves at the end of a batch (or emptied batches after it) are stepped over with
 from types import SimpleNamespace
 
 from odradek.broker.log.cleaner.record_filter import batch_records, empty_batch, retained_batch
-from odradek.clients.consumer import AIOConsumer, _PartitionState
+from odradek.clients.consumer.consumer import AIOConsumer, _PartitionState
 from odradek.clients.types import TopicPartition
 from odradek.protocol.records import RecordBatchBuilder, RecordBatchView
 

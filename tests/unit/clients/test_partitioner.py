@@ -8,7 +8,7 @@ import pytest
 from kafka.partitioner.default import DefaultPartitioner as KafkaPythonPartitioner
 from kafka.partitioner.default import murmur2 as kafka_python_murmur2
 
-from odradek.clients.partitioner import DefaultPartitioner, murmur2, partition_for_key, to_positive
+from odradek.clients.producer.partitioner import DefaultPartitioner, murmur2, partition_for_key, to_positive
 
 # Apache Kafka's UtilsTest.testMurmur2 (values of the Java implementation).
 JAVA_VECTORS = {

@@ -20,8 +20,8 @@ import time
 
 import pytest
 
-from odradek.clients.producer import AIOProducer
-from odradek.clients.sync_producer import Producer
+from odradek.clients.producer.producer import AIOProducer
+from odradek.clients.producer.sync_producer import Producer
 from odradek.clients.types import KafkaConfigurationError, TopicPartition
 from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.errors import NotEnoughReplicasError, RequestTimedOutError

@@ -20,8 +20,8 @@ import asyncio
 from collections import defaultdict
 from typing import Any
 
-from odradek.clients.producer import AIOProducer, _Batch
-from odradek.clients.producer_batch import Columns
+from odradek.clients.producer.producer import AIOProducer, _Batch
+from odradek.clients.producer.batch import Columns
 from odradek.clients.types import TopicPartition
 from odradek.protocol.records import Compression
 from odradek.protocol.errors import MessageTooLargeError

@@ -1,4 +1,4 @@
-"""FutureRecordMetadata (clients/record_futures.py): the light future the blocking Producer's send returns."""
+"""FutureRecordMetadata (clients/producer/record_futures.py): the light future the blocking Producer's send returns."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import threading
 
 import pytest
 
-from odradek.clients.producer import RecordMetadata
-from odradek.clients.sync_producer import FutureRecordMetadata
+from odradek.clients.producer.producer import RecordMetadata
+from odradek.clients.producer.sync_producer import FutureRecordMetadata
 from odradek.clients.types import TopicPartition
 from odradek.protocol.records.codec import pure_python_forced
 from odradek.protocol.errors import MessageTooLargeError, RequestTimedOutError
@@ -89,7 +89,7 @@ def test_a_failing_callback_is_logged_and_does_not_stop_the_others(caplog):
         raise RuntimeError("callback bug")
 
     future.add_callback(broken).add_callback(calls.append)
-    with caplog.at_level(logging.ERROR, logger="odradek.clients.sync_producer"):
+    with caplog.at_level(logging.ERROR, logger="odradek.clients.producer.sync_producer"):
         future.set_result(METADATA)
     assert calls == [METADATA]
     assert any("callback" in record.getMessage() for record in caplog.records)
@@ -118,8 +118,8 @@ def test_callbacks_registered_while_another_thread_completes_run_exactly_once():
 
 def _bound_futures(count: int):
     """A batch with ``count`` records and the futures bound to them (as the Producer's loop binds them)."""
-    from odradek.clients.producer_batch import Columns, _Batch
-    from odradek.clients.record_futures import bind, rows_of
+    from odradek.clients.producer.batch import Columns, _Batch
+    from odradek.clients.producer.record_futures import bind, rows_of
     from odradek.protocol.records import Compression
 
     async def make():
@@ -171,12 +171,12 @@ def test_bound_futures_fail_with_their_batch_and_wake_waiters():
 
 
 def test_the_hand_off_helpers_in_c_and_python_agree():
-    """clients/producer_c's run_end and bind against their Python twins (used when it is not built)."""
+    """clients/producer/producer_c's run_end and bind against their Python twins (used when it is not built)."""
     import random
 
-    from odradek.clients import _producer
-    from odradek.clients.producer import run_end_py
-    from odradek.clients.record_futures import bind_rows_py, rows_of_py
+    from odradek.clients.producer import _producer
+    from odradek.clients.producer.producer import run_end_py
+    from odradek.clients.producer.record_futures import bind_rows_py, rows_of_py
 
     rng = random.Random(7)
     for _ in range(300):

@@ -12,7 +12,7 @@ from collections import defaultdict
 
 import pytest
 
-from odradek.clients.transaction_manager import (
+from odradek.clients.producer.transaction_manager import (
     CommitFailedError, TransactionManager, TransactionState, TransactionStateError,
 )
 from odradek.clients.types import OffsetAndMetadata, TopicPartition

@@ -14,7 +14,7 @@ from odradek.broker.network.processor import Connection, Processor
 from odradek.broker.network.request_channel import RequestChannel
 from odradek.broker.security.listener_config import ListenerSecurity
 from odradek.broker.security.ssl_principal import SslPrincipalMapper
-from odradek.clients.cli.local_ca import LocalCA
+from odradek.tools.local_ca import LocalCA
 from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.header import encode_request
 from odradek.protocol.messages import HeartbeatRequest, SaslAuthenticateRequest, SaslHandshakeRequest

@@ -10,7 +10,7 @@ import uvloop
 from odradek.broker.config import KafkaConfig
 from odradek.broker.kafka_apis import KafkaApis
 from odradek.broker.network.socket_server import SocketServer
-from odradek.clients.cli.local_ca import LocalCA
+from odradek.tools.local_ca import LocalCA
 from odradek.controller.channel_manager import inter_broker_connect
 
 

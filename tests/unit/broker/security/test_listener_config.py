@@ -6,7 +6,7 @@ import ssl
 import pytest
 
 from odradek.broker.config import ConfigError, KafkaConfig, parse_properties
-from odradek.clients.cli.local_ca import LocalCA
+from odradek.tools.local_ca import LocalCA
 
 EXAMPLE = """\
 listeners=INTERNAL://127.0.0.1:9191,EXTERNAL://127.0.0.1:9192,OPEN://127.0.0.1:9193

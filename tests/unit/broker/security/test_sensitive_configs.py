@@ -111,7 +111,7 @@ def test_users_scram_credentials_are_not_logged(caplog):
 
 
 def test_security_objects_do_not_show_passwords_in_their_repr():
-    from odradek.clients.admin_scram import UserScramCredentialUpsertion
+    from odradek.clients.admin.scram import UserScramCredentialUpsertion
     shown = repr((ClientSecurity("SASL_SSL", None, "PLAIN", "alice", "alice-secret"), parse_jaas(PLAIN_JAAS),
                   UserScramCredentialUpsertion("alice", "SCRAM-SHA-256", "alice-secret"),
                   make_credential(MECHANISMS["SCRAM-SHA-512"], "alice-secret"),

@@ -1,1 +1,0 @@
-"""Command-line tools (odradek-topics, odradek-cluster, ...)."""

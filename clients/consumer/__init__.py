@@ -1,0 +1,2 @@
+"""The consumer: AIOConsumer and the blocking Consumer, and the fetch buffer that turns fetched batches
+into records (group membership is in ``clients/group/``)."""

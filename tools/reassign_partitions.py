@@ -1,0 +1,374 @@
+"""odradek-reassign-partitions: move partitions between brokers, as Kafka 2.8's kafka-reassign-partitions.sh.
+
+Kafka's ReassignPartitionsCommand in its --bootstrap-server mode (CONVENTIONS.md §1), through the
+AlterPartitionReassignments / ListPartitionReassignments APIs:
+
+- ``--generate --topics-to-move-json-file f --broker-list 0,1,2`` prints the current assignment and a
+  proposal (Kafka's rack-unaware AdminUtils placement, random start as Kafka's);
+- ``--execute --reassignment-json-file f [--throttle B/s] [--additional]`` prints the current assignment
+  (to keep for a rollback) and starts the moves;
+- ``--verify`` prints each partition's status and, once nothing is moving, clears the throttles;
+- ``--list`` prints the reassignments in progress, ``--cancel`` reverts those of the file.
+
+JSON as Kafka's: ``{"version":1,"topics":[{"topic":"foo"}]}`` and ``{"version":1,"partitions":[{"topic":
+"foo","partition":0,"replicas":[1,2],"log_dirs":["any","any"]}]}``. A usage mistake prints one line on
+stderr and exits 1; a failed command prints Kafka's message on stdout and exits 1.
+
+``--throttle`` writes Kafka's leader/follower.replication.throttled.replicas topic configs and the
+leader/follower.replication.throttled.rate broker configs of the brokers involved (Kafka's
+modifyInterBrokerThrottle); ``--verify`` clears both once nothing moves (clearAllThrottles).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any, Sequence
+
+from ..controller.replica_assignment import assign_replicas_to_brokers
+from ..protocol.errors import KafkaError  # type: ignore[attr-defined]
+from ..clients.admin.client import AIOAdmin, AlterConfigOp, AlterConfigOpType, ConfigResource, ConfigResourceType
+from ..clients.types import TopicPartition
+from .common import Parser, UsageError, client_id, error_message, failure_report, parse_known, run_admin, run_tool
+
+__all__ = ["main", "parse_args", "parse_reassignment", "parse_topics", "reassignment_json", "propose",
+           "status_lines", "list_text"]
+
+_ACTIONS = ("generate", "execute", "verify", "list", "cancel")
+ANY_LOG_DIR = "any"
+LEADER_THROTTLE, FOLLOWER_THROTTLE = "leader.replication.throttled.replicas", "follower.replication.throttled.replicas"
+BROKER_THROTTLE_RATES = ("leader.replication.throttled.rate", "follower.replication.throttled.rate")
+CANNOT_EXECUTE = ("Cannot execute because there is an existing partition assignment.  Use --additional to override "
+                  "this and create a new partition assignment in addition to the existing one. The --additional "
+                  "flag can also be used to change the throttle by resubmitting the current reassignment.")
+VERIFY_PERIODICALLY = ("Warning: You must run --verify periodically, until the reassignment completes, to ensure "
+                       "the throttle is removed.")
+
+Plan = dict[TopicPartition, list[int]]
+
+
+class CommandFailed(Exception):
+    """Kafka's TerseReassignmentFailureException / AdminCommandFailedException: message printed, exit 1."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = Parser(prog="odradek-reassign-partitions", allow_abbrev=False,
+                    description="This tool helps to move topic partitions between replicas.")
+    add = parser.add_argument
+    add("--bootstrap-server", metavar="<String: Server(s) to use for bootstrapping>",
+        help="REQUIRED: the server(s) to use for bootstrapping.")
+    add("--zookeeper", help=argparse.SUPPRESS)
+    add("--command-config", metavar="<String: Admin client property file>",
+        help="Property file containing configs to be passed to Admin Client (client.id is used).")
+    add("--generate", action="store_true", help="Generate a candidate partition reassignment configuration.")
+    add("--execute", action="store_true", help="Kick off the reassignment as specified by the "
+                                                "--reassignment-json-file option.")
+    add("--verify", action="store_true", help="Verify if the reassignment completed as specified by the "
+                                               "--reassignment-json-file option; clears throttles once done.")
+    add("--list", action="store_true", help="List all active partition reassignments.")
+    add("--cancel", action="store_true", help="Cancel an active reassignment.")
+    add("--reassignment-json-file", metavar="<String: manual assignment json file path>",
+        help="The JSON file with the partition reassignment configuration.")
+    add("--topics-to-move-json-file", metavar="<String: topics to reassign json file path>",
+        help="Generate a reassignment configuration to move the partitions of the specified topics to the list "
+             "of brokers specified by the --broker-list option.")
+    add("--broker-list", metavar="<String: brokerlist>",
+        help="The list of brokers to which the partitions need to be reassigned in the form \"0,1,2\".")
+    add("--disable-rack-aware", action="store_true", help="Disable rack aware replica assignment")
+    add("--throttle", type=int, default=-1, metavar="<Long: throttle>",
+        help="The movement of partitions between brokers will be throttled to this value (bytes/sec).")
+    add("--additional", action="store_true",
+        help="Execute this reassignment in addition to any other ongoing ones.")
+    add("--preserve-throttles", action="store_true", help="Do not modify broker or topic throttles.")
+    add("--timeout", type=int, default=10000, metavar="<Long: timeout>",
+        help="The maximum time in ms to wait for log directory replica assignment to begin.")
+    return parser
+
+
+def parse_args(argv: Sequence[str]) -> argparse.Namespace:
+    opts = parse_known(build_parser(), argv)
+    if opts.zookeeper is not None:
+        raise UsageError("zookeeper is not a recognized option")  # administered through brokers (Kafka 3.0)
+    actions = [a for a in _ACTIONS if getattr(opts, a)]
+    if len(actions) != 1:
+        raise UsageError("Command must include exactly one action: --execute, --verify, --generate, --cancel, "
+                         "or --list")
+    action = actions[0]
+    if not opts.bootstrap_server:
+        raise UsageError('Missing required argument "[bootstrap-server]"')
+    required = {"generate": ("topics-to-move-json-file", "broker-list"), "execute": ("reassignment-json-file",),
+                "verify": ("reassignment-json-file",), "cancel": ("reassignment-json-file",), "list": ()}[action]
+    for option in required:
+        if getattr(opts, option.replace("-", "_")) is None:
+            raise UsageError(f'Missing required argument "[{option}]"')
+    allowed = {"generate": {"topics-to-move-json-file", "broker-list", "disable-rack-aware"},
+               "execute": {"reassignment-json-file", "throttle", "additional", "timeout"},
+               "verify": {"reassignment-json-file", "preserve-throttles"},
+               "cancel": {"reassignment-json-file", "preserve-throttles", "timeout"}, "list": set()}[action]
+    given = {"reassignment-json-file": opts.reassignment_json_file is not None,
+             "topics-to-move-json-file": opts.topics_to_move_json_file is not None,
+             "broker-list": opts.broker_list is not None, "disable-rack-aware": opts.disable_rack_aware,
+             "throttle": opts.throttle != -1, "additional": opts.additional,
+             "preserve-throttles": opts.preserve_throttles, "timeout": opts.timeout != 10000}
+    for option, present in given.items():
+        if present and option not in allowed:
+            raise UsageError(f'Option "[{option}]" can\'t be used with option "[{action}]"')
+    if opts.broker_list is not None:
+        try:
+            opts.brokers = [int(b) for b in opts.broker_list.split(",")]
+        except ValueError:
+            raise UsageError(f"Invalid --broker-list {opts.broker_list!r}: expected broker ids such as "
+                             f"\"0,1,2\"") from None
+    opts.action = action
+    opts.client_id = client_id(opts.command_config, "reassign-partitions-tool")
+    return opts
+
+
+# --- JSON ------------------------------------------------------------------------------------------------
+def _read_json(path: str, option: str) -> Any:
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+    except OSError as exc:
+        raise UsageError(f"cannot read --{option} {path}: {exc.strerror}") from None
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        raise CommandFailed(f"Error: the --{option} {path} is not valid JSON: {exc}") from None
+
+
+def parse_topics(document: Any) -> list[str]:
+    """Kafka's parseTopicsData: {"version":1,"topics":[{"topic":"foo"}]}."""
+    if not isinstance(document, dict) or not isinstance(document.get("topics"), list):
+        raise CommandFailed("Error: The topics JSON must contain a \"topics\" list of {\"topic\": name} entries")
+    topics = [entry.get("topic") for entry in document["topics"] if isinstance(entry, dict)]
+    if len(topics) != len(document["topics"]) or not all(isinstance(t, str) for t in topics):
+        raise CommandFailed("Error: every entry of \"topics\" needs a \"topic\" name")
+    duplicates = sorted({t for t in topics if topics.count(t) > 1})
+    if duplicates:
+        raise CommandFailed(f"List of topics to reassign contains duplicate entries: {','.join(duplicates)}")
+    return topics
+
+
+def parse_reassignment(document: Any) -> Plan:
+    """Kafka's parsePartitionReassignmentData and parseExecuteAssignmentArgs checks."""
+    if not isinstance(document, dict) or not isinstance(document.get("partitions"), list):
+        raise CommandFailed("Error: The reassignment JSON must contain a \"partitions\" list")
+    plan: Plan = {}
+    seen: list[TopicPartition] = []
+    for entry in document["partitions"]:
+        try:
+            tp = TopicPartition(str(entry["topic"]), int(entry["partition"]))
+            replicas = [int(r) for r in entry["replicas"]]
+        except (KeyError, TypeError, ValueError):
+            raise CommandFailed(f"Error: every partition needs \"topic\", \"partition\" and \"replicas\": "
+                                f"{json.dumps(entry)}") from None
+        log_dirs = entry.get("log_dirs")
+        if log_dirs is not None:
+            if len(log_dirs) != len(replicas):
+                raise CommandFailed(f"Error: Size of replicas list {replicas} is different from size of log dirs "
+                                    f"list {log_dirs} for partition {tp.topic}-{tp.partition}")
+            if any(d != ANY_LOG_DIR for d in log_dirs):
+                raise CommandFailed("Error: moving replicas between log directories is not supported; use \"any\"")
+        seen.append(tp)
+        plan[tp] = replicas
+    if not plan:
+        raise CommandFailed("Partition reassignment list cannot be empty")
+    duplicates = sorted({tp for tp in seen if seen.count(tp) > 1})
+    if duplicates:
+        raise CommandFailed("Partition reassignment contains duplicate topic partitions: "
+                            + ",".join(_name(tp) for tp in duplicates))
+    repeated = [f"{_name(tp)} contains multiple entries for {sorted({r for r in rs if rs.count(r) > 1})}"
+                for tp, rs in sorted(plan.items()) if len(set(rs)) != len(rs)]
+    if repeated:
+        raise CommandFailed("Partition replica lists may not contain duplicate entries: " + ". ".join(repeated))
+    return plan
+
+
+def reassignment_json(plan: Plan) -> str:
+    """Kafka's formatAsReassignmentJson (partitions sorted by topic then partition, log_dirs "any")."""
+    return json.dumps({"version": 1, "partitions": [
+        {"topic": tp.topic, "partition": tp.partition, "replicas": list(replicas),
+         "log_dirs": [ANY_LOG_DIR] * len(replicas)} for tp, replicas in sorted(plan.items())]},
+        separators=(",", ":"))
+
+
+def _name(tp: TopicPartition) -> str:
+    return f"{tp.topic}-{tp.partition}"
+
+
+# --- output ----------------------------------------------------------------------------------------------
+def propose(current: Plan, brokers: Sequence[int]) -> Plan:
+    """Kafka's calculateAssignment: each topic placed afresh on ``brokers`` with its replication factor."""
+    proposed: Plan = {}
+    for topic in sorted({tp.topic for tp in current}):
+        partitions = sorted(tp for tp in current if tp.topic == topic)
+        factor = len(current[partitions[0]])
+        for p, replicas in assign_replicas_to_brokers(brokers, len(partitions), factor).items():
+            proposed[TopicPartition(topic, p)] = replicas
+    return proposed
+
+
+def status_lines(targets: Plan, ongoing: set[TopicPartition], current: Plan) -> list[str]:
+    """Kafka's partitionReassignmentStatesToString."""
+    lines = ["Status of partition reassignment:"]
+    for tp in sorted(targets):
+        if tp in ongoing:
+            lines.append(f"Reassignment of partition {_name(tp)} is still in progress.")
+        elif current.get(tp) == targets[tp]:
+            lines.append(f"Reassignment of partition {_name(tp)} is complete.")
+        else:
+            lines.append(f"There is no active reassignment of partition {_name(tp)}, but replica set is "
+                         f"{','.join(map(str, current.get(tp, [])))} rather than {','.join(map(str, targets[tp]))}.")
+    return lines
+
+
+def list_text(ongoing: dict[TopicPartition, Any]) -> str:
+    """Kafka's curReassignmentsToString."""
+    lines = []
+    for tp, r in sorted(ongoing.items()):
+        adding = f" adding: {','.join(map(str, r.adding_replicas))}." if r.adding_replicas else ""
+        removing = f" removing: {','.join(map(str, r.removing_replicas))}." if r.removing_replicas else ""
+        lines.append(f"{_name(tp)}: replicas: {','.join(map(str, r.replicas))}.{adding}{removing}")
+    return "Current partition reassignments:\n" + "\n".join(lines) if lines else "No partition reassignments found."
+
+
+# --- actions ---------------------------------------------------------------------------------------------
+async def _current_assignment(admin: AIOAdmin, topics: Sequence[str]) -> Plan:
+    current: Plan = {}
+    for description in await admin.describe_topics(sorted(set(topics))):
+        for p in description.partitions:
+            current[TopicPartition(p.topic, p.partition)] = list(p.replicas)
+    return current
+
+
+async def _generate(admin: AIOAdmin, opts: argparse.Namespace) -> None:
+    topics = parse_topics(_read_json(opts.topics_to_move_json_file, "topics-to-move-json-file"))
+    duplicates = sorted({b for b in opts.brokers if opts.brokers.count(b) > 1})
+    if duplicates:
+        raise CommandFailed(f"Broker list contains duplicate entries: {','.join(map(str, duplicates))}")
+    current = await _current_assignment(admin, topics)
+    live = {b.node_id for b in (await admin.describe_cluster()).brokers}
+    brokers = [b for b in opts.brokers if b in live]  # Kafka omits brokers it cannot find
+    proposed = propose(current, brokers)
+    print(f"Current partition replica assignment\n{reassignment_json(current)}\n")
+    print(f"Proposed partition reassignment configuration\n{reassignment_json(proposed)}")
+
+
+async def _execute(admin: AIOAdmin, opts: argparse.Namespace) -> None:
+    plan = parse_reassignment(_read_json(opts.reassignment_json_file, "reassignment-json-file"))
+    if not opts.additional and await admin.list_partition_reassignments():
+        raise CommandFailed(CANNOT_EXECUTE)
+    known = {b.node_id for b in (await admin.describe_cluster()).brokers}
+    unknown = sorted({b for replicas in plan.values() for b in replicas} - known)
+    if unknown:
+        raise CommandFailed(f"Error: Unknown broker id {unknown[0]}")
+    current = await _current_assignment(admin, [tp.topic for tp in plan])
+    print("Current partition replica assignment\n\n"
+          f"{reassignment_json({tp: r for tp, r in current.items() if tp in plan})}\n\n"
+          "Save this to use as the --reassignment-json-file option during rollback")
+    if opts.throttle >= 0:
+        print(VERIFY_PERIODICALLY)
+        await _set_throttled_replicas(admin, plan, current)
+        brokers = {b for tp in plan for b in plan[tp] + current.get(tp, [])}  # calculateReassigningBrokers
+        await admin.incremental_alter_configs({
+            ConfigResource(ConfigResourceType.BROKER, str(b)): [AlterConfigOp(k, str(opts.throttle))
+                                                                for k in BROKER_THROTTLE_RATES]
+            for b in sorted(brokers)})
+        print(f"The inter-broker throttle limit was set to {opts.throttle} B/s")
+    errors = {tp: e for tp, e in (await admin.alter_partition_reassignments(plan)).items() if e is not None}
+    if errors:
+        raise CommandFailed("Error reassigning partition(s):\n" + "\n".join(
+            f"{_name(tp)}: {error_message(e)}" for tp, e in sorted(errors.items())))
+    print(f"Successfully started partition reassignment{'' if len(plan) == 1 else 's'} for "
+          + ",".join(_name(tp) for tp in sorted(plan)))
+
+
+async def _set_throttled_replicas(admin: AIOAdmin, plan: Plan, current: Plan) -> None:
+    """Kafka's calculateLeaderThrottles / calculateFollowerThrottles: sources lead-throttled, new replicas
+    follow-throttled, as "partition:broker" lists per topic."""
+    changes: dict[ConfigResource, list[AlterConfigOp]] = {}
+    for topic in sorted({tp.topic for tp in plan}):
+        leaders, followers = [], []
+        for tp in sorted(t for t in plan if t.topic == topic):
+            sources = current.get(tp, [])
+            leaders += [f"{tp.partition}:{b}" for b in sources]
+            followers += [f"{tp.partition}:{b}" for b in plan[tp] if b not in sources]
+        ops = [AlterConfigOp(LEADER_THROTTLE, ",".join(leaders))]
+        if followers:
+            ops.append(AlterConfigOp(FOLLOWER_THROTTLE, ",".join(followers)))
+        changes[ConfigResource(ConfigResourceType.TOPIC, topic)] = ops
+    await admin.incremental_alter_configs(changes)
+
+
+async def _clear_throttles(admin: AIOAdmin, topics: set[str]) -> None:
+    # Kafka clears the rates of every live broker and target replica each time. We do it only when a
+    # topic still lists throttled replicas (our --throttle sets both), so a reassignment run without
+    # --throttle never waits on a broker that does not answer; and only on live brokers.
+    if await _has_throttled_replicas(admin, topics):
+        brokers = sorted(b.node_id for b in (await admin.describe_cluster()).brokers)
+        print(f"Clearing broker-level throttles on broker{'' if len(brokers) == 1 else 's'} "
+              f"{','.join(map(str, brokers))}")
+        await admin.incremental_alter_configs({
+            ConfigResource(ConfigResourceType.BROKER, str(b)): [AlterConfigOp(k, None, AlterConfigOpType.DELETE)
+                                                                for k in BROKER_THROTTLE_RATES]
+            for b in brokers})
+    print(f"Clearing topic-level throttles on topic{'' if len(topics) == 1 else 's'} {','.join(sorted(topics))}")
+    await admin.incremental_alter_configs({
+        ConfigResource(ConfigResourceType.TOPIC, topic): [AlterConfigOp(key, None, AlterConfigOpType.DELETE)
+                                                          for key in (LEADER_THROTTLE, FOLLOWER_THROTTLE)]
+        for topic in sorted(topics)})
+
+
+async def _has_throttled_replicas(admin: AIOAdmin, topics: set[str]) -> bool:
+    configs = await admin.describe_configs([ConfigResource(ConfigResourceType.TOPIC, t) for t in sorted(topics)])
+    return any(entries.get(key) is not None and entries[key].value and not entries[key].is_default
+               for entries in configs.values() for key in (LEADER_THROTTLE, FOLLOWER_THROTTLE))
+
+
+async def _verify(admin: AIOAdmin, opts: argparse.Namespace) -> None:
+    plan = parse_reassignment(_read_json(opts.reassignment_json_file, "reassignment-json-file"))
+    ongoing = set(await admin.list_partition_reassignments(list(plan)))
+    current = await _current_assignment(admin, [tp.topic for tp in plan])
+    print("\n".join(status_lines(plan, ongoing, current)))
+    if not ongoing and not opts.preserve_throttles:
+        await _clear_throttles(admin, {tp.topic for tp in plan})
+
+
+async def _list(admin: AIOAdmin, opts: argparse.Namespace) -> None:
+    print(list_text(await admin.list_partition_reassignments()))
+
+
+async def _cancel(admin: AIOAdmin, opts: argparse.Namespace) -> None:
+    plan = parse_reassignment(_read_json(opts.reassignment_json_file, "reassignment-json-file"))
+    moving = sorted(tp for tp, r in (await admin.list_partition_reassignments(list(plan))).items()
+                    if r.adding_replicas or r.removing_replicas)
+    if moving:
+        errors = {tp: e for tp, e in (await admin.alter_partition_reassignments({tp: None for tp in moving})).items()
+                  if e is not None}
+        if errors:
+            raise CommandFailed(f"Error cancelling partition reassignment{'' if len(errors) == 1 else 's'} for:\n"
+                                + "\n".join(f"{_name(tp)}: {error_message(e)}" for tp, e in sorted(errors.items())))
+        print(f"Successfully cancelled partition reassignment{'' if len(moving) == 1 else 's'} for: "
+              + ",".join(_name(tp) for tp in moving))
+    else:
+        print("None of the specified partition reassignments are active.")
+    if not opts.preserve_throttles:
+        await _clear_throttles(admin, {tp.topic for tp in plan})
+
+
+_RUN = {"generate": _generate, "execute": _execute, "verify": _verify, "list": _list, "cancel": _cancel}
+
+
+def _run(opts: argparse.Namespace) -> None:
+    run_admin(opts, lambda admin: _RUN[opts.action](admin, opts))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return run_tool(parse_args, _run, argv, (CommandFailed, failure_report("{exc}")),
+                    ((KafkaError, OSError, ValueError), failure_report("Error: {message}")))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
