@@ -49,7 +49,7 @@ _DeletePartition = _DeleteTopic.OffsetDeleteResponsePartition
 
 def _grouped(codes: dict[tuple[str, int], int], order: list[tuple[str, int]], topic_cls: Any, part_cls: Any) -> list:
     topics: dict[str, list] = {}
-    for topic, partition in order:
+    for topic, partition in dict.fromkeys(order):  # Kafka answers from a map: a partition named twice, once
         topics.setdefault(topic, []).append(part_cls(partition_index=partition, error_code=codes[(topic, partition)]))
     return [topic_cls(name=name, partitions=parts) for name, parts in topics.items()]
 
