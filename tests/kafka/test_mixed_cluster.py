@@ -167,3 +167,5 @@ def test_mixed_cluster_keeps_every_acknowledged_record_through_failovers_both_wa
     assert not lost, f"{len(lost)} acknowledged records lost, e.g. {sorted(lost)[:5]}"
     assert len(values) == len(set(values)), f"{len(values) - len(set(values))} records written twice"
     assert len(load.acked) > 1500
+    print(f"mixed cluster: {load.sent} sent, {len(load.acked)} acknowledged, {load.failed} failed, 0 lost, "
+          f"0 duplicated; controllers held by brokers {sorted(controllers_seen)} (0 is Kafka)")
