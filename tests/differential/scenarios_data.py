@@ -118,6 +118,12 @@ async def list_offsets(side: Side) -> None:
         await side.call(f"v{v} earliest", K.LIST_OFFSETS, v, spec(-2))
         await side.call(f"v{v} by time", K.LIST_OFFSETS, v, spec(TS + 1))
         await side.call(f"v{v} after the last time", K.LIST_OFFSETS, v, spec(TS + 10**9))
+        if v == 0:  # the legacy answer: segment base offsets by file time, up to max_num_offsets
+            await side.call("v0 in the future, 5 offsets", K.LIST_OFFSETS, 0, {**spec(4 * 10**12), "topics": [
+                {"name": TOPIC, "partitions": [{"partition_index": 0, "timestamp": 4 * 10**12,
+                                                "max_num_offsets": 5}]}]})
+            await side.call("v0 earliest, 5 offsets", K.LIST_OFFSETS, 0, {**spec(-2), "topics": [
+                {"name": TOPIC, "partitions": [{"partition_index": 0, "timestamp": -2, "max_num_offsets": 5}]}]})
         await side.call(f"v{v} unknown topic", K.LIST_OFFSETS, v, spec(-1, topic="no-such-topic"))
         await side.call(f"v{v} unknown partition", K.LIST_OFFSETS, v, spec(-1, partition=99))
         if v >= 4:
