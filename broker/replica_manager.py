@@ -440,15 +440,18 @@ class ReplicaManager:
         """
         results: dict[tuple[str, int], ProducePartitionResult] = {}
         if required_acks not in (-1, 0, 1):
-            for key in entries:
-                results[key] = ProducePartitionResult(InvalidRequiredAcksError.code)
+            # partitions already refused (unknown, unauthorized) keep their error, as in Kafka
+            for key, records in entries.items():
+                results[key] = ProducePartitionResult(
+                    records.code if isinstance(records, KafkaError) else InvalidRequiredAcksError.code)
             return results
         appended: dict[tuple[str, int], int] = {}
         for key, records in entries.items():
-            if isinstance(records, KafkaError):
-                results[key] = ProducePartitionResult(records.code, error_message=records.detail or None)
+            if isinstance(records, KafkaError):  # Kafka sends a message only with record errors (below)
+                results[key] = ProducePartitionResult(records.code)
                 self.topic_stats.record_failed_produce(key[0])
                 continue
+            partition = None
             try:
                 partition = self.partition_or_error(*key)
                 info, _ = partition.append_records_to_leader(records, required_acks)
@@ -456,8 +459,13 @@ class ReplicaManager:
                 if exc.code == OutOfOrderSequenceNumberError.code:  # Kafka 2.8 logs it at ERROR too
                     log.error("Error processing append operation on partition %s-%d (leader epoch %d, log end "
                               "offset %d): %s", *key, partition.leader_epoch, partition.log_end_offset, exc)
-                results[key] = ProducePartitionResult(exc.code, error_message=exc.detail or None,
-                                                      record_errors=getattr(exc, "record_errors", None))
+                # Kafka's processFailedRecord: the log start offset of a partition hosted here; a message only
+                # for a RecordValidationException (one with record errors)
+                record_errors = getattr(exc, "record_errors", None)
+                start = partition.log.log_start_offset if partition is not None and partition.log is not None else -1
+                results[key] = ProducePartitionResult(exc.code, log_start_offset=start,
+                                                      error_message=(exc.detail or None) if record_errors else None,
+                                                      record_errors=record_errors)
                 self.topic_stats.record_failed_produce(key[0])
                 continue
             except Exception as exc:  # Kafka's appendToLocalLog: "case t: Throwable", this partition only

@@ -427,9 +427,11 @@ class BrokerConnection(asyncio.Protocol):
         version = entry.api_version
         if future.done() and not client_throttles(entry.api_key, version):
             return True  # the caller gave up (cancelled); the stream stays in sync
-        # An ApiVersions error is sent as a v0 body whatever version was asked (KIP-511); the error
-        # code comes first in every version, so read it before choosing the layout.
-        if entry.api_key == _API_VERSIONS and version and len(frame) >= 6 and _INT16.unpack_from(frame, 4)[0]:
+        # UNSUPPORTED_VERSION to ApiVersions is sent as a v0 body whatever version was asked (KIP-511); the
+        # error code comes first in every version, so read it before choosing the layout. Other errors
+        # (INVALID_REQUEST for a bad client software name) come in the version asked, as Kafka sends them.
+        if (entry.api_key == _API_VERSIONS and version and len(frame) >= 6
+                and _INT16.unpack_from(frame, 4)[0] == _UNSUPPORTED_VERSION):
             version = 0
         try:
             _, body = decode_response(frame, entry.api_key, version)

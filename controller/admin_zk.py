@@ -79,7 +79,10 @@ class AdminZkClient:
         default.replication.factor); with a ``replica_assignment`` both must be unset, as in Kafka.
         """
         configs = dict(configs or {})
-        validate_topic_name(topic)
+        # Kafka 2.8's order (ZkAdminManager.createTopics, then validateTopicCreate): an existing topic, null
+        # configs, counts beside an assignment, the assignment itself, and only then the name
+        if _is_legal_topic_name(topic) and self.zk.topic_exists(topic):  # an illegal name cannot exist
+            raise TopicAlreadyExistsError(f"Topic '{topic}' already exists.")
         null_configs = [k for k, v in configs.items() if v is None]
         if null_configs:
             raise InvalidRequestError(f"Null value not supported for topic configs : {','.join(null_configs)}")
@@ -99,6 +102,7 @@ class AdminZkClient:
             # as Kafka's ZkAdminManager: the brokers' racks as they are (some without one: refused)
             assignment = assign_replicas_to_brokers(sorted(live), partitions, replication_factor,
                                                     racks={b: info.rack for b, info in live.items()})
+        validate_topic_name(topic)
         self._check_topic_is_new(topic)
         validate_replica_assignment(assignment)
         errors = self.config.validate_topic_overrides(configs)

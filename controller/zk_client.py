@@ -580,9 +580,18 @@ class KafkaZkClient:
     @_zk
     def allocate_producer_id_block(self, broker_id: int) -> ProducerIdBlock:
         """Claim the next block of producer ids with a versioned write, retrying when another broker wins."""
-        self._zk.ensure_path(ProducerIdBlockZNode.path)
         while True:
-            data, stat = self._zk.get(ProducerIdBlockZNode.path)
+            try:
+                data, stat = self._zk.get(ProducerIdBlockZNode.path)
+            except NoNodeError:
+                # Created with its first block, never empty: Kafka 2.8 parses any data it finds there as JSON
+                # (it creates the node with null data, which both read as "no block yet")
+                block = ProducerIdBlockZNode.next_block(None, broker_id)
+                try:
+                    self._zk.create(ProducerIdBlockZNode.path, ProducerIdBlockZNode.encode(block), makepath=True)
+                    return block
+                except NodeExistsError:
+                    continue
             block = ProducerIdBlockZNode.next_block(ProducerIdBlockZNode.decode(data), broker_id)
             try:
                 self._zk.set(ProducerIdBlockZNode.path, ProducerIdBlockZNode.encode(block), version=stat.version)

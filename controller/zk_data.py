@@ -421,5 +421,5 @@ class ProducerIdBlockZNode:
 PERSISTENT_PATHS = (
     "/consumers", BrokerIdsZNode.path, TopicsZNode.path, "/config/changes", "/admin/delete_topics",
     "/brokers/seqid", IsrChangeNotificationZNode.path, "/config/topics", "/config/clients",
-    "/config/users", "/config/brokers", "/latest_producer_id_block", LogDirEventNotificationZNode.path,
-)
+    "/config/users", "/config/brokers", LogDirEventNotificationZNode.path,
+)  # not /latest_producer_id_block: made with its first block (an empty one would stop a Kafka 2.8 broker)

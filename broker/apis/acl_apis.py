@@ -48,18 +48,22 @@ def _codes(item: Any, version: int, filter_names: bool) -> tuple[ResourceType, P
                                                                    AclPermissionType]:
     """The enum fields of one filter or creation, checked as the *AclsRequest constructors do."""
     prefix = "_filter" if filter_names else ""
-    resource_type = ResourceType.from_code(getattr(item, f"resource_type{prefix}"))
-    pattern_type = PatternType.from_code(getattr(item, "pattern_type_filter" if filter_names
-                                                 else "resource_pattern_type"))
-    operation = AclOperation.from_code(item.operation)
-    permission = AclPermissionType.from_code(item.permission_type)
+    raw = (getattr(item, f"resource_type{prefix}"),
+           getattr(item, "pattern_type_filter" if filter_names else "resource_pattern_type"),
+           item.operation, item.permission_type)
+    resource_type = ResourceType.from_code(raw[0])
+    pattern_type = PatternType.from_code(raw[1])
+    operation = AclOperation.from_code(raw[2])
+    permission = AclPermissionType.from_code(raw[3])
     if version == 0:
         if filter_names and pattern_type == PatternType.ANY:
             pattern_type = PatternType.LITERAL
         elif pattern_type != PatternType.LITERAL:
             raise _BadRequest(f"Version 0 only supports literal resource pattern types, got {pattern_type}")
-    if pattern_type == PatternType.UNKNOWN or resource_type == ResourceType.UNKNOWN \
-            or operation == AclOperation.UNKNOWN or permission == AclPermissionType.UNKNOWN:
+    # Kafka compares the codes as sent with UNKNOWN's code (0): a code it has no name for (-1, 99) passes
+    # this check, and then means UNKNOWN (matching nothing, refused by the authorizer)
+    unknown = (ResourceType.UNKNOWN, PatternType.UNKNOWN, AclOperation.UNKNOWN, AclPermissionType.UNKNOWN)
+    if any(code == int(u) for code, u in zip(raw, unknown)):
         raise _BadRequest("the request contains UNKNOWN elements")
     return resource_type, pattern_type, operation, permission  # type: ignore[return-value]
 

@@ -140,7 +140,8 @@ class ClientQuotasApi:
             entity=[entry_cls.EntityData(entity_type=t, entity_name=n) for t, n in entity],
             values=[entry_cls.ValueData(key=k, value=v) for k, v in sorted(values.items())])
             for entity, values in found.items()]
-        return DescribeClientQuotasResponse(throttle_time_ms=0, error_code=0, error_message=None, entries=entries)
+        # Kafka leaves the message at its generated default, the empty string
+        return DescribeClientQuotasResponse(throttle_time_ms=0, error_code=0, error_message="", entries=entries)
 
     def _describe(self, f: _Filter) -> dict[Entity, dict[str, float]]:
         """ZkAdminManager.handleDescribeClientQuotas (blocking: ZooKeeper reads)."""

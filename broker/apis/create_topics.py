@@ -15,6 +15,8 @@ otherwise).
 
 from __future__ import annotations
 
+import logging
+
 from typing import TYPE_CHECKING, Any
 
 from ...protocol.acl import AclOperation
@@ -35,6 +37,7 @@ if TYPE_CHECKING:
     from ..network.request_channel import Request
     from .services import BrokerServices
 
+log = logging.getLogger(__name__)
 _Result = CreateTopicsResponse.CreatableTopicResult
 _Config = _Result.CreatableTopicConfigs
 DEFAULT_CONFIG, DYNAMIC_TOPIC_CONFIG = 5, 1  # DescribeConfigs' config_source values
@@ -77,7 +80,8 @@ class CreateTopicsApi:
                 results[t.name] = _error(t.name, exc)
         if created and body.timeout_ms > 0 and not body.validate_only:
             await self._wait_for_leaders(created, results, body.timeout_ms)
-        return CreateTopicsResponse(throttle_time_ms=0, topics=list(results.values()))
+        # one result per entry, as Kafka's collection keeps a topic named twice twice
+        return CreateTopicsResponse(throttle_time_ms=0, topics=[results[t.name] for t in body.topics])
 
     def _authorized(self, request: "Request") -> tuple[set[str], set[str]]:
         """(names the request may create, names whose configs it may see)."""
@@ -114,8 +118,9 @@ class CreateTopicsApi:
             if name in cache.topic_ids:
                 results[name].topic_id = cache.topic_ids[name]
         for name in pending:
-            results[name] = _error(name, RequestTimedOutError(
-                f"the topic {name} was created, but its leaders were not elected within {timeout_ms} ms"))
+            # Kafka's ApiError(REQUEST_TIMED_OUT, null): no message
+            log.info("the topic %s was created, but its leaders were not elected within %d ms", name, timeout_ms)
+            results[name] = _error(name, RequestTimedOutError(""))
 
     def error_response(self, request: "Request", error_code: int) -> Any:
         return CreateTopicsResponse(throttle_time_ms=0, topics=[
@@ -125,7 +130,7 @@ class CreateTopicsApi:
 
 def _error(name: str, exc: KafkaError) -> Any:
     return _Result(name=name, topic_id=ZERO_UUID, error_code=exc.code, error_message=exc.detail or None,
-                   num_partitions=-1, replication_factor=-1, configs=None)
+                   num_partitions=-1, replication_factor=-1, configs=[])
 
 
 def register(apis: "KafkaApis", services: "BrokerServices") -> CreateTopicsApi:

@@ -170,7 +170,7 @@ class DeleteRecordsApi:
 
 
 def _topic_results(body: Any, statuses: dict[Key, DeleteRecordsStatus]) -> list[Any]:
-    """Each topic once, in request order, with its partitions' results."""
+    """Each topic once, in request order, with its partitions' results (a topic with none is left out)."""
     results: dict[str, Any] = {}
     for topic in body.topics:
         entry = results.setdefault(topic.name, _TopicResult(name=topic.name, partitions=[]))
@@ -179,7 +179,7 @@ def _topic_results(body: Any, statuses: dict[Key, DeleteRecordsStatus]) -> list[
             if p.partition_index not in seen:
                 entry.partitions.append(statuses[(topic.name, p.partition_index)].result)
                 seen.add(p.partition_index)
-    return list(results.values())
+    return [entry for entry in results.values() if entry.partitions]  # Kafka's map has no empty topics
 
 
 def register(apis: "KafkaApis", services: "BrokerServices") -> DeleteRecordsApi:

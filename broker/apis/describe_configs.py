@@ -30,6 +30,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ...controller.admin_zk import validate_topic_name
 from ...protocol.acl import AclOperation
 from ...protocol.api_keys import ApiKey
 from ...protocol.errors import (  # type: ignore[attr-defined]
@@ -78,6 +79,9 @@ class DescribeConfigsApi:
         include_synonyms = version >= 1 and body.include_synonyms
         include_docs = version >= 3 and body.include_documentation
         results = []
+        if any(r.resource_type not in (TOPIC, BROKER, BROKER_LOGGER) for r in body.resources):
+            # Kafka 2.8 throws while sorting the resources by type: the whole request fails
+            return self.error_response(request, InvalidRequestError.code, InvalidRequestError.message)
         for resource in body.resources:
             wanted = set(resource.configuration_keys or ())  # null or empty: every key
             try:
@@ -94,19 +98,20 @@ class DescribeConfigsApi:
                 else:
                     raise InvalidRequestError(f"Unsupported resource type: {resource.resource_type}")
             except KafkaError as exc:
-                results.append(_Result(error_code=exc.code, error_message=exc.args[0] if exc.args else None,
+                results.append(_Result(error_code=exc.code, error_message=exc.args[0] if exc.args else "",
                                        resource_type=resource.resource_type,
                                        resource_name=resource.resource_name, configs=[]))
                 continue
-            results.append(_Result(error_code=0, error_message=None, resource_type=resource.resource_type,
+            results.append(_Result(error_code=0, error_message="", resource_type=resource.resource_type,
                                    resource_name=resource.resource_name,
                                    configs=[e for e in entries if not wanted or e.name in wanted]))
         return DescribeConfigsResponse(throttle_time_ms=0, results=results)
 
     async def _topic(self, version: int, topic: str, include_synonyms: bool, include_docs: bool) -> list[Any]:
         services = self.services
+        validate_topic_name(topic)  # INVALID_TOPIC_EXCEPTION first, as Kafka's ConfigHelper
         if not services.metadata_cache.contains_topic(topic):
-            raise UnknownTopicOrPartitionError(f"The topic '{topic}' does not exist.")
+            raise UnknownTopicOrPartitionError("")  # Kafka sets only the code: the message is ""
         overrides = await services.in_executor(services.zk.get_entity_config, "topics", topic)
         defaults = self._effective_config().topic_defaults()
         entries = []
@@ -117,7 +122,7 @@ class DescribeConfigsApi:
             broker_key = TOPIC_SYNONYMS[name]
             if broker_key is not None:
                 synonyms += self._broker_synonyms(broker_key)
-            value = overrides[name] if name in overrides else defaults.get(name) or None
+            value = overrides[name] if name in overrides else defaults.get(name)
             entries.append(_entry(version, name, value, _CONFIG_TYPES.get(key.type, 0), key.doc, False, False,
                                   synonyms, include_synonyms, include_docs))
         return entries
@@ -198,11 +203,15 @@ class DescribeConfigsApi:
             spec = BROKER_KEYS.get(k)
             if spec is not None and spec.default is not None and not spec.required:
                 synonyms.append(_Synonym(name=k, value=_format(spec.default), source=DEFAULT_CONFIG))
+        # Kafka's configSynonyms ends with dropWhile(_.name != name): synonyms before the first one of the key
+        # itself go (retention.ms with only log.retention.hours' default has none)
+        while synonyms and synonyms[0].name != broker_key:
+            synonyms.pop(0)
         return synonyms
 
-    def error_response(self, request: "Request", error_code: int) -> Any:
+    def error_response(self, request: "Request", error_code: int, message: str | None = None) -> Any:
         return DescribeConfigsResponse(throttle_time_ms=0, results=[
-            _Result(error_code=error_code, error_message=None, resource_type=r.resource_type,
+            _Result(error_code=error_code, error_message=message, resource_type=r.resource_type,
                     resource_name=r.resource_name, configs=[]) for r in request.body.resources])
 
 

@@ -25,6 +25,7 @@ from ...protocol.errors import (  # type: ignore[attr-defined]
     KafkaError,
     TopicAlreadyExistsError,
     TransactionalIdAuthorizationFailedError,
+    for_code,
 )
 from ...protocol.messages import (
     DeleteGroupsResponse,
@@ -96,7 +97,8 @@ class GroupApis:
         endpoint = cache.endpoint(partition.leader, request.listener) if partition is not None else None
         if endpoint is None:
             raise CoordinatorNotAvailableError(f"the coordinator of {body.key} has no live leader")
-        return FindCoordinatorResponse(throttle_time_ms=0, error_code=0, error_message=None,
+        # Kafka puts Errors.message() in: "NONE" on success, the error's default message otherwise
+        return FindCoordinatorResponse(throttle_time_ms=0, error_code=0, error_message="NONE",
                                        node_id=partition.leader, host=endpoint.host, port=endpoint.port)
 
     async def _create_internal_topic(self, topic: str) -> None:
@@ -131,8 +133,8 @@ class GroupApis:
             self._creating.discard(topic)
 
     def find_coordinator_error(self, request: "Request", error_code: int) -> Any:
-        return FindCoordinatorResponse(throttle_time_ms=0, error_code=error_code, error_message=None,
-                                       node_id=-1, host="", port=-1)
+        return FindCoordinatorResponse(throttle_time_ms=0, error_code=error_code,
+                                       error_message=(for_code(error_code) or KafkaError).message, node_id=-1, host="", port=-1)
 
     # -- membership -------------------------------------------------------------------------------
 

@@ -15,7 +15,9 @@ from typing import TYPE_CHECKING, Any, Iterator
 from ...controller.admin_zk import validate_topic_name
 from ...protocol.acl import AclOperation
 from ...protocol.api_keys import ApiKey
-from ...protocol.errors import InvalidTopicError, StaleBrokerEpochError  # type: ignore[attr-defined]
+from ...protocol.errors import (  # type: ignore[attr-defined]
+    InvalidTopicError, StaleBrokerEpochError, StaleControllerEpochError,
+)
 from ...protocol.messages import LeaderAndIsrResponse, StopReplicaResponse, UpdateMetadataResponse
 
 if TYPE_CHECKING:
@@ -114,12 +116,16 @@ class InterBrokerApis:
         self._check_sender(request)
         body, version = request.body, request.api_version
         rm = self.services.replica_manager
+        rm.check_controller_epoch(body.controller_epoch, "StopReplica")
         async with rm.state_change_lock:  # not in the middle of a LeaderAndIsr being applied
             errors = rm.stop_replicas(body.controller_epoch, stop_replica_partitions(body, version))
         return StopReplicaResponse(error_code=0, partition_errors=[
             _StopPartition(topic_name=t, partition_index=p, error_code=code) for (t, p), code in errors.items()])
 
     def stop_replica_error(self, request: "Request", error_code: int) -> Any:
+        if error_code in (StaleControllerEpochError.code, StaleBrokerEpochError.code):
+            # Kafka answers a stale controller or broker epoch with the top-level error alone
+            return StopReplicaResponse(error_code=error_code, partition_errors=[])
         return StopReplicaResponse(error_code=error_code, partition_errors=[
             _StopPartition(topic_name=t, partition_index=p, error_code=error_code)
             for t, p, _, _ in stop_replica_partitions(request.body, request.api_version)])

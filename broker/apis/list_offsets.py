@@ -8,6 +8,8 @@ of offsets.
 
 from __future__ import annotations
 
+import itertools
+import time
 from collections import Counter
 from typing import TYPE_CHECKING, Any
 
@@ -64,6 +66,9 @@ class ListOffsetsApi:
                 # Kafka's IsolationLevel.forId throws, inside the partition's try: that partition's error
                 raise UnknownServerError(f"unknown isolation level {isolation_level}")
             partition = self.replica_manager.leader_partition(topic, p.partition_index, p.current_leader_epoch)
+            if version == 0:
+                return _PartitionResponse(partition_index=p.partition_index, error_code=0, old_style_offsets=_legacy(
+                    partition, p.timestamp, p.max_num_offsets, body.replica_id == CONSUMER_REPLICA_ID))
             timestamp, offset, epoch = _lookup(partition, p.timestamp, _last_fetchable(
                 partition, body.replica_id, isolation_level))
             return _answer(version, p.partition_index, 0, timestamp, offset, epoch)
@@ -82,6 +87,30 @@ def _last_fetchable(partition: "Partition", replica_id: int, isolation_level: in
     if replica_id != CONSUMER_REPLICA_ID:
         return partition.log.log_end_offset
     return partition.last_stable_offset if isolation_level == 1 else partition.high_watermark
+
+
+def _legacy(partition: "Partition", timestamp: int, max_num_offsets: int, from_consumer: bool) -> list[int]:
+    """v0: Kafka 2.8's legacyFetchOffsetsBefore, from the segments' base offsets and file modification times
+    (plus the log end, now, when the last segment holds data), newest first, at most ``max_num_offsets``; a
+    consumer sees nothing past the high watermark."""
+    log = partition.log
+    segments = log.segments
+    pairs = [(max(s.base_offset, log.log_start_offset), s.last_modified_ms) for s in segments]
+    if segments and segments[-1].size > 0:
+        pairs.append((log.log_end_offset, int(time.time() * 1000)))
+    if timestamp == LATEST_TIMESTAMP:
+        start = len(pairs) - 1
+    elif timestamp == EARLIEST_TIMESTAMP:
+        start = 0
+    else:
+        start = len(pairs) - 1
+        while start >= 0 and pairs[start][1] > timestamp:
+            start -= 1
+    offsets = sorted((pairs[start - j][0] for j in range(min(max_num_offsets, start + 1))), reverse=True)
+    if from_consumer and any(o > partition.high_watermark for o in offsets):
+        high_watermark = partition.high_watermark
+        offsets = [high_watermark, *itertools.dropwhile(lambda o: o > high_watermark, offsets)]
+    return offsets
 
 
 def _lookup(partition: "Partition", timestamp: int, last_fetchable: int) -> tuple[int, int, int]:

@@ -32,6 +32,7 @@ from ...protocol.errors import (  # type: ignore[attr-defined]
 )
 from ...protocol.messages import MetadataResponse
 from ...protocol.types import ZERO_UUID
+from ...controller.admin_zk import validate_topic_name
 from ..metadata_cache import INTERNAL_TOPICS
 from .authorization import CLUSTER, TOPIC
 
@@ -78,7 +79,8 @@ class MetadataApi:
                 refused += [(name, name in INTERNAL_TOPICS) for name in uncreatable]
             if missing:
                 return self._create_then_answer(request, names, missing, refused)
-        return self._answer(request, names, {n: UnknownTopicOrPartitionError.code for n in missing}, refused)
+        # Kafka 2.8 answers a missing topic it will not create INVALID_TOPIC_EXCEPTION when its name is illegal
+        return self._answer(request, names, {n: _missing_topic_error(n) for n in missing}, refused)
 
     async def _create_then_answer(self, request: "Request", names: list[str], missing: list[str],
                                   refused: list[tuple[str, bool]]) -> Any:
@@ -161,3 +163,11 @@ def register(apis: "KafkaApis", services: "BrokerServices") -> MetadataApi:
     api = MetadataApi(services)
     apis.register(ApiKey.METADATA, api.handle)
     return api
+
+
+def _missing_topic_error(name: str) -> int:
+    try:
+        validate_topic_name(name)
+    except InvalidTopicError as exc:
+        return exc.code
+    return UnknownTopicOrPartitionError.code

@@ -49,7 +49,7 @@ _DeletePartition = _DeleteTopic.OffsetDeleteResponsePartition
 
 def _grouped(codes: dict[tuple[str, int], int], order: list[tuple[str, int]], topic_cls: Any, part_cls: Any) -> list:
     topics: dict[str, list] = {}
-    for topic, partition in order:
+    for topic, partition in dict.fromkeys(order):  # Kafka answers from a map: a partition named twice, once
         topics.setdefault(topic, []).append(part_cls(partition_index=partition, error_code=codes[(topic, partition)]))
     return [topic_cls(name=name, partitions=parts) for name, parts in topics.items()]
 
@@ -180,8 +180,8 @@ class OffsetApis:
                                    topics=[_FetchTopic(name=n, partitions=p) for n, p in topics.items()])
 
     async def _fetch_from_zookeeper(self, request: "Request") -> Any:
-        """OffsetFetch v0 (Kafka 2.8's handleOffsetFetchRequest at version 0): a partition the cluster does
-        not know, or without a stored offset, is offset -1 with no error."""
+        """OffsetFetch v0 (Kafka 2.8's handleOffsetFetchRequest at version 0): a partition the cluster does not
+        know, or without an offset in ZooKeeper, is OffsetFetchResponse.UNKNOWN_PARTITION (offset -1, error 3)."""
         body = request.body
         cache = self.services.metadata_cache
         requested = [(t.name, p) for t in body.topics for p in t.partition_indexes]
@@ -189,6 +189,7 @@ class OffsetApis:
                                                                         requested).items()}
         known = [tp for tp in requested if tp not in found and cache.partition(*tp) is not None]
         found.update(await self.services.in_executor(self._read_zookeeper_offsets, body.group_id, known))
+        found.update({tp: (-1, UnknownTopicOrPartitionError.code) for tp in requested if tp not in found})
         topics: dict[str, list] = {}
         for t in body.topics:
             for p in t.partition_indexes:
@@ -204,7 +205,7 @@ class OffsetApis:
         for topic, partition in partitions:
             try:
                 offset = self.services.zk.get_consumer_offset(group, topic, partition)
-                found[(topic, partition)] = (-1 if offset is None else offset, 0)
+                found[(topic, partition)] = (-1, UnknownTopicOrPartitionError.code) if offset is None else (offset, 0)
             except Exception as exc:  # Kafka answers the exception's error code for the partition
                 log.warning("OffsetFetch v0 of group %s from ZooKeeper failed for %s-%d: %s", group, topic, partition, exc)
                 found[(topic, partition)] = (-1, UnknownServerError.code)

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from ...protocol.api_keys import ApiKey
 from ...protocol.acl import AclOperation
 from ...protocol.errors import (  # type: ignore[attr-defined]
-    InvalidRecordError, InvalidTopicError, KafkaError, TopicAuthorizationFailedError,
+    InvalidRecordError, InvalidTopicError, KafkaError, TopicAuthorizationFailedError, UnknownTopicOrPartitionError,
     TransactionalIdAuthorizationFailedError, UnsupportedCompressionTypeError,
 )
 from ...protocol.messages import ProduceResponse
@@ -43,18 +43,33 @@ class ProduceApi:
     def __init__(self, services: "BrokerServices") -> None:
         self.replica_manager = services.replica_manager
         self.auth = services.auth
+        self.metadata_cache = services.metadata_cache
 
     def handle(self, request: "Request") -> Any:
         body = request.body
         version = request.api_version
+        if body.transactional_id is None and any(
+                _is_transactional(part.records) for topic in body.topic_data for part in topic.partition_data):
+            # Kafka refuses transactional batches without a transactional id, authorizer or not
+            raise TransactionalIdAuthorizationFailedError()
         denied = self._unauthorized_topics(request) if self.auth.authorizer is not None else ()
+        if version > MAX_LEGACY_PRODUCE_VERSION and any(
+                _magic(part.records) not in (2, None) for topic in body.topic_data for part in topic.partition_data):
+            # Kafka's ProduceRequest.validateRecords fails the whole request, every partition INVALID_RECORD
+            raise InvalidRecordError(f"Produce v{version} requests may only carry record batches of magic 2")
         entries: dict[tuple[str, int], Any] = {}
         for topic in body.topic_data:
             internal = topic.name in INTERNAL_TOPICS
             refused = topic.name in denied
             for part in topic.partition_data:
-                entries[(topic.name, part.index)] = TopicAuthorizationFailedError("") if refused else \
-                    _validated(part.records, version, internal, self._max_message_bytes(topic.name, part.index))
+                # Kafka's order: authorization, the partition in the metadata cache, the records, internal topics
+                if refused:
+                    entries[(topic.name, part.index)] = TopicAuthorizationFailedError("")
+                elif self.metadata_cache.partition(topic.name, part.index) is None:
+                    entries[(topic.name, part.index)] = UnknownTopicOrPartitionError("")
+                else:
+                    entries[(topic.name, part.index)] = _validated(
+                        part.records, version, internal, self._max_message_bytes(topic.name, part.index))
         result = self.replica_manager.append_records(body.acks, body.timeout_ms, entries)
         if body.acks == 0:
             # Never answered, as in Kafka; other errors close nothing either. An unauthorized topic
@@ -104,6 +119,10 @@ def _validated(records: Any, version: int, internal: bool, max_message_bytes: in
     return bytearray(records)
 
 
+def _magic(records: Any) -> int | None:
+    return records[MAGIC_OFFSET] if records is not None and len(records) > MAGIC_OFFSET else None
+
+
 def _is_transactional(records: Any) -> bool:
     """RequestUtils.hasTransactionalRecords for one partition's batch, from its attributes alone (a
     malformed batch is refused later)."""
@@ -112,18 +131,16 @@ def _is_transactional(records: Any) -> bool:
 
 
 def _response(body: Any, results: dict) -> Any:
-    topics = []
-    for topic in body.topic_data:
-        parts = []
-        for part in topic.partition_data:
-            r = results[(topic.name, part.index)]
-            parts.append(_PartitionResponse(index=part.index, error_code=r.error_code, base_offset=r.base_offset,
-                                            log_append_time_ms=r.log_append_time,
-                                            log_start_offset=r.log_start_offset, error_message=r.error_message,
-                                            record_errors=[_RecordError(batch_index=i, batch_index_error_message=m)
-                                                           for i, m in r.record_errors or ()]))
-        topics.append(_TopicResponse(name=topic.name, partition_responses=parts))
-    return ProduceResponse(responses=topics, throttle_time_ms=0)
+    """One answer per distinct partition, grouped by topic (Kafka answers from a map: a partition named twice
+    is answered once, a topic without partitions not at all)."""
+    by_topic: dict[str, list[Any]] = {}
+    for (topic, index), r in results.items():
+        by_topic.setdefault(topic, []).append(_PartitionResponse(
+            index=index, error_code=r.error_code, base_offset=r.base_offset, log_append_time_ms=r.log_append_time,
+            log_start_offset=r.log_start_offset, error_message=r.error_message,
+            record_errors=[_RecordError(batch_index=i, batch_index_error_message=m) for i, m in r.record_errors or ()]))
+    return ProduceResponse(responses=[_TopicResponse(name=name, partition_responses=parts)
+                                      for name, parts in by_topic.items()], throttle_time_ms=0)
 
 
 def register(apis: "KafkaApis", services: "BrokerServices") -> ProduceApi:

@@ -52,7 +52,7 @@ class ReassignmentApis:
             topics.setdefault(topic, []).append(_AlterPartition(
                 partition_index=partition, error_code=0 if error is None else error.code,
                 error_message=None if error is None else _message(error)))
-        return AlterPartitionReassignmentsResponse(throttle_time_ms=0, error_code=0, error_message=None, responses=[
+        return AlterPartitionReassignmentsResponse(throttle_time_ms=0, error_code=0, error_message="", responses=[
             _AlterTopic(name=name, partitions=parts) for name, parts in topics.items()])
 
     def alter_error(self, request: "Request", error_code: int) -> Any:
@@ -77,7 +77,7 @@ class ReassignmentApis:
             by_topic.setdefault(topic, []).append(_ListPartition(
                 partition_index=partition, replicas=list(assignment.replicas),
                 adding_replicas=list(assignment.adding), removing_replicas=list(assignment.removing)))
-        return ListPartitionReassignmentsResponse(throttle_time_ms=0, error_code=0, error_message=None, topics=[
+        return ListPartitionReassignmentsResponse(throttle_time_ms=0, error_code=0, error_message="", topics=[
             _ListTopic(name=name, partitions=parts) for name, parts in by_topic.items()])
 
     def list_error(self, request: "Request", error_code: int) -> Any:

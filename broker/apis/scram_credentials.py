@@ -57,8 +57,8 @@ class ScramCredentialsApi:
         self.services.auth.authorize_cluster(request, AclOperation.DESCRIBE)
         users = [u.name for u in request.body.users] if request.body.users else None
         results = await self.services.in_executor(self._describe, users)
-        return DescribeUserScramCredentialsResponse(throttle_time_ms=0, error_code=0, error_message=None,
-                                                    results=results)
+        return DescribeUserScramCredentialsResponse(throttle_time_ms=0, error_code=0, error_message="",
+                                                    results=results)  # Kafka's generated default
 
     def _describe(self, users: list[str] | None) -> list[Any]:
         zk = self.services.zk

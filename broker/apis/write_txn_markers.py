@@ -57,7 +57,7 @@ class WriteTxnMarkersApi:
         results = outcomes.then(lambda done: [self._marker_result(m, o) for m, o in zip(markers, done)])
         if any(t.name == GROUP_METADATA_TOPIC for m in markers for t in m.topics):
             return self._complete_offsets_then_answer(markers, results)
-        return results.then(lambda answered: WriteTxnMarkersResponse(markers=answered))
+        return results.then(lambda answered: WriteTxnMarkersResponse(markers=_merged(answered)))
 
     def _append_marker(self, marker: Any) -> Any:
         """The marker's control batch appended to each of its partitions: the results, or a Completion."""
@@ -86,7 +86,7 @@ class WriteTxnMarkersApi:
             await self._complete_offsets(marker.producer_id, bool(marker.transaction_result), [
                 p.partition_index for t in result.topics if t.name == GROUP_METADATA_TOPIC
                 for p in t.partitions if not p.error_code])
-        return WriteTxnMarkersResponse(markers=answered)
+        return WriteTxnMarkersResponse(markers=_merged(answered))
 
     def _marker_batch(self, topic: str, index: int, marker: Any, result: ControlRecordType) -> Any:
         """The control batch to append, or the error that refuses it before appending."""
@@ -127,3 +127,16 @@ def register(apis: "KafkaApis", services: "BrokerServices") -> WriteTxnMarkersAp
     api = WriteTxnMarkersApi(services)
     apis.register(ApiKey.WRITE_TXN_MARKERS, api.handle, api.error_response)
     return api
+
+
+def _merged(answered: list[Any]) -> list[Any]:
+    """Kafka answers from a map of producer id -> partition -> error: markers of one producer are merged, a
+    partition named twice is answered once, and a marker or topic without partitions is left out."""
+    codes: dict[int, dict[str, dict[int, int]]] = {}
+    for marker in answered:
+        for topic in marker.topics:
+            for p in topic.partitions:
+                codes.setdefault(marker.producer_id, {}).setdefault(topic.name, {})[p.partition_index] = p.error_code
+    return [_MarkerResult(producer_id=pid, topics=[
+        _TopicResult(name=name, partitions=[_PartitionResult(partition_index=i, error_code=c) for i, c in parts.items()])
+        for name, parts in topics.items()]) for pid, topics in codes.items()]

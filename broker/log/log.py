@@ -315,8 +315,9 @@ class Log:
             return info
 
     def _duplicate_info(self, duplicate: BatchMetadata, size: int) -> LogAppendInfo:
-        """A retried batch: the original's offsets (its timestamp is the append time under LogAppendTime)."""
-        append_time = duplicate.timestamp if self.config.message_timestamp_type == "LogAppendTime" else NO_TIMESTAMP
+        """A retried batch: the original's offsets, and its max timestamp as the append time (Kafka 2.8 does so
+        under CreateTime too)."""
+        append_time = duplicate.timestamp  # Kafka 2.8's analyzeAndValidateProducerState, whatever the timestamp type
         return LogAppendInfo(duplicate.first_offset, duplicate.last_offset, duplicate.timestamp,
                              duplicate.last_offset, append_time, self.log_start_offset,
                              duplicate.last_offset - duplicate.first_offset + 1, size, duplicate=True)

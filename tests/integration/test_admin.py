@@ -206,9 +206,9 @@ def test_describe_configs_of_a_topic(admin, three_broker_cluster):
     entries = admin.describe_configs([resource], include_synonyms=True)[resource]
     retention = entries["retention.ms"]
     assert (retention.value, retention.source, retention.is_default) == ("1234", 1, False)
-    # Kafka's precedence: the topic override, then the broker's default for log.retention.hours (168 h).
-    assert retention.synonyms[0] == ("retention.ms", "1234", 1)
-    assert ("log.retention.hours", "168", 5) in retention.synonyms
+    # The topic override only: Kafka 2.8.2 drops the broker synonyms before log.retention.ms itself, and only
+    # log.retention.hours has a value (its default), so none is left (tests/differential compares it with Kafka)
+    assert retention.synonyms == [("retention.ms", "1234", 1)]
     policy = entries["cleanup.policy"]
     assert (policy.value, policy.source, policy.is_default, policy.read_only) == ("delete", 5, True, False)
     assert set(entries) >= {"segment.bytes", "min.insync.replicas", "compression.type"}

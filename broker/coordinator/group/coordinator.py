@@ -133,8 +133,9 @@ class GroupCoordinator:
 
     def _join_unknown_member(self, group: GroupMetadata, member: MemberMetadata,
                              require_known_member_id: bool) -> "asyncio.Future | JoinResult":
-        new_id = f"{member.client_id}-{uuid.uuid4()}"
         instance_id = member.group_instance_id
+        # Kafka's generateMemberId: a static member's id starts with its instance id, a dynamic one's with the client id
+        new_id = f"{member.client_id if instance_id is None else instance_id}-{uuid.uuid4()}"
         if instance_id is not None:
             old_id = group.static_members.get(instance_id)
             if old_id is not None and old_id in group.members:
@@ -155,6 +156,7 @@ class GroupCoordinator:
         """A static member restarted: it takes over its old id's place; a stable group does not rebalance
         unless its protocols changed (Kafka's updateStaticMemberAndRebalance)."""
         old = group.members[old_id]
+        current_leader = group.leader_id
         if old.awaiting_join is not None and not old.awaiting_join.done():
             old.awaiting_join.set_result(JoinResult(FencedInstanceIdError.code, old_id))
             old.awaiting_join = None
@@ -166,7 +168,10 @@ class GroupCoordinator:
         member.session_timeout_ms, member.rebalance_timeout_ms = joining.session_timeout_ms, joining.rebalance_timeout_ms
         if group.is_in(STABLE) and not changed:
             self._schedule_heartbeat(group, member)
-            return self._current_generation(group, member, with_members=group.leader_id == new_id)
+            # Kafka answers no members and the leader id from before the swap, so that a restarted leader does
+            # not compute an assignment a stable group would not hand out
+            return JoinResult(0, new_id, group.generation_id, group.protocol_type, group.protocol_name,
+                              current_leader or "", [])
         return self._update_member_and_rebalance(group, member, joining.protocols)
 
     def _join_known_member(self, group: GroupMetadata, joining: MemberMetadata) -> "asyncio.Future | JoinResult":
@@ -452,7 +457,7 @@ class GroupCoordinator:
     async def commit_offsets(self, group_id: str, member_id: str, instance_id: str | None, generation_id: int,
                              offsets: dict[tuple[str, int], OffsetAndMetadata]) -> dict[tuple[str, int], int]:
         try:
-            self._validate_group(group_id)
+            self._validate_group(group_id, allow_empty=True)
             group = self.manager.get_group(group_id)
             if group is None:
                 if generation_id >= 0:
@@ -517,7 +522,7 @@ class GroupCoordinator:
     def fetch_offsets(self, group_id: str, partitions: list[tuple[str, int]] | None
                       ) -> dict[tuple[str, int], OffsetAndMetadata | None]:
         """Committed offsets (None where nothing is committed); all of the group's when ``partitions`` is None."""
-        self._validate_group(group_id)
+        self._validate_group(group_id, allow_empty=True)
         group = self.manager.get_group(group_id)
         committed = group.offsets if group is not None else {}
         if partitions is None:
@@ -571,7 +576,7 @@ class GroupCoordinator:
     # -- groups -----------------------------------------------------------------------------------
 
     def describe_group(self, group_id: str) -> GroupMetadata | None:
-        self._validate_group(group_id)
+        self._validate_group(group_id, allow_empty=True)
         return self.manager.get_group(group_id)
 
     def list_groups(self) -> list[GroupMetadata]:
@@ -581,7 +586,7 @@ class GroupCoordinator:
         results: dict[str, int] = {}
         for group_id in group_ids:
             try:
-                self._validate_group(group_id)
+                self._validate_group(group_id, allow_empty=True)
                 group = self.manager.get_group(group_id)
                 if group is None or group.is_in(DEAD):
                     raise GroupIdNotFoundError(f"group {group_id} does not exist")
@@ -599,8 +604,10 @@ class GroupCoordinator:
 
     # -- helpers ----------------------------------------------------------------------------------
 
-    def _validate_group(self, group_id: str) -> None:
-        if not group_id:
+    def _validate_group(self, group_id: str, allow_empty: bool = False) -> None:
+        """Kafka's isValidGroupId: OffsetCommit, OffsetFetch, DescribeGroups and DeleteGroups accept the empty
+        group id (``allow_empty``), the membership APIs do not."""
+        if not group_id and not allow_empty:
             raise InvalidGroupIdError("the group id is empty")
         self.manager.check_coordinator(group_id)
 

@@ -19,10 +19,11 @@ LOWEST, HIGHEST = KAFKA_2_8_VERSIONS[ApiKey.LIST_OFFSETS]
 
 
 def fake_partition() -> SimpleNamespace:
-    """A leader at epoch 3 with offsets 5..41, high watermark 40."""
+    """A leader at epoch 3 with offsets 5..41, high watermark 40, in one segment last written at time 500."""
     log = SimpleNamespace(log_start_offset=5, log_end_offset=42, latest_epoch=3,
                           leader_epoch_cache=SimpleNamespace(epoch_for_offset=lambda offset: 3),
-                          fetch_offset_by_timestamp=lambda timestamp: (timestamp + 1, 17))
+                          fetch_offset_by_timestamp=lambda timestamp: (timestamp + 1, 17),
+                          segments=[SimpleNamespace(base_offset=0, size=100, last_modified_ms=500)])
     return SimpleNamespace(log=log, high_watermark=40)
 
 
@@ -44,8 +45,8 @@ def answer(version: int, timestamp: int) -> ListOffsetsResponse.ListOffsetsTopic
 def test_every_version_encodes_the_offset(version, timestamp, offset):
     partition = answer(version, timestamp)
     assert partition.error_code == 0
-    if version == 0:
-        assert partition.old_style_offsets == [offset]
+    if version == 0:  # legacyFetchOffsetsBefore: by segment file time, so time 1000 finds the segment's base
+        assert partition.old_style_offsets == [5 if timestamp == 1000 else offset]
     else:
         assert partition.offset == offset
         # the leader epoch travels from v4 on (Kafka 2.8 sets it only there); older versions lack the field
