@@ -1,6 +1,6 @@
 """Kafka Connect in standalone mode (org.apache.kafka.connect.cli.ConnectStandalone, the ``connect`` class
 path set) against 3 Odradek brokers: FileStreamSource reads a file into a topic, FileStreamSink writes the
-topic to another file, and the output equals the input.
+topic to another file, and the output equals the input, the topic's leader SIGKILLed midway.
 
 Standalone keeps source offsets in a local file (offset.storage.file.filename), not in a connect-offsets
 topic (that is distributed mode's, with connect-configs and connect-status); the sink's progress is its
@@ -28,6 +28,7 @@ CONNECT_SET = f"connect-{jvm._POM['kafka.connect.version']}"
 def cluster(zookeeper, tmp_path_factory):
     from tests.conftest import module_cluster
 
+    # A cluster of its own: the test kills a broker.
     yield from module_cluster(zookeeper, tmp_path_factory.mktemp("kafka-connect"), 3)
 
 
@@ -59,12 +60,17 @@ def test_file_source_to_topic_to_file_sink(cluster, tmp_path):
     def output() -> list[str]:
         return sink_file.read_text().splitlines() if sink_file.exists() else []
 
+    killed = None
     with open(log, "w") as stderr:
         process = subprocess.Popen(command, stdout=stderr, stderr=subprocess.STDOUT)
     try:
         wait_until(lambda: len(output()) >= len(first) or process.poll() is not None, 120, "the first lines")
         assert process.poll() is None, f"Connect exited:\n{log.read_text()[-3000:]}"
-        # Lines appended while it runs are picked up from where the source got to.
+        # Lines appended while it runs, and while the topic's leader is down, are picked up from where the
+        # source got to; its producer (idempotent) and the sink's consumer follow the new leader.
+        with cluster.client() as client:
+            killed = client.metadata(topics=[topic]).leader_for(topic, 0)
+        cluster.kill_broker(killed)
         second = [f"appended line {i}" for i in range(200)]
         with source_file.open("a") as appending:
             appending.write("".join(line + "\n" for line in second))
@@ -77,6 +83,8 @@ def test_file_source_to_topic_to_file_sink(cluster, tmp_path):
             wait_until(lambda: sum(m.offset for m in admin.list_consumer_group_offsets("connect-file-sink").values())
                        == len(first + second), 60, "the sink's committed offsets")
     finally:
+        if killed is not None and not cluster.broker_alive(killed):
+            cluster.start_broker(killed)
         process.terminate()
         try:
             process.wait(timeout=60)
