@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.integration.helpers import wait_until
 from tests.spark.helpers import create_topic, local_session, produce
 
 from . import jvm
@@ -174,3 +175,67 @@ def test_read_with_one_connector_write_with_the_other(spark, cluster, tmp_path):
         rows = (spark.read.format(reader).option("kafka.bootstrap.servers", servers).option("subscribe", target)
                 .load().selectExpr("CAST(key AS STRING) AS key", "CAST(value AS STRING) AS value").collect())
         assert sorted((r.key, r.value) for r in rows) == expected, reader
+
+
+def test_fail_on_data_loss_over_deleted_records(spark, cluster, tmp_path):
+    """Records deleted (DeleteRecords) past a query's checkpointed position: failOnDataLoss=true fails the
+    query; false goes on from the new start of the log."""
+    from odradek.clients import Admin, TopicPartition
+
+    servers, topic = cluster.bootstrap_servers, "spark-kafka-data-loss"
+    create_topic(servers, topic, 1, replication=3)
+    produce(servers, topic, [(0, None, f"a{i}".encode()) for i in range(50)], acks="all")
+
+    def run(checkpoint, fail_on_data_loss: str):
+        query = (spark.readStream.format("kafka").option("kafka.bootstrap.servers", servers)
+                 .option("subscribe", topic).option("startingOffsets", "earliest")
+                 .option("failOnDataLoss", fail_on_data_loss).load().selectExpr("CAST(value AS STRING) AS value")
+                 .writeStream.format("parquet").option("path", str(checkpoint / "out"))
+                 .option("checkpointLocation", str(checkpoint / "cp")).trigger(availableNow=True).start())
+        try:
+            query.awaitTermination(300)
+        except Exception as failure:  # noqa: BLE001 - pyspark raises its StreamingQueryException
+            return str(failure)
+        return None
+
+    strict, lenient = tmp_path / "strict", tmp_path / "lenient"
+    assert run(strict, "true") is None and run(lenient, "false") is None
+    produce(servers, topic, [(0, None, f"b{i}".encode()) for i in range(50)], acks="all")
+    with Admin(servers) as admin:
+        assert admin.delete_records({TopicPartition(topic, 0): 80})[TopicPartition(topic, 0)] == 80
+
+    # The task fails with the connector's KafkaIllegalStateException ("Some data may have been lost ... set
+    # the source option failOnDataLoss to false"); the driver reports it as UnknownReason, its class being
+    # in a jar added to the running session (ADD JAR) that the task-result deserializer does not see.
+    failure = run(strict, "true")
+    assert failure is not None and "STREAM_FAILED" in failure, failure
+    assert run(lenient, "false") is None
+    values = sorted(row.value for row in spark.read.parquet(str(lenient / "out")).collect())
+    assert values == sorted([f"a{i}" for i in range(50)] + [f"b{i}" for i in range(30, 50)])
+
+
+def test_stream_follows_a_leader_killed_mid_stream(spark, cluster, tmp_path):
+    """Last in the module: it kills a broker (started again at the end)."""
+    servers, topic, name = cluster.bootstrap_servers, "spark-kafka-failover", "spark_kafka_failover"
+    create_topic(servers, topic, 2, replication=3)
+    produce(servers, topic, [(i % 2, None, f"before-{i}".encode()) for i in range(100)], acks="all")
+    query = (spark.readStream.format("kafka").option("kafka.bootstrap.servers", servers).option("subscribe", topic)
+             .option("startingOffsets", "earliest").load().selectExpr("CAST(value AS STRING) AS value")
+             .writeStream.format("memory").queryName(name).option("checkpointLocation", str(tmp_path / "cp"))
+             .trigger(processingTime="300 milliseconds").start())
+    killed = None
+    try:
+        wait_until(lambda: spark.table(name).count() >= 100, 120, "the records before the kill")
+        with cluster.client() as client:
+            killed = client.metadata(topics=[topic]).leader_for(topic, 0)
+        cluster.kill_broker(killed)
+        produce(servers, topic, [(i % 2, None, f"after-{i}".encode()) for i in range(100)], acks="all")
+        wait_until(lambda: spark.table(name).count() >= 200 or query.exception() is not None, 180,
+                   "the records after the kill")
+        assert query.exception() is None, query.exception()
+        values = sorted(row.value for row in spark.table(name).collect())
+        assert values == sorted([f"before-{i}" for i in range(100)] + [f"after-{i}" for i in range(100)])
+    finally:
+        query.stop()
+        if killed is not None and not cluster.broker_alive(killed):
+            cluster.start_broker(killed)
