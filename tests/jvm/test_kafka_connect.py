@@ -21,7 +21,6 @@ from . import jvm
 
 pytestmark = [pytest.mark.jvm, pytest.mark.timeout(600)]
 
-CONNECT_SET = f"connect-{jvm._POM['kafka.connect.version']}"
 
 
 @pytest.fixture(scope="module")
@@ -54,7 +53,7 @@ def test_file_source_to_topic_to_file_sink(cluster, tmp_path):
     sink = properties(tmp_path / "sink.properties", name="file-sink", tasks_max=1, file=sink_file, topics=topic,
                       **{"connector.class": "org.apache.kafka.connect.file.FileStreamSinkConnector"})
     log = tmp_path / "connect.log"
-    command = [jvm.java(), "-Xmx384m", "-XX:TieredStopAtLevel=1", "-cp", jvm.classpath(CONNECT_SET),
+    command = [jvm.java(), "-Xmx384m", "-XX:TieredStopAtLevel=1", "-cp", jvm.classpath(jvm.CONNECT_SET),
                "org.apache.kafka.connect.cli.ConnectStandalone", worker, source, sink]
 
     def output() -> list[str]:

@@ -19,7 +19,6 @@ from . import jvm
 
 pytestmark = [pytest.mark.jvm, pytest.mark.timeout(600)]
 
-STREAMS_SET = f"kafka-streams-{jvm._POM['kafka.clients.newest']}"
 WORDS = [f"w{i}" for i in range(20)]
 
 
@@ -72,7 +71,7 @@ def test_exactly_once_word_count_through_a_broker_kill(cluster, tmp_path):
     produce(servers, source, first, acks="all")
 
     log = tmp_path / "streams.log"
-    command = [jvm.java(), "-Xmx384m", "-XX:TieredStopAtLevel=1", "-cp", jvm.classpath(STREAMS_SET),
+    command = [jvm.java(), "-Xmx384m", "-XX:TieredStopAtLevel=1", "-cp", jvm.classpath(jvm.STREAMS_SET),
                "odradek.jvmtests.StreamsWordCount", servers, app, source, sink, str(tmp_path / "state")]
     output = CommittedOutput(servers, sink)
     with open(log, "w") as stderr:

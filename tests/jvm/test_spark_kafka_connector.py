@@ -24,7 +24,6 @@ pyspark = pytest.importorskip("pyspark")
 
 pytestmark = [pytest.mark.jvm, pytest.mark.timeout(600)]
 
-SPARK_SET = f"spark-sql-kafka-{jvm._POM['spark.version']}"
 _VERSIONED_JAR = re.compile(r"-[0-9][^-]*\.jar$")
 
 
@@ -32,7 +31,7 @@ def connector_jars() -> list[str]:
     """The spark set's jars that pyspark does not ship itself (the connector, its token provider, the
     kafka-clients it runs and commons-pool2); pyspark's own Scala, Hadoop and logging jars stay in charge."""
     shipped = {_VERSIONED_JAR.sub("", jar.name) for jar in (Path(pyspark.__file__).parent / "jars").glob("*.jar")}
-    jars = [jar for jar in jvm.classpath(SPARK_SET).split(":") if jar.endswith(".jar")]
+    jars = [jar for jar in jvm.classpath(jvm.SPARK_SET).split(":") if jar.endswith(".jar")]
     return [jar for jar in jars if _VERSIONED_JAR.sub("", Path(jar).name) not in shipped and "slf4j" not in jar]
 
 
@@ -55,7 +54,10 @@ def spark(tmp_path_factory):
 def cluster(zookeeper, tmp_path_factory):
     from tests.conftest import module_cluster
 
-    yield from module_cluster(zookeeper, tmp_path_factory.mktemp("spark-kafka"), 3)
+    from tests.integration.compaction import CLEANER_OVERRIDES
+
+    # The cleaner's short back-off: the compacted topic's test waits for it.
+    yield from module_cluster(zookeeper, tmp_path_factory.mktemp("spark-kafka"), 3, CLEANER_OVERRIDES)
 
 
 def kafka_read(spark, servers: str, topic: str, **options):
@@ -82,7 +84,7 @@ def test_connector_loads_on_this_pyspark(spark):
     provider = spark._jvm.org.apache.spark.sql.kafka010.KafkaSourceProvider  # a JavaClass, not a JavaPackage
     assert provider.__class__.__name__ == "JavaClass"
     client = spark._jvm.org.apache.kafka.common.utils.AppInfoParser.getVersion()
-    assert client == jvm._POM["kafka.clients.3"]
+    assert client == jvm.SPARK_CLIENT_VERSION
 
 
 def test_batch_write_then_read(spark, cluster):
@@ -176,6 +178,32 @@ def test_read_with_one_connector_write_with_the_other(spark, cluster, tmp_path):
         rows = (spark.read.format(reader).option("kafka.bootstrap.servers", servers).option("subscribe", target)
                 .load().selectExpr("CAST(key AS STRING) AS key", "CAST(value AS STRING) AS value").collect())
         assert sorted((r.key, r.value) for r in rows) == expected, reader
+
+
+def test_compacted_topic_with_gaps(spark, cluster):
+    """The cleaner leaves gaps in the offsets; Spark's connector (failOnDataLoss on) reads what is left, in
+    batch and streaming, without calling the gaps data loss."""
+    from tests.integration.compaction import (
+        create_compacted, produce_sentinel, produce_updates, read_ours, wait_cleaned,
+    )
+
+    servers, topic, keys = cluster.bootstrap_servers, "spark-kafka-compacted", 30
+    create_compacted(servers, topic, replication=3, **{"segment.bytes": "16384"})
+    produce_updates(servers, topic, 3000, keys, batch_size=4096, seed=7)
+    end = produce_sentinel(servers, topic)
+    wait_cleaned(cluster, topic, 0, end)
+    kept = sorted(f"{offset}:{value.decode()}" for offset, _, value in read_ours(servers, topic, end + 1))
+    assert len(kept) == keys + 1  # a record per key and the sentinel, out of end + 1 offsets: gaps
+
+    batch = kafka_read(spark, servers, topic).selectExpr("CONCAT(offset, ':', CAST(value AS STRING)) AS value")
+    assert sorted(row.value for row in batch.collect()) == kept
+    streamed = (spark.readStream.format("kafka").option("kafka.bootstrap.servers", servers).option("subscribe", topic)
+                .option("startingOffsets", "earliest").load()
+                .selectExpr("CONCAT(offset, ':', CAST(value AS STRING)) AS value").writeStream.format("memory")
+                .queryName("spark_kafka_compacted").trigger(availableNow=True).start())
+    streamed.awaitTermination(300)
+    assert streamed.exception() is None, streamed.exception()
+    assert sorted(row.value for row in spark.table("spark_kafka_compacted").collect()) == kept
 
 
 def test_fail_on_data_loss_over_deleted_records(spark, cluster, tmp_path):
