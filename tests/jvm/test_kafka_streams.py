@@ -96,6 +96,9 @@ def test_exactly_once_word_count_through_a_broker_kill(cluster, tmp_path):
         if killed is not None and not cluster.broker_alive(killed):
             cluster.start_broker(killed)
 
+    # WARN lines come from the dead broker (connections refused, metadata naming it); no ERROR is expected.
+    errors = [line for line in jvm.log_lines(log.read_text()) if line.startswith("ERROR ")]
+    assert not errors, "Kafka Streams logged:\n" + "\n".join(errors)
     total = expected_counts(first + second)
     for word, n in total.items():
         assert output.updates[word] == list(range(1, n + 1)), f"{word}: {output.updates[word]}"
