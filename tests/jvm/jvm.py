@@ -37,6 +37,11 @@ CLIENT_VERSIONS = tuple(_POM[name] for name in ("kafka.clients.oldest", "kafka.c
 # Kafka's own broker and command-line tools (kafka_2.13 and kafka-tools), the version Odradek speaks.
 KAFKA_TOOLS_SET = f"kafka_2.13-{_POM['kafka.core.version']}"
 TOOL_TIMEOUT = 120.0
+# Spark's built-in Kafka connector, Kafka Streams and Kafka Connect: a class path set each.
+SPARK_SET = f"spark-sql-kafka-{_POM['spark.version']}"
+STREAMS_SET = f"kafka-streams-{_POM['kafka.clients.newest']}"
+CONNECT_SET = f"connect-{_POM['kafka.connect.version']}"
+SPARK_CLIENT_VERSION = _POM["kafka.clients.3"]  # the kafka-clients the spark set runs
 
 
 @cache

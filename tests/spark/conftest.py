@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import sys
-
 import pytest
 
 pytest.importorskip("pyspark")
@@ -12,21 +9,8 @@ pytest.importorskip("pyspark")
 
 @pytest.fixture(scope="session")
 def spark(tmp_path_factory):
-    from pyspark.sql import SparkSession
+    from .helpers import local_session
 
-    from odradek.spark_connector import use_this_python_for_workers
-
-    use_this_python_for_workers()
-    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    session = (SparkSession.builder.master("local[2]").appName("odradek-tests")
-               .config("spark.ui.enabled", "false")
-               .config("spark.sql.shuffle.partitions", "2")
-               .config("spark.default.parallelism", "2")
-               .config("spark.sql.session.timeZone", "UTC")
-               .config("spark.sql.streaming.stopTimeout", "30s")
-               .config("spark.driver.memory", "1g")
-               .config("spark.sql.warehouse.dir", str(tmp_path_factory.mktemp("warehouse")))
-               .getOrCreate())
-    session.sparkContext.setLogLevel("ERROR")
+    session = local_session("odradek-tests", tmp_path_factory.mktemp("warehouse"))
     yield session
     session.stop()

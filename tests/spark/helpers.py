@@ -3,9 +3,34 @@
 from __future__ import annotations
 
 import json
+import os
+import sys
 
 from odradek.clients import Admin, NewTopic, Producer
 from tests.integration.helpers import wait_until
+
+
+def local_session(app_name: str, warehouse, jars: list[str] = ()):
+    """The tests' local SparkSession (local[2], small shuffles, UTC) with ``jars`` (spark.jars), or the one
+    this process already runs."""
+    from pyspark.sql import SparkSession
+
+    from odradek.spark_connector import use_this_python_for_workers
+
+    use_this_python_for_workers()
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    builder = SparkSession.builder.config("spark.jars", ",".join(jars)) if jars else SparkSession.builder
+    session = (builder.master("local[2]").appName(app_name)
+               .config("spark.ui.enabled", "false")
+               .config("spark.sql.shuffle.partitions", "2")
+               .config("spark.default.parallelism", "2")
+               .config("spark.sql.session.timeZone", "UTC")
+               .config("spark.sql.streaming.stopTimeout", "30s")
+               .config("spark.driver.memory", "1g")
+               .config("spark.sql.warehouse.dir", str(warehouse))
+               .getOrCreate())
+    session.sparkContext.setLogLevel("ERROR")
+    return session
 
 
 def create_topic(servers: str, topic: str, partitions: int, replication: int = 1, configs: dict | None = None) -> None:
