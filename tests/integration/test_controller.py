@@ -12,7 +12,7 @@ import pytest
 
 from odradek.controller.admin_zk import AdminZkClient
 from odradek.controller.zk_client import KafkaZkClient
-from odradek.controller.zk_data import BrokerInfo, LeaderIsrAndControllerEpoch
+from odradek.controller.zk_data import BrokerInfo, LeaderIsrAndControllerEpoch, TopicZNode
 from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.errors import (InvalidConfigError, InvalidReplicaAssignmentError, InvalidReplicationFactorError,
                                      InvalidRequestError, InvalidTopicError, TopicAlreadyExistsError,
@@ -322,6 +322,12 @@ def test_admin_validation(zk_client_factory, zk_chroot):
     assert assignment.partitions == {0: [2, 1], 1: [1, 2]} and assignment.topic_id is not None
     admin.delete_topic("c")
     admin.delete_topic("c")  # already marked: fine, as in Kafka
+    # Kafka 2.8's CreateTopics first asks whether the topic exists (its znode stays until the controller has
+    # deleted it), then AdminZkClient's validateTopicCreate finds the deletion marker.
+    with pytest.raises(TopicAlreadyExistsError, match="already exists"):
+        admin.create_topic("c", 1, 1)
+    zk.delete_path(TopicZNode.path("c") + "/partitions")
+    zk.delete_path(TopicZNode.path("c"))  # the controller's first step; the marker goes last
     with pytest.raises(TopicAlreadyExistsError, match="marked for deletion"):
         admin.create_topic("c", 1, 1)
     with pytest.raises(UnknownTopicOrPartitionError):
