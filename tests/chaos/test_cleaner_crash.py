@@ -19,8 +19,10 @@ from ..integration.helpers import wait_until
 
 pytestmark = pytest.mark.timeout(400)
 KEYS, UPDATES = 5000, 300_000
-# 3 MB/s: a cleaning of this log takes seconds, long enough to be caught in the middle
-OVERRIDES = {**CLEANER_OVERRIDES, "log.cleaner.io.max.bytes.per.second": "3000000"}
+# 0.7 MB/s: a cleaning of this log (~9 MB) takes over 10 s, long enough to be caught in the middle, and longer
+# than the restarted broker's wait for its old session (at most 1.5 x 6 s), during which its cleaner already
+# runs: at 3 MB/s that cleaning could end before the second round looked, leaving nothing to catch.
+OVERRIDES = {**CLEANER_OVERRIDES, "log.cleaner.io.max.bytes.per.second": "700000"}
 
 
 def cleaner_log(cluster) -> str:
