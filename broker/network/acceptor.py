@@ -75,10 +75,6 @@ class Acceptor:
         sock.setblocking(False)
         return [sock]
 
-    async def start(self) -> None:
-        self.bind()
-        self.start_accepting()
-
     def bind(self) -> None:
         """Listen on the port (known from here on, even when configured as 0). Connections wait in the
         backlog until ``start_accepting``, as Kafka's do before startProcessingRequests."""
