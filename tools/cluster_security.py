@@ -27,7 +27,7 @@ from typing import Any
 
 from ..broker.config_keys import ACL_AUTHORIZER
 from ..controller.zk_client import KafkaZkClient
-from ..clients.security.client_security import ClientSecurity
+from ..clients.security.client_security import SASL_PROTOCOLS, TLS_PROTOCOLS, ClientSecurity
 from ..clients.security.jaas import PLAIN_MODULE, client_jaas
 from ..clients.security.scram import MECHANISMS, make_credential
 from .local_ca import LocalCA
@@ -64,11 +64,11 @@ class ClusterSecurity:
 
     @property
     def uses_ssl(self) -> bool:
-        return self.protocol in ("SSL", "SASL_SSL")
+        return self.protocol in TLS_PROTOCOLS
 
     @property
     def uses_sasl(self) -> bool:
-        return self.protocol in ("SASL_PLAINTEXT", "SASL_SSL")
+        return self.protocol in SASL_PROTOCOLS
 
     def _password(self, user: str) -> str:
         path = self.directory / "credentials.json"

@@ -19,7 +19,7 @@ import ssl
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from ...clients.security.client_security import ClientSecurity
+from ...clients.security.client_security import SASL_PROTOCOLS, TLS_PROTOCOLS, ClientSecurity
 from ...clients.security.jaas import PLAIN_MODULE, SCRAM_MODULE, JaasConfig, JaasError, parse_jaas
 from ...clients.security.scram import MECHANISMS as SCRAM_MECHANISMS
 from ...clients.security.tls import SslConfigError, SslSettings, client_context, server_context
@@ -153,7 +153,7 @@ def check(config: Any) -> list[str]:
                                     "ssl.engine.factory.class: expected no value (Odradek uses Python's ssl)")
     for endpoint in config.listeners:
         protocol, name = endpoint.security_protocol, endpoint.name
-        if protocol in ("SSL", "SASL_SSL"):
+        if protocol in TLS_PROTOCOLS:
             settings = _ssl_settings(config, name, protocol)
             if not settings.has_keystore:
                 key = _key_used(config.originals, name, "ssl.keystore.location")
@@ -167,7 +167,7 @@ def check(config: Any) -> list[str]:
             except ValueError as exc:
                 key = _key_used(config.originals, name, "ssl.principal.mapping.rules")
                 raise ListenerSecurityError(key, f"Invalid value {rules} for configuration {key}: {exc}") from None
-        if protocol in ("SASL_PLAINTEXT", "SASL_SSL"):
+        if protocol in SASL_PROTOCOLS:
             _max_receive_size(config, name)
             for mechanism in _mechanisms(config, name):
                 jaas = _jaas(config, name, mechanism)
@@ -203,7 +203,7 @@ def _listener_key_warnings(key: str, base: str, value: str) -> list[str]:
 
 def _check_inter_broker(config: Any) -> None:
     endpoint = next(e for e in config.advertised_listeners if e.name == config.inter_broker_listener_name)
-    if endpoint.security_protocol not in ("SASL_PLAINTEXT", "SASL_SSL"):
+    if endpoint.security_protocol not in SASL_PROTOCOLS:
         return
     name, key = endpoint.name, "sasl.mechanism.inter.broker.protocol"
     mechanism = config.get(key)
@@ -232,7 +232,7 @@ class ListenerSecurity:
 
     @property
     def uses_sasl(self) -> bool:
-        return self.protocol in ("SASL_PLAINTEXT", "SASL_SSL")
+        return self.protocol in SASL_PROTOCOLS
 
 
 def build(config: Any) -> dict[str, ListenerSecurity]:
@@ -242,7 +242,7 @@ def build(config: Any) -> dict[str, ListenerSecurity]:
     for endpoint in config.listeners:
         name, protocol = endpoint.name, endpoint.security_protocol
         security = ListenerSecurity(name, protocol, failed_authentication_delay_ms=delay)
-        if protocol in ("SSL", "SASL_SSL"):
+        if protocol in TLS_PROTOCOLS:
             settings = _ssl_settings(config, name, protocol)
             try:
                 security.ssl_context = server_context(settings)
@@ -252,7 +252,7 @@ def build(config: Any) -> dict[str, ListenerSecurity]:
         if protocol == "SSL":  # on SASL_SSL the principal is the SASL user, whatever certificate came
             security.principal_mapper = SslPrincipalMapper(
                 _lookup(config.originals, name)("ssl.principal.mapping.rules") or "DEFAULT")
-        if protocol in ("SASL_PLAINTEXT", "SASL_SSL"):
+        if protocol in SASL_PROTOCOLS:
             security.max_receive_size = _max_receive_size(config, name)
             security.sasl_mechanisms = _mechanisms(config, name)
             if "PLAIN" in security.sasl_mechanisms:
@@ -272,13 +272,13 @@ def inter_broker_security(config: Any) -> ClientSecurity | None:
     if protocol == "PLAINTEXT":
         return None
     context = None
-    if protocol in ("SSL", "SASL_SSL"):
+    if protocol in TLS_PROTOCOLS:
         try:
             context = client_context(_ssl_settings(config, name))
         except SslConfigError as exc:
             raise ListenerSecurityError(exc.key, f"inter-broker listener {name}: {exc}") from None
     mechanism = username = password = None
-    if protocol in ("SASL_PLAINTEXT", "SASL_SSL"):
+    if protocol in SASL_PROTOCOLS:
         mechanism = config.get("sasl.mechanism.inter.broker.protocol")
         jaas = _jaas(config, name, mechanism)
         assert jaas is not None  # check() made sure

@@ -27,10 +27,13 @@ from .scram import MECHANISMS as SCRAM_MECHANISMS
 from .tls import SslConfigError, SslSettings, client_context
 
 __all__ = ["ClientSecurity", "AUTHENTICATION_ERRORS", "client_security", "file_security_kwargs", "SECURITY_DEFAULTS", "SECURITY_PROTOCOLS", "SASL_MECHANISMS",
+           "TLS_PROTOCOLS", "SASL_PROTOCOLS",
            "security_kwargs_from_properties", "SECURITY_PROPERTY_PREFIXES", "SECURITY_PROPERTIES",
            "unread_security_properties"]
 
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+TLS_PROTOCOLS = frozenset({"SSL", "SASL_SSL"})  # the security protocols that run over TLS
+SASL_PROTOCOLS = frozenset({"SASL_PLAINTEXT", "SASL_SSL"})  # those that authenticate with SASL
 SASL_MECHANISMS = ("PLAIN", *SCRAM_MECHANISMS)
 # kafka-python's (and aiokafka's) security keyword arguments and their defaults.
 SECURITY_DEFAULTS: dict[str, Any] = {
@@ -78,11 +81,11 @@ class ClientSecurity:
 
     @property
     def uses_ssl(self) -> bool:
-        return self.protocol in ("SSL", "SASL_SSL")
+        return self.protocol in TLS_PROTOCOLS
 
     @property
     def uses_sasl(self) -> bool:
-        return self.protocol in ("SASL_PLAINTEXT", "SASL_SSL")
+        return self.protocol in SASL_PROTOCOLS
 
     @classmethod
     def from_kwargs(cls, *, security_protocol: str = "PLAINTEXT", ssl_context: ssl.SSLContext | None = None,
@@ -96,10 +99,10 @@ class ClientSecurity:
             raise ValueError(f"security_protocol must be one of {', '.join(SECURITY_PROTOCOLS)}, "
                              f"not {security_protocol!r}")
         context = None
-        if protocol in ("SSL", "SASL_SSL"):
+        if protocol in TLS_PROTOCOLS:
             context = ssl_context or _kwargs_context(ssl_check_hostname, ssl_cafile, ssl_certfile, ssl_keyfile,
                                                      ssl_password, ssl_crlfile, ssl_ciphers)
-        if protocol in ("SASL_PLAINTEXT", "SASL_SSL"):
+        if protocol in SASL_PROTOCOLS:
             if sasl_mechanism not in SASL_MECHANISMS:
                 raise ValueError(f"sasl_mechanism must be one of {', '.join(SASL_MECHANISMS)} with security_protocol "
                                  f"{protocol}, not {sasl_mechanism!r}")
@@ -154,7 +157,7 @@ def security_kwargs_from_properties(props: Mapping[str, str]) -> dict[str, Any]:
     password) and the ssl.* keys of a PEM trust store / key store (files or PEM text), as an SSLContext.
     Raises ValueError naming the property."""
     kwargs = _protocol_and_sasl(props)
-    if kwargs["security_protocol"] in ("SSL", "SASL_SSL"):
+    if kwargs["security_protocol"] in TLS_PROTOCOLS:
         try:
             kwargs["ssl_context"] = client_context(SslSettings.from_lookup(lambda key: props.get(key)))
         except SslConfigError as exc:
@@ -166,7 +169,7 @@ def file_security_kwargs(props: Mapping[str, str], prefix: str = "") -> dict[str
     """Like ``security_kwargs_from_properties`` but only picklable values (file names, no SSLContext), for
     settings that travel to other processes (Spark executors): PEM stores must be files."""
     kwargs = _protocol_and_sasl(props, prefix)
-    if kwargs["security_protocol"] not in ("SSL", "SASL_SSL"):
+    if kwargs["security_protocol"] not in TLS_PROTOCOLS:
         return kwargs
     try:
         settings = SslSettings.from_lookup(props.get, prefix)
@@ -188,7 +191,7 @@ def file_security_kwargs(props: Mapping[str, str], prefix: str = "") -> dict[str
 def _protocol_and_sasl(props: Mapping[str, str], prefix: str = "") -> dict[str, Any]:
     protocol = (props.get(prefix + "security.protocol") or "PLAINTEXT").strip().upper()
     kwargs: dict[str, Any] = {"security_protocol": protocol}
-    if protocol in ("SASL_PLAINTEXT", "SASL_SSL"):
+    if protocol in SASL_PROTOCOLS:
         mechanism = (props.get(prefix + "sasl.mechanism") or "GSSAPI").strip()
         kwargs["sasl_mechanism"] = mechanism
         jaas_text = props.get(prefix + "sasl.jaas.config")
