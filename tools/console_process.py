@@ -8,16 +8,12 @@ from cluster.json, so a cluster started without it is unchanged. It is started a
 
 from __future__ import annotations
 
-import contextlib
-import json
-import subprocess
-import sys
-import time
 import urllib.error
 import urllib.request
 from pathlib import Path
 
-from .local_cluster import ClusterStartError, ManagedProcess, PortInUseError, log_tail, port_in_use
+from .local_cluster import ManagedProcess, PortInUseError, port_in_use
+from .side_process import SideProcess
 
 STATE_FILE = "console.json"
 LOG_FILE = "console.log"
@@ -29,7 +25,11 @@ class ConsoleProcess:
         self.data_dir = Path(data_dir).resolve()
         self.host = host
         self.port = port
-        self.process: ManagedProcess | None = None
+        self.side = SideProcess("console", MARKER, self.data_dir / LOG_FILE, self.data_dir / STATE_FILE)
+
+    @property
+    def process(self) -> ManagedProcess | None:
+        return self.side.process
 
     @property
     def url(self) -> str:
@@ -37,7 +37,7 @@ class ConsoleProcess:
 
     @property
     def log_path(self) -> Path:
-        return self.data_dir / LOG_FILE
+        return self.side.log_path
 
     def start(self, bootstrap_servers: str, metrics: list[str], command_config: str | Path | None = None,
               python: str | None = None, timeout: float = 30.0,
@@ -46,27 +46,16 @@ class ConsoleProcess:
         if port_in_use(self.host, self.port):
             raise PortInUseError(f"The console's port {self.host}:{self.port} is in use; pick another with "
                                  "--console-port")
-        command = [python or sys.executable, "-m", MARKER, "--bootstrap-server", bootstrap_servers,
-                   "--host", self.host, "--port", str(self.port)]
+        args = ["--bootstrap-server", bootstrap_servers, "--host", self.host, "--port", str(self.port)]
         if metrics:
-            command += ["--metrics", ",".join(metrics)]
+            args += ["--metrics", ",".join(metrics)]
         if command_config is not None:
-            command += ["--command-config", str(command_config)]
+            args += ["--command-config", str(command_config)]
         if schema_registry is not None:
-            command += ["--schema-registry", schema_registry]
-        with open(self.log_path, "ab") as log:
-            popen = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                                     start_new_session=True)
-        self.process = ManagedProcess("console", popen.pid, MARKER, popen)
-        (self.data_dir / STATE_FILE).write_text(json.dumps({"pid": popen.pid, "host": self.host,
-                                                            "port": self.port}) + "\n")
-        deadline = time.monotonic() + timeout
-        while not self.answers():
-            if not self.process.alive() or time.monotonic() > deadline:
-                self.stop()
-                raise ClusterStartError(f"The console did not start; see {self.log_path}",
-                                        log_tail(self.log_path))
-            time.sleep(0.1)
+            args += ["--schema-registry", schema_registry]
+        self.side.launch(args, python, detach=True)
+        self.side.record(host=self.host, port=self.port)
+        self.side.wait_ready(self.answers, timeout)
         return self
 
     def answers(self) -> bool:
@@ -82,21 +71,19 @@ class ConsoleProcess:
         return self.process is not None and self.process.alive()
 
     def stop(self, timeout: float = 10.0) -> None:
-        if self.process is not None:
-            self.process.terminate(timeout)
-        with contextlib.suppress(FileNotFoundError):
-            (self.data_dir / STATE_FILE).unlink()
+        self.side.stop(timeout)
 
     @classmethod
     def attach(cls, data_dir: str | Path) -> "ConsoleProcess | None":
         """The console recorded in ``data_dir`` (started by another command), or None."""
-        path = Path(data_dir).resolve() / STATE_FILE
-        try:
-            state = json.loads(path.read_text())
-            console = cls(data_dir, state["host"], int(state["port"]))
-            console.process = ManagedProcess("console", int(state["pid"]), MARKER)
-        except FileNotFoundError:
+        data_dir = Path(data_dir).resolve()
+        found = SideProcess.attach("console", MARKER, data_dir / LOG_FILE, data_dir / STATE_FILE)
+        if found is None:
             return None
-        except (ValueError, KeyError, TypeError):
+        side, state = found
+        try:
+            console = cls(data_dir, state["host"], int(state["port"]))
+        except (KeyError, TypeError, ValueError):
             return None  # not ours to interpret: status shows no console
+        console.side = side
         return console

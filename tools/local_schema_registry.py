@@ -6,19 +6,17 @@ own dependencies: the ``schema-registry`` extra)."""
 
 from __future__ import annotations
 
-import json
 import os
 import re
-import subprocess
-import sys
-import time
 from pathlib import Path
 from typing import Sequence
 
-from .local_cluster import ClusterStartError, ManagedProcess, log_tail
+from .local_cluster import ManagedProcess
+from .side_process import SideProcess
 
 _LISTENING = re.compile(r"Schema registry listening on (\S+)")
 STATE_FILE = "schema-registry.json"
+MODULE = "odradek.schema_registry.main"
 
 
 class LocalSchemaRegistry:
@@ -26,45 +24,42 @@ class LocalSchemaRegistry:
                  host: str = "127.0.0.1", command_config: str | None = None, extra_args: Sequence[str] = (),
                  python: str | None = None, detach: bool = False) -> None:
         self.bootstrap_servers = bootstrap_servers
-        self.log_path = Path(log_path)
         self.port, self.host = port, host
         self.command_config = command_config
         self.extra_args = list(extra_args)
-        self.python = python or sys.executable
+        self.python = python
         self.detach = detach
-        self.process: ManagedProcess | None = None
+        self.side = SideProcess("schema registry", MODULE, log_path)
         self.url: str | None = None
 
-    def command(self) -> list[str]:
-        command = [self.python, "-m", "odradek.schema_registry.main", "--bootstrap-server", self.bootstrap_servers,
-                   "--host", self.host, "--port", str(self.port)]
+    @property
+    def process(self) -> ManagedProcess | None:
+        return self.side.process
+
+    @property
+    def log_path(self) -> Path:
+        return self.side.log_path
+
+    def arguments(self) -> list[str]:
+        args = ["--bootstrap-server", self.bootstrap_servers, "--host", self.host, "--port", str(self.port)]
         if self.command_config:
-            command += ["--command-config", self.command_config]
-        return command + self.extra_args
+            args += ["--command-config", self.command_config]
+        return args + self.extra_args
 
     def start(self, timeout: float = 60.0) -> "LocalSchemaRegistry":
         """Start the process and return once it serves (it prints its URL then)."""
-        self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        with open(self.log_path, "ab") as log:
-            offset = log.tell()
-            popen = subprocess.Popen(self.command(), stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                                     env=dict(os.environ, PYTHONUNBUFFERED="1"), start_new_session=self.detach)
-        self.process = ManagedProcess("schema registry", popen.pid, "odradek.schema_registry.main", popen)
-        deadline = time.monotonic() + timeout
-        while self.url is None:
-            found = _LISTENING.search(log_tail(self.log_path, 200, offset))
-            if found:
-                self.url = found.group(1)
-            elif not self.process.alive() or time.monotonic() > deadline:
-                self.process.terminate(5.0)
-                raise ClusterStartError(f"the schema registry did not start: {log_tail(self.log_path, 10, offset)}")
-            else:
-                time.sleep(0.1)
+        self.side.launch(self.arguments(), self.python, self.detach)
+        self.side.wait_ready(self._listening, timeout)
         return self
 
+    def _listening(self) -> bool:
+        found = _LISTENING.search(self.side.log_since_launch())
+        if found:
+            self.url = found.group(1)
+        return found is not None
+
     def stop(self, timeout: float = 15.0) -> None:
-        if self.process is not None:
-            self.process.terminate(timeout)
+        self.side.stop(timeout)
 
     def kill(self) -> None:
         if self.process is not None:
@@ -72,22 +67,26 @@ class LocalSchemaRegistry:
             self.process.wait(10.0)
 
     def save(self, data_dir: Path) -> None:
-        assert self.process is not None
-        (data_dir / STATE_FILE).write_text(json.dumps({"pid": self.process.pid, "url": self.url,
-                                                       "log": str(self.log_path)}))
+        self.side.state_path = data_dir / STATE_FILE
+        self.side.record(url=self.url, log=str(self.log_path))
 
 
 def attached(data_dir: Path) -> tuple[ManagedProcess, str] | None:
     """The registry ``odradek-cluster start`` left running for this data directory: (process, URL)."""
-    try:
-        saved = json.loads((data_dir / STATE_FILE).read_text())
-    except (OSError, ValueError):
+    found = _attach(data_dir)
+    if found is None:
         return None
-    return ManagedProcess("schema registry", saved["pid"], "odradek.schema_registry.main"), saved["url"]
+    side, state = found
+    return side.process, state["url"]
 
 
 def stop_attached(data_dir: Path, timeout: float) -> None:
-    found = attached(data_dir)
+    found = _attach(data_dir)
     if found is not None:
-        found[0].terminate(timeout)
-        (data_dir / STATE_FILE).unlink(missing_ok=True)
+        found[0].stop(timeout)
+
+
+def _attach(data_dir: Path) -> tuple[SideProcess, dict] | None:
+    found = SideProcess.attach("schema registry", MODULE, Path(data_dir) / "schema-registry.log",
+                               Path(data_dir) / STATE_FILE)
+    return found if found is not None and "url" in found[1] else None
