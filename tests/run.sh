@@ -71,7 +71,9 @@ fi
 # test's time is waiting on broker processes, so two workers use 2 cores better than one. --dist loadfile
 # keeps a file's tests in one worker, so module fixtures (shared clusters) are still shared; each worker
 # has its own session ZooKeeper.
-"$PYTHON" -m pytest -q -p no:cacheprovider -n "${ODRADEK_TEST_WORKERS:-2}" --dist loadfile "$@" || status=$?
+# --durations lists the slowest tests and fixtures, which is where to look when CI's wall time grows.
+"$PYTHON" -m pytest -q -p no:cacheprovider -n "${ODRADEK_TEST_WORKERS:-2}" --dist loadfile --durations=25 "$@" \
+    || status=$?
 elapsed=$(( $(date +%s) - started ))
 printf 'tests/run.sh: wall time %dm%02ds\n' $((elapsed / 60)) $((elapsed % 60)) >&2
 exit $status
