@@ -12,6 +12,7 @@ Kafka's RackAwareReplicaSelector, shared by the module.
 from __future__ import annotations
 
 import json
+import random
 import urllib.request
 
 import pytest
@@ -19,8 +20,10 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from odradek.broker.config_keys import RACK_AWARE_REPLICA_SELECTOR
 from odradek.clients import AIOAdmin, AIOConsumer, AIOProducer, NewTopic, TopicPartition
+from odradek.controller.replica_assignment import assign_replicas_to_brokers
 from tests.conftest import module_cluster
 from tests.integration.helpers import console_tool, run, wait_until
+from tests.jvm import jvm
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -128,3 +131,39 @@ def test_a_consumer_reads_from_the_follower_in_its_rack(cluster):
                "broker 2 (rack-2) to count the records it served")
     assert consumer_bytes_out(urls[0], topic) == 0  # the leader only named its follower
     assert consumer_bytes_out(urls[1], topic) == 0
+
+
+class _Picks(random.Random):
+    """randrange answers these numbers in turn: Kafka draws the start index, then the replica shift."""
+
+    def __init__(self, *picks: int) -> None:
+        super().__init__(0)
+        self.picks = list(picks)
+
+    def randrange(self, *args, **kwargs) -> int:  # type: ignore[override]
+        return self.picks.pop(0)
+
+
+@pytest.mark.jvm
+def test_kafkas_generated_plan_is_one_of_ours(cluster, tmp_path):
+    """Kafka 2.8.2's ReassignPartitionsCommand --generate, asked of this cluster, reads the racks from
+    DescribeCluster and places replicas with a random start index and shift; the plan it prints must be the
+    one our placement gives for some start index and shift. (With one broker per rack the rack-aware and the
+    plain placements coincide; tests/jvm/test_replica_assignment_vs_kafka.py compares the algorithms on
+    clusters where they differ.)"""
+    servers = cluster.bootstrap_servers
+
+    async def create():
+        async with AIOAdmin(bootstrap_servers=servers) as admin:
+            await admin.create_topics([NewTopic("kafka-plan", 12, 3)], timeout_ms=30000)
+    run(create())
+    assignment_once_known(servers, "kafka-plan", 12)
+    topics_file = tmp_path / "kafka-plan.json"
+    topics_file.write_text(json.dumps({"version": 1, "topics": [{"topic": "kafka-plan"}]}))
+    done = jvm.run_tool("kafka.admin.ReassignPartitionsCommand", "--bootstrap-server", servers, "--generate",
+                        "--topics-to-move-json-file", str(topics_file), "--broker-list", "0,1,2")
+    theirs = json.loads(done.stdout.split("Proposed partition reassignment configuration\n")[1])
+    kafka_plan = {p["partition"]: p["replicas"] for p in theirs["partitions"]}
+    ours = [assign_replicas_to_brokers([0, 1, 2], 12, 3, rng=_Picks(start, shift), racks=RACKS)
+            for start in range(3) for shift in range(3)]
+    assert kafka_plan in ours, f"Kafka's plan {kafka_plan} is none of ours"
