@@ -5,9 +5,10 @@ reads what Kafka left on disk (meta.properties, segments and indexes, leader-epo
 snapshots, the recovery-point / replication-offset / log-start-offset checkpoints, __consumer_offsets and
 __transaction_state). The clients are never restarted: an idempotent acks=all producer of sequence-numbered
 records, a consumer group member and a transactional producer. Between swaps every partition of every topic
-must be fully in sync again, as the README's procedure asks of an operator. Afterwards no acknowledged record
-may be missing or present twice, every committed transaction must be readable exactly once (read_committed)
-and no aborted one at all. Prints the figures (records acknowledged, lost, duplicated; seconds per swap)."""
+must be fully in sync again, as the README's procedure asks of an operator. Then one broker goes back to
+Kafka on the log dirs Odradek wrote (the README's way back) and leads its preferred partitions. Afterwards no
+acknowledged record may be missing or present twice, every committed transaction must be readable exactly once
+(read_committed) and no aborted one at all. Prints the figures (records acknowledged, lost, duplicated; seconds per swap)."""
 
 from __future__ import annotations
 
@@ -184,6 +185,20 @@ def test_rolling_migration_from_kafka_2_8_in_place(kafka3):
             txn.wait_for_more(20)
             reader.wait_for_more(100)
         assert not cluster.kafka_ids
+        # The way back (README): one broker (not the controller) returns to Kafka 2.8.2 on the log dirs Odradek
+        # wrote, and leads its preferred partitions again, so the final reads go through it too.
+        back = next(b for b in (0, 1, 2) if b != cluster.metadata().controller_id)
+        started = time.monotonic()
+        cluster.stop_broker(back)
+        cluster.kafka_ids.add(back)
+        cluster.start_broker(back, timeout=120.0)
+        wait_until(lambda: in_sync(cluster, 4), f"every partition in sync with broker {back} back on Kafka", 120.0)
+        way_back = time.monotonic() - started
+        for topic in (TOPIC, TXN_TOPIC):
+            elect_preferred(cluster, topic, range(PARTITIONS))
+        load.wait_for_more(200)
+        txn.wait_for_more(20)
+        reader.wait_for_more(100)
     finally:
         reader.stop()
         txn.stop()
@@ -202,7 +217,7 @@ def test_rolling_migration_from_kafka_2_8_in_place(kafka3):
           f"{len(txn.committed)} records committed, {len(txn_lost)} lost, {txn_duplicated} duplicated, "
           f"{len(txn.aborted)} aborted ({len(aborted_seen)} visible), {len(txn.unknown)} unknown; group member "
           f"read {reader.read} records ({len(reader.values)} distinct); seconds per swap (Kafka stopping + Odradek "
-          f"starting + all in sync): {swap_figures}")
+          f"starting + all in sync): {swap_figures}; broker {back} back to Kafka in {way_back:.1f} s")
     assert not lost, f"{len(lost)} acknowledged records lost, e.g. {sorted(lost)[:5]}"
     assert duplicated == 0, f"{duplicated} records written twice"
     assert not txn_lost, f"{len(txn_lost)} committed transactional records lost, e.g. {sorted(txn_lost)[:5]}"
