@@ -25,7 +25,8 @@ from odradek.protocol.header import RequestHeader, decode_response
 from odradek.controller.alter_isr import IsrRequest, IsrResult
 from odradek.controller.zk_data import LeaderIsrAndControllerEpoch
 from odradek.protocol.messages import (
-    AlterIsrRequest, ControlledShutdownRequest, LeaderAndIsrRequest, StopReplicaRequest, UpdateMetadataRequest, WriteTxnMarkersRequest,
+    AlterIsrRequest, ControlledShutdownRequest, LeaderAndIsrRequest, StopReplicaRequest, UpdateMetadataRequest,
+    WriteTxnMarkersRequest,
 )
 
 CLUSTER_AUTHORIZATION_FAILED = ClusterAuthorizationFailedError.code
