@@ -28,6 +28,7 @@ from ..controller.zk_data import BrokerInfo
 from ..protocol import messages
 from .apis import create_partitions, create_topics, delete_topics, fetch, inter_broker, list_offsets, metadata
 from .apis import controlled_shutdown as controlled_shutdown_api
+from .apis import alter_isr as alter_isr_api
 from .apis import describe_configs, group_apis, offset_apis, offset_for_leader_epoch, produce, producers
 from .apis import write_txn_markers
 from .apis import txn_apis
@@ -78,7 +79,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("odradek.server")
 
 _API_MODULES = (api_versions, produce, fetch, list_offsets, metadata, create_topics, delete_topics,
-                inter_broker, controlled_shutdown_api,
+                inter_broker, controlled_shutdown_api, alter_isr_api,
                 offset_for_leader_epoch, producers, group_apis, offset_apis, create_partitions,
                 describe_configs, alter_configs, delete_records, write_txn_markers,
                 txn_apis, describe_log_dirs,

@@ -7,7 +7,8 @@ controller watches /brokers/ids, /brokers/topics (and each topic's assignment, f
 /isr_change_notification, keeps a ControllerContext, and moves replicas and partitions through Kafka's replica and partition
 state machines: they elect leaders, write the partition state znodes (conditionally on the znode
 version and on /controller_epoch's version, so a deposed controller's writes fail) and tell the
-brokers with LeaderAndIsr, UpdateMetadata and StopReplica. It also answers ControlledShutdown.
+brokers with LeaderAndIsr, UpdateMetadata and StopReplica. It also answers ControlledShutdown and
+AlterIsr (``alter_isr``).
 
 Everything happens as events on one queue processed by one task (ControllerEventManager); ZooKeeper
 watch callbacks only enqueue. ZooKeeper calls block, so they run on one dedicated executor thread
@@ -30,6 +31,7 @@ from ..protocol.errors import (BrokerNotAvailableError, KafkaError, KafkaStorage
                                NotControllerError, StaleBrokerEpochError)
 from .channel_manager import ControllerBrokerRequestBatch, ControllerChannelManager, inter_broker_connect
 from .controller_context import ControllerContext, ReplicaAssignment, TopicPartition
+from .alter_isr import IsrAlterations, IsrRequest, IsrResult
 from .auto_rebalance import AutoLeaderRebalancer
 from .election_requests import LeaderElectionRequests
 from .event_manager import (ApiCall, AutoPreferredReplicaLeaderElection, BrokerChange, ControlledShutdown,
@@ -91,6 +93,8 @@ class KafkaController:
                                                 self.event_manager.put_threadsafe)
         self.election_requests = LeaderElectionRequests(self.context, self.partition_state_machine,
                                                         self.preferred_election, broker_id, self._new_batch)
+        self.isr_alterations = IsrAlterations(self.context, zk, self._zk, broker_id, self._new_batch,
+                                              lambda tp: self.event_manager.put(PartitionReassignmentIsrChange(*tp)))
         self.auto_rebalance = AutoLeaderRebalancer(config, self.context, self.preferred_election, broker_id,
                                                    self.event_manager.put)
         self._zk_executor = ThreadPoolExecutor(1, thread_name_prefix=f"controller-{broker_id}-zk")
@@ -146,6 +150,11 @@ class KafkaController:
         async def listing() -> dict[TopicPartition, ReplicaAssignment]:
             return self.reassignment.list(partitions)
         return await self._api_call("ListPartitionReassignments", listing)
+
+    async def alter_isr(self, broker_id: int, broker_epoch: int, requests: dict[TopicPartition, IsrRequest]
+                        ) -> dict[TopicPartition, IsrResult]:
+        """AlterIsr (KIP-497): a leader's new ISRs written to ZooKeeper (``alter_isr.py``)."""
+        return await self._api_call("AlterIsr", lambda: self.isr_alterations.alter(broker_id, broker_epoch, requests))
 
     async def _api_call(self, name: str, action: Callable[[], Any]) -> Any:
         """Run ``action`` on the event task; NotControllerError unless (and until) this broker is controller."""

@@ -75,16 +75,19 @@ class CheckpointFile(Generic[T]):
         write_atomically(self.path, text.encode("utf-8"), sync_dir=sync_dir)
 
     def read(self) -> list[T]:
-        """The entries; an empty list when the file does not exist."""
+        """The entries; an empty list when the file does not exist, is empty or stops after its version line
+        (Kafka 2.8's CheckpointReadBuffer: its leader-epoch-checkpoint of a partition that never had an epoch,
+        and its cleaner-offset-checkpoint before the first cleaning, are empty files)."""
         try:
             with open(self.path, encoding="utf-8") as f:
                 lines = f.read().splitlines()
         except FileNotFoundError:
             return []
-        if len(lines) < 2:
-            raise CheckpointError(f"{self.path}: missing the version or count line")
+        if not lines:
+            return []
         try:
-            version, count = int(lines[0]), int(lines[1])
+            version = int(lines[0])
+            count = int(lines[1]) if len(lines) > 1 else 0
         except ValueError:
             raise CheckpointError(f"{self.path}: malformed version or count line") from None
         if version != self.version:

@@ -1,5 +1,6 @@
 """Controller and coordinator to broker: LeaderAndIsr (4), StopReplica (5), UpdateMetadata (6),
-ControlledShutdown (7, broker to controller) and WriteTxnMarkers (27).
+ControlledShutdown (7, broker to controller), WriteTxnMarkers (27) and AlterIsr (56, partition leader to
+controller, KIP-497).
 
 Kafka 2.8's message layouts, every version, in the form of ``protocol.schema``.
 """
@@ -180,6 +181,41 @@ WRITE_TXN_MARKERS_RESPONSE = Message(
                 F('partition_index', 'int32', '0+'),
                 F('error_code', 'int16', '0+'),
             ]),
+        ]),
+    ]),
+])
+
+
+# Kafka 2.8's AlterIsr v0 (later renamed AlterPartition): a partition leader asks the controller to write an ISR.
+ALTER_ISR_REQUEST = Message(
+    'AlterIsrRequest', api_key=56, kind='request', valid="0", flexible='0+', fields=[
+    F('broker_id', 'int32', '0+'),
+    F('broker_epoch', 'int64', '0+', default=-1),
+    F('topics', '[]TopicData', '0+', fields=[
+        F('name', 'string', '0+'),
+        F('partitions', '[]PartitionData', '0+', fields=[
+            F('partition_index', 'int32', '0+'),
+            F('leader_epoch', 'int32', '0+'),
+            F('new_isr', '[]int32', '0+'),
+            F('current_isr_version', 'int32', '0+'),
+        ]),
+    ]),
+])
+
+
+ALTER_ISR_RESPONSE = Message(
+    'AlterIsrResponse', api_key=56, kind='response', valid="0", flexible='0+', fields=[
+    F('throttle_time_ms', 'int32', '0+'),
+    F('error_code', 'int16', '0+'),
+    F('topics', '[]TopicData', '0+', fields=[
+        F('name', 'string', '0+'),
+        F('partitions', '[]PartitionData', '0+', fields=[
+            F('partition_index', 'int32', '0+'),
+            F('error_code', 'int16', '0+'),
+            F('leader_id', 'int32', '0+'),
+            F('leader_epoch', 'int32', '0+'),
+            F('isr', '[]int32', '0+'),
+            F('current_isr_version', 'int32', '0+'),
         ]),
     ]),
 ])

@@ -16,7 +16,7 @@ minimised (bytes cut from the end, then bytes zeroed, while the same traceback c
 carry the seed, the frame's index and its bytes in hex, ready for ``regressions.py``.
 
 Frames that would be legitimate orders rather than bad input are not sent (``admissible``): controller
-requests with a current controller epoch, a controlled shutdown of the live broker, anything naming the
+requests with a current controller epoch, a controlled shutdown or AlterIsr of the live broker, anything naming the
 bystander's topic, broker-wide config changes, and more than a small budget of topic creations (Kafka
 would obey all of these; they need authorization, not validation).
 """
@@ -221,7 +221,7 @@ class Fuzzer:
             return False
         if key in _CONTROLLER_APIS:
             return body.controller_epoch <= 0
-        if key == ApiKey.CONTROLLED_SHUTDOWN:
+        if key in (ApiKey.CONTROLLED_SHUTDOWN, ApiKey.ALTER_ISR):
             return body.broker_id not in self.live_broker_ids
         if key in (ApiKey.ALTER_CONFIGS, ApiKey.INCREMENTAL_ALTER_CONFIGS):
             return all(r.resource_type == 2 for r in body.resources)

@@ -16,7 +16,16 @@ def test_offset_checkpoint_format_round_trip(tmp_path):
     assert OffsetCheckpointFile(str(tmp_path / "missing")).read() == {}
 
 
-@pytest.mark.parametrize("text", ["", "1\n0\n", "0\n2\nt 0 1\n", "0\n1\nt zero 1\n", "0\n1\nt 0\n"])
+@pytest.mark.parametrize("text", ["", "0\n", "0\n0\n"])
+def test_an_empty_checkpoint_or_one_without_a_count_reads_as_empty(tmp_path, text):
+    """Kafka 2.8 leaves an empty leader-epoch-checkpoint in a partition that never had an epoch, and an empty
+    cleaner-offset-checkpoint before the first cleaning; its reader takes both as no entries."""
+    path = tmp_path / "leader-epoch-checkpoint"
+    path.write_text(text)
+    assert LeaderEpochCheckpointFile(str(path)).read() == [] and OffsetCheckpointFile(str(path)).read() == {}
+
+
+@pytest.mark.parametrize("text", ["x\n", "1\n0\n", "0\n2\nt 0 1\n", "0\n1\nt zero 1\n", "0\n1\nt 0\n"])
 def test_malformed_checkpoints_raise(tmp_path, text):
     path = tmp_path / "cp"
     path.write_text(text)

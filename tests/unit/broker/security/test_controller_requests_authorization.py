@@ -2,7 +2,8 @@
 AclAuthorizer whose super user is the brokers' principal, and requests from two principals. A forged
 StopReplica(delete) or LeaderAndIsr with a higher controller epoch from User:mallory is answered
 CLUSTER_AUTHORIZATION_FAILED for the request and every partition, and never reaches the replica
-manager; the same requests from User:broker do. (Against real brokers, with the principal told apart
+manager; the same requests from User:broker do. AlterIsr likewise, and its answer carries what the
+controller wrote, grouped by topic. (Against real brokers, with the principal told apart
 by address until authentication exists: tests/integration/test_acls_cluster.py.)"""
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from odradek.broker.apis import controlled_shutdown, inter_broker, write_txn_markers
+from odradek.broker.apis import alter_isr, controlled_shutdown, inter_broker, write_txn_markers
 from odradek.broker.apis.authorization import AuthHelper
 from odradek.broker.kafka_apis import KafkaApis
 from odradek.broker.network.request_channel import Request, Response
@@ -21,8 +22,11 @@ from odradek.broker.security.principal import KafkaPrincipal
 from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.errors import ClusterAuthorizationFailedError
 from odradek.protocol.header import RequestHeader, decode_response
+from odradek.controller.alter_isr import IsrRequest, IsrResult
+from odradek.controller.zk_data import LeaderIsrAndControllerEpoch
 from odradek.protocol.messages import (
-    ControlledShutdownRequest, LeaderAndIsrRequest, StopReplicaRequest, UpdateMetadataRequest, WriteTxnMarkersRequest,
+    AlterIsrRequest, ControlledShutdownRequest, LeaderAndIsrRequest, StopReplicaRequest, UpdateMetadataRequest,
+    WriteTxnMarkersRequest,
 )
 
 CLUSTER_AUTHORIZATION_FAILED = ClusterAuthorizationFailedError.code
@@ -142,3 +146,32 @@ def test_update_metadata_controlled_shutdown_and_markers_need_cluster_action_too
     assert replica_manager.calls == []
     assert send(apis, "User:broker", ApiKey.UPDATE_METADATA, 7, update).error_code == 0
     assert replica_manager.calls == ["check_controller_epoch"]
+
+
+class RecordingController:
+    """The active controller's AlterIsr: records what it was asked, answers t-0 written and t-1 fenced."""
+
+    def __init__(self) -> None:
+        self.asked: list = []
+
+    async def alter_isr(self, broker_id, broker_epoch, requests):
+        self.asked.append((broker_id, broker_epoch, requests))
+        return {("t", 0): IsrResult(0, LeaderIsrAndControllerEpoch(1, 4, [1, 2], 3), 8), ("t", 1): IsrResult(74)}
+
+
+def test_alter_isr_needs_cluster_action_and_answers_what_the_controller_wrote(broker):
+    apis, _ = broker
+    controller = RecordingController()
+    authorizer = AclAuthorizer(None, frozenset({"User:broker"}))
+    alter_isr.register(apis, SimpleNamespace(auth=AuthHelper(authorizer), controller=controller))
+    partition = AlterIsrRequest.PartitionData
+    request = AlterIsrRequest(broker_id=1, broker_epoch=7, topics=[AlterIsrRequest.TopicData(name="t", partitions=[
+        partition(partition_index=0, leader_epoch=4, new_isr=[1, 2], current_isr_version=7),
+        partition(partition_index=1, leader_epoch=2, new_isr=[1], current_isr_version=3)])])
+    refused = send(apis, "User:mallory", ApiKey.ALTER_ISR, 0, request)
+    assert (refused.error_code, refused.topics) == (CLUSTER_AUTHORIZATION_FAILED, []) and controller.asked == []
+    answer = send(apis, "User:broker", ApiKey.ALTER_ISR, 0, request)
+    assert controller.asked == [(1, 7, {("t", 0): IsrRequest(4, (1, 2), 7), ("t", 1): IsrRequest(2, (1,), 3)})]
+    assert answer.error_code == 0 and [t.name for t in answer.topics] == ["t"]
+    assert [(p.partition_index, p.error_code, p.leader_id, p.leader_epoch, p.isr, p.current_isr_version)
+            for p in answer.topics[0].partitions] == [(0, 0, 1, 4, [1, 2], 8), (1, 74, 0, 0, [], 0)]
