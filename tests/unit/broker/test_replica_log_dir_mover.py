@@ -5,14 +5,19 @@ from __future__ import annotations
 
 import asyncio
 import os
+from types import SimpleNamespace
 
 import pytest
 
+from odradek.broker.apis.alter_replica_log_dirs import AlterReplicaLogDirsApi
+from odradek.broker.apis.authorization import AuthHelper
+from odradek.broker.apis.describe_log_dirs import DescribeLogDirsApi
 from odradek.broker.log import LogManager
 from odradek.broker.log.log_types import FUTURE_DIR_SUFFIX
 from odradek.broker.metadata_cache import MetadataCache
 from odradek.broker.replica_manager import ReplicaManager
 from odradek.protocol import errors
+from odradek.protocol.messages import AlterReplicaLogDirsRequest, DescribeLogDirsRequest
 from odradek.protocol.records import iter_batches
 from tests.fakes.replica_manager import partition_state
 
@@ -191,3 +196,48 @@ def test_stop_replica_with_delete_removes_the_future_log_too(broker):
     assert broker.rm.stop_replicas(1, [("t", 0, -1, True)]) == {TP: 0}
     assert broker.lm.future_log(*TP) is None
     assert not [n for n in os.listdir(target) if n.startswith("t-0") and not n.endswith("-delete")]
+
+
+# -- the two APIs ---------------------------------------------------------------------------------------------------
+
+class DenyAll:
+    enabled = True
+
+    def authorize(self, *args, **kwargs) -> bool:
+        return False
+
+
+def alter_request(**dirs: list[int]):
+    """AlterReplicaLogDirs asking for partitions of t, by dir: alter_request(**{"/x": [0]})."""
+    body = AlterReplicaLogDirsRequest(dirs=[AlterReplicaLogDirsRequest.AlterReplicaLogDir(path=path, topics=[
+        AlterReplicaLogDirsRequest.AlterReplicaLogDir.AlterReplicaLogDirTopic(name="t", partitions=partitions)])
+        for path, partitions in dirs.items()])
+    return SimpleNamespace(body=body, api_version=1, api_key=34, principal="User:alice", connection=None)
+
+
+def answers(response) -> dict[tuple[str, int], int]:
+    return {(t.topic_name, p.partition_index): p.error_code for t in response.results for p in t.partitions}
+
+
+def test_the_request_moves_and_describe_log_dirs_shows_the_future_replica_with_its_lag(broker):
+    broker.lead()
+    source = broker.dir_of()
+    target = next(d for d in broker.dirs if d != source)
+    broker.produce(4)
+    services = SimpleNamespace(replica_manager=broker.rm, auth=AuthHelper())
+
+    async def ask_and_describe():
+        response = await AlterReplicaLogDirsApi(services).handle(alter_request(**{target: [0], "/elsewhere": [1]}))
+        # at once, before the copy task had a turn
+        described = DescribeLogDirsApi(services).handle(SimpleNamespace(body=DescribeLogDirsRequest(topics=None)))
+        broker.rm.log_dir_mover.shutdown()  # the copy stops there
+        return response, described
+    response, described = run(ask_and_describe())
+    assert answers(response) == {TP: 0, ("t", 1): errors.LogDirNotFoundError.code}
+    found = {(r.log_dir, p.partition_index): (p.is_future_key, p.offset_lag, p.partition_size > 0)
+             for r in described.results for t in r.topics for p in t.partitions}
+    assert found == {(source, 0): (False, 0, True), (target, 0): (True, 20, False)}
+    denied = SimpleNamespace(replica_manager=broker.rm, auth=AuthHelper(DenyAll()))
+    response = run(AlterReplicaLogDirsApi(denied).handle(alter_request(**{source: [0]})))
+    assert answers(response) == {TP: errors.ClusterAuthorizationFailedError.code}
+    assert broker.lm.future_log(*TP) is not None  # the denied request changed nothing
