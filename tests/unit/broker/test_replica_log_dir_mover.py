@@ -241,3 +241,19 @@ def test_the_request_moves_and_describe_log_dirs_shows_the_future_replica_with_i
     response = run(AlterReplicaLogDirsApi(denied).handle(alter_request(**{source: [0]})))
     assert answers(response) == {TP: errors.ClusterAuthorizationFailedError.code}
     assert broker.lm.future_log(*TP) is not None  # the denied request changed nothing
+
+
+def test_a_log_start_offset_inside_a_batch_is_copied_as_a_follower_would(broker):
+    broker.lead()
+    broker.produce(10)
+    assert broker.rm.partitions[TP].log.maybe_increment_log_start_offset(7)  # DeleteRecords, inside batch 5-9
+    source = broker.dir_of()
+    target = next(d for d in broker.dirs if d != source)
+    mover = broker.rm.log_dir_mover
+    assert mover.alter_replica_log_dirs({TP: target}) == {TP: 0}
+    partition = broker.rm.partitions[TP]
+    while not mover.step(partition, broker.lm.future_log(*TP)):
+        pass
+    moved = broker.rm.partitions[TP].log
+    assert os.path.dirname(moved.dir) == target
+    assert (moved.log_start_offset, moved.log_end_offset, moved.high_watermark) == (7, 50, 50)
