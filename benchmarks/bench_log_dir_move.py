@@ -22,6 +22,7 @@ import time
 from types import SimpleNamespace
 
 from odradek.broker.log import LogManager
+from odradek.broker.log.scheduler import Scheduler
 from odradek.broker.metadata_cache import MetadataCache
 from odradek.broker.replica_manager import ReplicaManager
 from odradek.protocol.records import RecordBatchBuilder
@@ -39,7 +40,7 @@ def batch(producer_id: int, sequence: int, size: int) -> bytearray:
 
 async def run(args: argparse.Namespace, root: str) -> None:
     dirs = [os.path.join(root, "a"), os.path.join(root, "b")]
-    lm = LogManager(dirs, broker_id=1, cluster_id="bench")
+    lm = LogManager(dirs, broker_id=1, cluster_id="bench", scheduler=Scheduler(2))  # flushes, deletes: as the broker
     rm = ReplicaManager(1, lm, MetadataCache(1))
     rm.start()
     leader = SimpleNamespace(partition_index=0, controller_epoch=1, leader=1, leader_epoch=0, isr=[1],
