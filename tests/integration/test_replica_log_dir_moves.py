@@ -232,7 +232,7 @@ def test_replicas_move_to_the_other_dir_while_a_producer_and_a_consumer_run(clus
     with capsys.disabled():
         print(f"\n[jbod] moved 2 replicas of {FILL_MB}+ MB each between log dirs while serving: the led one in "
               f"{move_seconds(cluster, 0):.2f} s, the followed one in {move_seconds(cluster, 1):.2f} s (from the "
-              f"broker's log; {move_s:.2f} s from the tool's start to DescribeLogDirs showing both); future replicas seen in DescribeLogDirs (partition: offset lag) {seen_future}; "
+              f"broker's log; {move_s:.2f} s from the first request to DescribeLogDirs showing both moved, the tool's start-up included); future replicas seen in DescribeLogDirs (partition: offset lag) {seen_future}; "
               f"producer acknowledged {len(load.acked)} records, none failed; the consumer read {len(values)} "
               f"records once each, longest wait between records while producing {consumer.longest_wait_s:.2f} s")
 
