@@ -106,7 +106,8 @@ class LogDirAdmin:
             for topic in response.results:
                 for p in topic.partitions:
                     replica = TopicPartitionReplica(topic.topic_name, p.partition_index, broker)
-                    results[replica] = for_code(p.error_code)(f"replica {replica}") if p.error_code else None
+                    # the error's own description, as the Java client's Errors.exception()
+                    results[replica] = for_code(p.error_code)() if p.error_code else None
             for topics in by_broker[broker].values():  # as Java's: an unanswered replica fails
                 for t, ps in topics.items():
                     for p in ps:
