@@ -61,7 +61,6 @@ class ReplicaLogDirMover:
         self.step_bytes = max(step_bytes, 1)
         self._tasks: dict[Key, asyncio.Task] = {}
         self._sizes: dict[Key, int] = {}  # the current log's size at each move's previous step
-        self.moves_completed = 0
 
     # -- AlterReplicaLogDirs --------------------------------------------------------------------------
 
@@ -131,9 +130,6 @@ class ReplicaLogDirMover:
         self._sizes.pop(key, None)
         if task is not None:
             task.cancel()
-
-    def moving(self) -> list[Key]:
-        return list(self._tasks)
 
     def shutdown(self) -> None:
         for key in list(self._tasks):
@@ -210,5 +206,4 @@ class ReplicaLogDirMover:
                 if entry.epoch > future.latest_epoch:
                     future.leader_epoch_cache.assign(entry.epoch, entry.start_offset)
             partition.log = self.log_manager.replace_current_with_future(topic, index)
-        self.moves_completed += 1
         self.replica_manager.note_change(partition.key)
