@@ -7,6 +7,8 @@ writes to both and a consumer reads both throughout. Expected, as Kafka 2.8: eve
 once at contiguous offsets, no delivery error, the data ends in the new dir and the old one is removed,
 DescribeLogDirs and ``--verify`` show the replicas there. The closing note prints the move time and what the
 consumer saw (its longest wait between records while the producer wrote).
+Then broker 0 is SIGKILLed right after accepting the move of a partition it alone holds: the restart resumes the
+move from its future log and every record is read back from the new dir.
 """
 
 from __future__ import annotations
@@ -114,7 +116,7 @@ class ConsumerLoad:
         self.consumer.close()
 
 
-def fill(bootstrap: str, partitions: int) -> int:
+def fill(bootstrap: str, partitions: int, topic: str = TOPIC) -> int:
     """FILL_MB of 1 KiB records in each partition (acks=all); returns how many records."""
     from confluent_kafka import Producer
     producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 20,
@@ -123,7 +125,7 @@ def fill(bootstrap: str, partitions: int) -> int:
     for n in range(count * partitions):
         while True:
             try:
-                producer.produce(TOPIC, value=b"fill-%08d-" % n + b"x" * 1010, partition=n % partitions)
+                producer.produce(topic, value=b"fill-%08d-" % n + b"x" * 1010, partition=n % partitions)
                 break
             except BufferError:
                 producer.poll(0.05)
@@ -132,19 +134,19 @@ def fill(bootstrap: str, partitions: int) -> int:
     return count * partitions
 
 
-def end_offsets(bootstrap: str, partitions: int) -> dict[int, int]:
+def end_offsets(bootstrap: str, partitions: int, topic: str = TOPIC) -> dict[int, int]:
     from confluent_kafka import Consumer, TopicPartition as CTP
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "jbod-ends"})
     try:
-        return {p: consumer.get_watermark_offsets(CTP(TOPIC, p), timeout=30)[1] for p in range(partitions)}
+        return {p: consumer.get_watermark_offsets(CTP(topic, p), timeout=30)[1] for p in range(partitions)}
     finally:
         consumer.close()
 
 
-def broker_0_replicas(admin) -> dict[int, dict[str, ReplicaInfo]]:
+def broker_0_replicas(admin, topic: str = TOPIC) -> dict[int, dict[str, ReplicaInfo]]:
     """partition -> {log dir: ReplicaInfo} of broker 0's replicas of the topic, from DescribeLogDirs."""
     found: dict[int, dict[str, ReplicaInfo]] = {}
-    for log_dir, description in admin.describe_log_dirs({TOPIC: [0, 1]}, brokers=[0])[0].items():
+    for log_dir, description in admin.describe_log_dirs({topic: [0, 1]}, brokers=[0])[0].items():
         for tp, info in description.replicas.items():
             found.setdefault(tp.partition, {})[log_dir] = info
     return found
@@ -256,3 +258,39 @@ def test_the_errors_kafka_answers(cluster):
 def broker_0_replicas_of(admin, topic: str) -> bool:
     return any(tp.topic == topic for d in admin.describe_log_dirs({topic: [0]}, brokers=[0])[0].values()
                for tp in d.replicas)
+
+
+def test_a_move_cut_by_a_crash_resumes_after_the_restart(cluster, capsys):
+    """Broker 0 is SIGKILLed right after it accepted the move of its only replica of a partition (RF 1, so nothing
+    else holds the data): after the restart the move resumes from its future log (or, had it finished before the
+    kill, stays done), and every record is there, in the new dir."""
+    topic = "jbod-crash"
+    bootstrap = cluster.bootstrap_servers
+    with Admin(bootstrap_servers=bootstrap) as admin:
+        admin.create_topics([NewTopic(topic, replica_assignments={0: [0]})])
+        filled = fill(bootstrap, 1, topic)
+        [source] = broker_0_replicas(admin, topic)[0]
+        target = next(str(d) for d in broker_0_dirs(cluster) if str(d) != source)
+        assert admin.alter_replica_log_dirs({TopicPartitionReplica(topic, 0, 0): target}) == {
+            TopicPartitionReplica(topic, 0, 0): None}
+    cluster.kill_broker(0)
+    futures = [n for n in os.listdir(target) if n.startswith(f"{topic}-0.") and n.endswith("-future")]
+    cluster.start_broker(0)
+    with Admin(bootstrap_servers=bootstrap) as admin:
+        wait_until(lambda: {d: i.is_future for d, i in broker_0_replicas(admin, topic).get(0, {}).items()}
+                   == {target: False}, WAIT_S, "the replica in its new dir")
+    assert end_offsets(bootstrap, 1, topic) == {0: filled}
+    from confluent_kafka import Consumer, TopicPartition as CTP
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "jbod-crash", "enable.auto.commit": False})
+    consumer.assign([CTP(topic, 0, 0)])
+    values: list[bytes] = []
+    try:
+        deadline = time.monotonic() + WAIT_S
+        while len(values) < filled and time.monotonic() < deadline:
+            values += [m.value() for m in consumer.consume(1000, timeout=1.0) if m.error() is None]
+    finally:
+        consumer.close()
+    assert [v[:14] for v in values] == [b"fill-%08d-" % n for n in range(filled)]
+    with capsys.disabled():
+        print(f"\n[jbod] broker killed {'during' if futures else 'after'} a move of {FILL_MB} MB: after the restart "
+              f"all {filled} records were read back from the new dir")
