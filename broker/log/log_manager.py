@@ -58,6 +58,12 @@ T = TypeVar("T")
 log = logging.getLogger(__name__)
 
 
+def _close_for_delete(log_: Log) -> None:
+    """Close a log's files without writing anything (Kafka's closeHandlers): it is about to be deleted."""
+    for segment in log_.segments:
+        segment.close_handlers()
+
+
 class InconsistentBrokerMetadataError(Exception):
     """meta.properties disagrees with the configuration or with another log dir."""
 
@@ -514,7 +520,7 @@ class LogManager:
         with self._lock:
             future = self._future_logs.pop((topic, partition), None)
             if future is not None and delete:
-                future.close()
+                _close_for_delete(future)
                 self._delete_async(future)
             return future
 
@@ -530,7 +536,12 @@ class LogManager:
             if dest is None:
                 raise KafkaStorageError(f"The future replica for {topic}-{partition} is offline")
             source_dir, dest_dir = self._dir_of[tp], os.path.dirname(dest.dir)
-            dest.rename_dir(os.path.join(dest_dir, log_dir_name(topic, partition)))
+            try:
+                dest.rename_dir(os.path.join(dest_dir, log_dir_name(topic, partition)))
+            except OSError as e:  # Kafka's renameDir: an I/O error takes the dir offline
+                self.failure_channel.mark_offline(dest_dir, f"Error while renaming the future log of {topic}-"
+                                                            f"{partition} in dir {dest_dir}", e)
+                raise KafkaStorageError(f"cannot rename the future log of {topic}-{partition}: {e}") from e
             dest.update_high_watermark(source.high_watermark)
             del self._future_logs[tp]
             dest.on_truncated = self._on_truncated
@@ -538,13 +549,12 @@ class LogManager:
             self._dir_of[tp] = dest_dir
             if self.cleaner is not None:  # what it had cleaned of the partition is now recorded in the new dir
                 self.cleaner.on_log_moved(tp, source_dir, dest_dir)
+            _close_for_delete(source)  # the future log holds it all now: nothing of the old one is written or synced
             try:
-                source.close()
                 self._delete_async(source)
-            except (OSError, KafkaStorageError):
-                for segment in source.segments:  # its dir is going offline: only the handles are closed
-                    segment.close_handlers()
-                raise
+            except OSError as e:  # the partition is safe in its new dir; the old one goes offline
+                self.failure_channel.mark_offline(source_dir, f"Error while renaming the replaced log of {topic}-"
+                                                              f"{partition} in dir {source_dir} for deletion", e)
             # the source dir's checkpoints no longer name the partition
             self._checkpoint_dir(source_dir, RECOVERY_POINT_CHECKPOINT, lambda log_: log_.recovery_point)
             self._checkpoint_dir(source_dir, LOG_START_OFFSET_CHECKPOINT, lambda log_: log_.log_start_offset)

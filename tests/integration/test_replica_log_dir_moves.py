@@ -62,8 +62,8 @@ def broker_0_dirs(cluster) -> tuple[Path, Path]:
 
 class ConsumerLoad:
     """confluent-kafka's consumer reading every partition of the topic from offset 0 in a thread until told to
-    stop at the given end offsets: (partition, offset, value) of each record, errors, its longest wait between
-    two records while ``busy`` (the producer writing)."""
+    stop at the given end offsets: (partition, offset, value) of each record, errors, and while ``busy`` (the
+    producer writing) each wait between two records, with when it ended."""
 
     def __init__(self, bootstrap: str, partitions: int) -> None:
         from confluent_kafka import Consumer, TopicPartition as CTP
@@ -74,7 +74,7 @@ class ConsumerLoad:
         self.errors: list[str] = []
         self.ends: dict[int, int] | None = None
         self.busy = threading.Event()
-        self.longest_wait_s = 0.0
+        self.waits: list[tuple[float, float]] = []  # (when it ended, seconds)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._positions = {p: 0 for p in range(partitions)}
@@ -96,7 +96,7 @@ class ConsumerLoad:
                 self._positions[msg.partition()] = msg.offset() + 1
                 now = time.monotonic()
                 if self.busy.is_set():
-                    self.longest_wait_s = max(self.longest_wait_s, now - last)
+                    self.waits.append((now, now - last))
                 last = now
 
     def __enter__(self) -> "ConsumerLoad":
@@ -152,6 +152,11 @@ def broker_0_replicas(admin, topic: str = TOPIC) -> dict[int, dict[str, ReplicaI
     return found
 
 
+def longest_wait(waits: list[tuple[float, float]], start: float, end: float) -> float:
+    """The longest wait between two records (ending) in [start, end)."""
+    return max((seconds for when, seconds in waits if start <= when < end), default=0.0)
+
+
 def move_seconds(cluster, partition: int) -> float:
     """From broker 0's log: the time from the move's start to the swap (each line's timestamp)."""
     stamps = {}
@@ -183,6 +188,8 @@ def test_replicas_move_to_the_other_dir_while_a_producer_and_a_consumer_run(clus
                 wait_until(lambda: len(load.acked) >= 500 and len(consumer.records) > filled, WAIT_S,
                            "the producer and the consumer to get going")
                 consumer.busy.set()
+                wait_until(lambda: len(consumer.waits) >= 1000, WAIT_S, "a baseline: records read before any move",
+                           interval=0.05)
                 began = time.monotonic()
                 # partition 0 through the Admin API (at once, so DescribeLogDirs may catch the future replica), then
                 # the tool for both: partition 0 is moving or moved there already, which is no error
@@ -205,6 +212,7 @@ def test_replicas_move_to_the_other_dir_while_a_producer_and_a_consumer_run(clus
                 assert f"Successfully started log directory moves for: {TOPIC}-0-0,{TOPIC}-1-0" in started.stdout
                 wait_until(moved, WAIT_S, "both replicas in their new dirs", interval=0.02)
                 move_s = time.monotonic() - began
+                moved_at = time.monotonic()
                 verify = console_tool("reassign-partitions", "--bootstrap-server", bootstrap, "--verify",
                                       "--reassignment-json-file", str(plan))
                 for p in (0, 1):
@@ -236,7 +244,10 @@ def test_replicas_move_to_the_other_dir_while_a_producer_and_a_consumer_run(clus
               f"{move_seconds(cluster, 0):.2f} s, the followed one in {move_seconds(cluster, 1):.2f} s (from the "
               f"broker's log; {move_s:.2f} s from the first request to DescribeLogDirs showing both moved, the tool's start-up included); future replicas seen in DescribeLogDirs (partition: offset lag) {seen_future}; "
               f"producer acknowledged {len(load.acked)} records, none failed; the consumer read {len(values)} "
-              f"records once each, longest wait between records while producing {consumer.longest_wait_s:.2f} s")
+              f"records once each, longest wait between records while "
+              f"producing: {longest_wait(consumer.waits, 0, began):.2f} s before the moves, "
+              f"{longest_wait(consumer.waits, began, moved_at):.2f} s during them, "
+              f"{longest_wait(consumer.waits, moved_at, float('inf')):.2f} s after")
 
 
 def test_the_errors_kafka_answers(cluster):
@@ -294,3 +305,28 @@ def test_a_move_cut_by_a_crash_resumes_after_the_restart(cluster, capsys):
     with capsys.disabled():
         print(f"\n[jbod] broker killed {'during' if futures else 'after'} a move of {FILL_MB} MB: after the restart "
               f"all {filled} records were read back from the new dir")
+
+
+def test_a_replica_added_by_a_reassignment_is_created_in_the_dir_asked_for(cluster, tmp_path):
+    """Kafka's executeMoves: the new replica's broker answers REPLICA_NOT_AVAILABLE until the controller has it
+    create the replica, which it then places in the remembered dir (or moves there, had it been created first)."""
+    topic = "jbod-new-replica"
+    bootstrap = cluster.bootstrap_servers
+    with Admin(bootstrap_servers=bootstrap) as admin:
+        admin.create_topics([NewTopic(topic, replica_assignments={0: [1]})])
+        wait_until(lambda: admin.describe_log_dirs({topic: [0]}, brokers=[1])[1], WAIT_S, "the replica on broker 1")
+        # the dir broker 0's fewest-logs rule would not pick
+        counts = {str(d): len(os.listdir(d)) for d in broker_0_dirs(cluster)}
+        target = max(counts, key=lambda d: (counts[d], d))
+        plan = tmp_path / "add.json"
+        plan.write_text(json.dumps({"version": 1, "partitions": [
+            {"topic": topic, "partition": 0, "replicas": [1, 0], "log_dirs": ["any", target]}]}))
+        started = console_tool("reassign-partitions", "--bootstrap-server", bootstrap, "--execute",
+                               "--reassignment-json-file", str(plan))
+        assert f"Successfully started log directory move for: {topic}-0-0" in started.stdout
+        wait_until(lambda: {d: i.is_future for d, i in broker_0_replicas(admin, topic).get(0, {}).items()}
+                   == {target: False}, WAIT_S, "broker 0's new replica in the dir asked for")
+    verify = console_tool("reassign-partitions", "--bootstrap-server", bootstrap, "--verify",
+                          "--reassignment-json-file", str(plan))
+    assert f"Reassignment of partition {topic}-0 is complete." in verify.stdout
+    assert f"Reassignment of replica {topic}-0-0 completed successfully." in verify.stdout
