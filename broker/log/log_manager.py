@@ -438,7 +438,7 @@ class LogManager:
     def update_topic_config(self, topic: str, overrides: Mapping[str, Any]) -> None:
         with self._lock:
             self.topic_configs[topic] = dict(overrides)
-            for (t, _), log in self._logs.items():
+            for (t, _), log in [*self._logs.items(), *self._future_logs.items()]:
                 if t == topic:
                     log.config = self._config_for(topic)
 
@@ -446,7 +446,7 @@ class LogManager:
         """Dynamic broker configs changed the defaults: every log takes them under its topic's overrides."""
         with self._lock:
             self.topic_defaults = dict(topic_defaults)
-            for (t, _), log in self._logs.items():
+            for (t, _), log in [*self._logs.items(), *self._future_logs.items()]:
                 log.config = self._config_for(t)
 
     def delete_log(self, topic: str, partition: int) -> bool:

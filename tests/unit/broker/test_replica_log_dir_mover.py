@@ -257,3 +257,9 @@ def test_a_log_start_offset_inside_a_batch_is_copied_as_a_follower_would(broker)
     moved = broker.rm.partitions[TP].log
     assert os.path.dirname(moved.dir) == target
     assert (moved.log_start_offset, moved.log_end_offset, moved.high_watermark) == (7, 50, 50)
+
+
+def test_a_topic_config_changed_during_a_move_applies_to_the_future_log(broker):
+    broker.start_move(2)
+    broker.lm.update_topic_config("t", {"retention.ms": "12345"})
+    assert broker.lm.future_log(*TP).config.retention_ms == 12345
