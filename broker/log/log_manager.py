@@ -58,8 +58,8 @@ T = TypeVar("T")
 log = logging.getLogger(__name__)
 
 
-def _close_for_delete(log_: Log) -> None:
-    """Close a log's files without writing anything (Kafka's closeHandlers): it is about to be deleted."""
+def _close_handlers(log_: Log) -> None:
+    """Close a log's files without writing anything (Kafka's closeHandlers): it is deleted or its dir failed."""
     for segment in log_.segments:
         segment.close_handlers()
 
@@ -342,13 +342,11 @@ class LogManager:
                 del self._dir_of[tp]
                 if self.cleaner is not None:
                     self.cleaner.abort_cleaning(tp)
-                for segment in log_.segments:
-                    segment.close_handlers()
+                _close_handlers(log_)
             for tp, future in list(self._future_logs.items()):
                 if os.path.dirname(future.dir) == log_dir:
                     del self._future_logs[tp]
-                    for segment in future.segments:
-                        segment.close_handlers()
+                    _close_handlers(future)
             if self.cleaner is not None:
                 self.cleaner.manager.forget_log_dir(log_dir)
         log.warning("Logs for partitions %s are offline and logs for future partitions are offline due to failure "
@@ -381,10 +379,13 @@ class LogManager:
             self.cleaner.on_log_truncated(log)
         future = self._future_logs.get((log.topic, log.partition))
         if future is not None:  # a replica being moved: its copy loses what the current log lost
-            if log.log_end_offset == log.log_start_offset:
-                future.truncate_fully_and_start_at(log.log_start_offset)
-            elif future.log_end_offset > log.log_end_offset:
-                future.truncate_to(log.log_end_offset)
+            try:
+                if log.log_end_offset == log.log_start_offset:
+                    future.truncate_fully_and_start_at(log.log_start_offset)
+                elif future.log_end_offset > log.log_end_offset:
+                    future.truncate_to(log.log_end_offset)
+            except KafkaStorageError:
+                pass  # the future log's dir went offline (the failure handler ends the move), not the current's
 
     def _next_log_dir(self, tp: TopicPartition) -> str:
         preferred = self._preferred_dirs.pop(tp, None)
@@ -520,7 +521,7 @@ class LogManager:
         with self._lock:
             future = self._future_logs.pop((topic, partition), None)
             if future is not None and delete:
-                _close_for_delete(future)
+                _close_handlers(future)
                 self._delete_async(future)
             return future
 
@@ -549,7 +550,7 @@ class LogManager:
             self._dir_of[tp] = dest_dir
             if self.cleaner is not None:  # what it had cleaned of the partition is now recorded in the new dir
                 self.cleaner.on_log_moved(tp, source_dir, dest_dir)
-            _close_for_delete(source)  # the future log holds it all now: nothing of the old one is written or synced
+            _close_handlers(source)  # the future log holds it all now: nothing of the old one is written or synced
             try:
                 self._delete_async(source)
             except OSError as e:  # the partition is safe in its new dir; the old one goes offline
