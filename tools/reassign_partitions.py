@@ -91,6 +91,7 @@ def build_parser() -> argparse.ArgumentParser:
     add("--additional", action="store_true",
         help="Execute this reassignment in addition to any other ongoing ones.")
     add("--preserve-throttles", action="store_true", help="Do not modify broker or topic throttles.")
+    add("--replica-alter-log-dirs-throttle", type=int, default=-1, help=argparse.SUPPRESS)  # refused below
     add("--timeout", type=int, default=10000, metavar="<Long: timeout>",
         help="The maximum time in ms to wait for log directory replica assignment to begin.")
     return parser
@@ -100,6 +101,9 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     opts = parse_known(build_parser(), argv)
     if opts.zookeeper is not None:
         raise UsageError("zookeeper is not a recognized option")  # administered through brokers (Kafka 3.0)
+    if opts.replica_alter_log_dirs_throttle != -1:
+        raise UsageError("--replica-alter-log-dirs-throttle is not supported: moves between the log dirs of a broker "
+                         "run unthrottled (Kafka's default)")
     actions = [a for a in _ACTIONS if getattr(opts, a)]
     if len(actions) != 1:
         raise UsageError("Command must include exactly one action: --execute, --verify, --generate, --cancel, "

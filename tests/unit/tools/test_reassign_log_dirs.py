@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 
 from odradek.clients.admin.log_dirs import TopicPartitionReplica as R
+from odradek.tools.common import UsageError
 from odradek.tools.reassign_partitions import (
-    CommandFailed, move_status_lines, parse_reassignment, parse_replica_moves,
+    CommandFailed, move_status_lines, parse_args, parse_reassignment, parse_replica_moves,
 )
 
 
@@ -44,3 +45,9 @@ def test_move_lines_say_what_kafka_says():
         "the broker.",
         "Partition t-5 cannot be found in any live log directory on broker 1.",
     ]
+
+
+def test_the_log_dir_throttle_is_refused_in_one_line():
+    with pytest.raises(UsageError, match="--replica-alter-log-dirs-throttle is not supported"):
+        parse_args(["--bootstrap-server", "h:1", "--execute", "--reassignment-json-file", "p.json",
+                    "--replica-alter-log-dirs-throttle", "1000"])
