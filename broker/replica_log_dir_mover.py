@@ -109,9 +109,10 @@ class ReplicaLogDirMover:
 
     def resume(self, key: Key) -> None:
         """The replica is hosted here (again): a future log loaded at start-up or left by StopReplica is filled."""
-        partition = self.replica_manager.partitions.get(key)
-        if partition is not None and key not in self._tasks and self.log_manager.future_log(*key) is not None:
-            log.info("Resuming the move of %s-%d to %s", *key, os.path.dirname(self.log_manager.future_log(*key).dir))
+        future = self.log_manager.future_log(*key)  # first: nearly always None (called per LeaderAndIsr partition)
+        partition = self.replica_manager.partitions.get(key) if future is not None else None
+        if partition is not None and key not in self._tasks:
+            log.info("Resuming the move of %s-%d to %s", *key, os.path.dirname(future.dir))
             self._start(partition)
 
     def _start(self, partition: "Partition") -> None:
