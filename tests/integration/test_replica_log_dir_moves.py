@@ -30,7 +30,7 @@ from tests.conftest import module_cluster
 
 from .helpers import IdempotentProducerLoad, console_tool, wait_until
 
-pytestmark = pytest.mark.timeout(240)
+pytestmark = [pytest.mark.timeout(240), pytest.mark.slow]
 
 TOPIC = "jbod-move"
 FILL_MB = 6  # per partition, before the move
