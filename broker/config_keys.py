@@ -486,6 +486,7 @@ UNSUPPORTED_PREFIXES = ("ssl.", "sasl.", "zookeeper.ssl.", "zookeeper.clientCnxn
                         "host.name", "port", "advertised.host.name", "advertised.port", "process.roles",
                         "node.id", "controller.", "metadata.", "client.",
                         "max.connection.creation.rate", "num.quota.samples", "num.replica.alter.log.dirs.threads",
+                        "replica.alter.log.dirs.io.max.bytes.per.second",
                         "zookeeper.sync.time.ms", "broker.heartbeat.", "broker.session.")
 
 def is_unsupported(key: str) -> bool:

@@ -38,6 +38,7 @@ from .metadata_cache import MetadataCache
 from .partition import Partition, monotonic_ms
 from .purgatory import AsyncTimerDriver, DelayedOperationPurgatory, Timer
 from .purgatory.completion import Completion
+from .replica_log_dir_mover import ReplicaLogDirMover
 from .replication_quota import ReplicationQuotas
 from .replica_selector import ClientMetadata, Selector, preferred_read_replica
 
@@ -152,6 +153,8 @@ class ReplicaManager:
                                                                   delete_records_purge_interval)
         self._purgatories = (self.fetch_purgatory, self.produce_purgatory, self.delete_records_purgatory)
         self._drivers = [AsyncTimerDriver(p.timer) for p in self._purgatories]
+        # replicas being moved between this broker's log dirs (AlterReplicaLogDirs)
+        self.log_dir_mover = ReplicaLogDirMover(self)
 
     def attach_replication(self, fetcher_manager: FollowerFetchers, isr_manager: IsrManager) -> None:
         """The one-time wiring of the replication pieces. Their lifetimes form a true cycle, so they
@@ -168,6 +171,7 @@ class ReplicaManager:
             driver.start()
 
     def shutdown(self) -> None:
+        self.log_dir_mover.shutdown()
         for driver in self._drivers:
             driver.shutdown()
         for purgatory in self._purgatories:
@@ -326,6 +330,8 @@ class ReplicaManager:
         self.fetch_purgatory.check_and_complete_all(
             {watch_key: None for key in changed for watch_key in self.session_watch_keys(key)})
         self._update_fetchers(new_leaders, new_followers, leader_endpoints)
+        for partition in new_leaders + new_followers:  # a move a restart or StopReplica interrupted goes on
+            self.log_dir_mover.resume(partition.key)
         if self.on_leadership_change is not None:
             self.on_leadership_change([p.key for p in new_leaders], [p.key for p in new_followers])
         return errors
@@ -381,6 +387,7 @@ class ReplicaManager:
                 errors[key] = FencedLeaderEpochError.code
                 continue
             self.partitions.pop(key, None)
+            self.log_dir_mover.stop(key)  # the future log stays (and resumes) unless the replica is deleted
             stopped.append(key)
             self.note_change(key)
             for purgatory in self._purgatories:
@@ -414,6 +421,10 @@ class ReplicaManager:
         for key in gone:
             del self.partitions[key]
             self.offline_partitions.add(key)
+            self.log_dir_mover.stop(key)
+        for key, future in self.log_manager.future_logs().items():  # moves into the dir stop (Kafka's too)
+            if os.path.dirname(future.dir) == log_dir:
+                self.log_dir_mover.stop(key)
         if self.fetcher_manager is not None:
             self.fetcher_manager.remove_partitions(gone)
         for key in gone:

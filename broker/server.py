@@ -33,7 +33,7 @@ from .apis import describe_configs, group_apis, offset_apis, offset_for_leader_e
 from .apis import write_txn_markers
 from .apis import txn_apis
 from .apis import alter_configs, delete_records
-from .apis import describe_log_dirs
+from .apis import alter_replica_log_dirs, describe_log_dirs
 from .apis import elect_leaders, reassignment_apis
 from .apis import client_quotas as client_quotas_api
 from .apis import describe_cluster, describe_producers, sasl_plaintext
@@ -82,7 +82,7 @@ _API_MODULES = (api_versions, produce, fetch, list_offsets, metadata, create_top
                 inter_broker, controlled_shutdown_api, alter_isr_api,
                 offset_for_leader_epoch, producers, group_apis, offset_apis, create_partitions,
                 describe_configs, alter_configs, delete_records, write_txn_markers,
-                txn_apis, describe_log_dirs,
+                txn_apis, describe_log_dirs, alter_replica_log_dirs,
                 elect_leaders, reassignment_apis, client_quotas_api, describe_cluster, describe_producers,
                 sasl_plaintext, scram_credentials, acl_apis)
 _NEVER_MS = 2 ** 62  # Kafka's Long.MaxValue defaults: "never"

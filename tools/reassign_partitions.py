@@ -6,8 +6,11 @@ AlterPartitionReassignments / ListPartitionReassignments APIs:
 - ``--generate --topics-to-move-json-file f --broker-list 0,1,2`` prints the current assignment and a
   proposal (Kafka's rack-unaware AdminUtils placement, random start as Kafka's);
 - ``--execute --reassignment-json-file f [--throttle B/s] [--additional]`` prints the current assignment
-  (to keep for a rollback) and starts the moves;
-- ``--verify`` prints each partition's status and, once nothing is moving, clears the throttles;
+  (to keep for a rollback) and starts the moves; a replica given a log dir other than "any" is then moved to
+  that dir of its broker (AlterReplicaLogDirs, KIP-113), asked again every 100 ms while its broker answers
+  REPLICA_NOT_AVAILABLE (it is not there yet), up to ``--timeout`` ms (Kafka's executeMoves);
+- ``--verify`` prints each partition's status, then each log dir move's (Kafka's replicaMoveStatesToString, from
+  DescribeLogDirs), and, once nothing is moving, clears the throttles;
 - ``--list`` prints the reassignments in progress, ``--cancel`` reverts those of the file.
 
 JSON as Kafka's: ``{"version":1,"topics":[{"topic":"foo"}]}`` and ``{"version":1,"partitions":[{"topic":
@@ -22,20 +25,23 @@ modifyInterBrokerThrottle); ``--verify`` clears both once nothing moves (clearAl
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import sys
+import time
 from typing import Any, Mapping, Sequence
 
 from ..controller.replica_assignment import (
     AdminOperationError, RackAwareMode, assign_replicas_to_brokers, racks_for_assignment,
 )
-from ..protocol.errors import KafkaError  # type: ignore[attr-defined]
+from ..protocol.errors import KafkaError, ReplicaNotAvailableError  # type: ignore[attr-defined]
+from ..clients.admin.log_dirs import TopicPartitionReplica
 from ..clients.admin.client import AIOAdmin, AlterConfigOp, AlterConfigOpType, ConfigResource, ConfigResourceType
 from ..clients.types import TopicPartition
 from .common import Parser, UsageError, client_id, error_message, failure_report, parse_known, run_admin, run_tool
 
-__all__ = ["main", "parse_args", "parse_reassignment", "parse_topics", "reassignment_json", "propose",
-           "status_lines", "list_text"]
+__all__ = ["main", "parse_args", "parse_reassignment", "parse_replica_moves", "parse_topics", "reassignment_json",
+           "propose", "status_lines", "move_status_lines", "list_text"]
 
 _ACTIONS = ("generate", "execute", "verify", "list", "cancel")
 ANY_LOG_DIR = "any"
@@ -48,6 +54,8 @@ VERIFY_PERIODICALLY = ("Warning: You must run --verify periodically, until the r
                        "the throttle is removed.")
 
 Plan = dict[TopicPartition, list[int]]
+Moves = dict[TopicPartitionReplica, str]  # replica -> the log dir it goes to
+MOVE_RETRY_S = 0.1  # Kafka's executeMoves: a replica not on its new broker yet is asked for again this often
 
 
 class CommandFailed(Exception):
@@ -83,6 +91,7 @@ def build_parser() -> argparse.ArgumentParser:
     add("--additional", action="store_true",
         help="Execute this reassignment in addition to any other ongoing ones.")
     add("--preserve-throttles", action="store_true", help="Do not modify broker or topic throttles.")
+    add("--replica-alter-log-dirs-throttle", type=int, default=-1, help=argparse.SUPPRESS)  # refused below
     add("--timeout", type=int, default=10000, metavar="<Long: timeout>",
         help="The maximum time in ms to wait for log directory replica assignment to begin.")
     return parser
@@ -92,6 +101,9 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     opts = parse_known(build_parser(), argv)
     if opts.zookeeper is not None:
         raise UsageError("zookeeper is not a recognized option")  # administered through brokers (Kafka 3.0)
+    if opts.replica_alter_log_dirs_throttle != -1:
+        raise UsageError("--replica-alter-log-dirs-throttle is not supported: moves between the log dirs of a broker "
+                         "run unthrottled (Kafka's default)")
     actions = [a for a in _ACTIONS if getattr(opts, a)]
     if len(actions) != 1:
         raise UsageError("Command must include exactly one action: --execute, --verify, --generate, --cancel, "
@@ -168,11 +180,12 @@ def parse_reassignment(document: Any) -> Plan:
                                 f"{json.dumps(entry)}") from None
         log_dirs = entry.get("log_dirs")
         if log_dirs is not None:
+            if not isinstance(log_dirs, list) or not all(isinstance(d, str) for d in log_dirs):
+                raise CommandFailed(f"Error: \"log_dirs\" must be a list of \"any\" or absolute paths: "
+                                    f"{json.dumps(entry)}")
             if len(log_dirs) != len(replicas):
                 raise CommandFailed(f"Error: Size of replicas list {replicas} is different from size of log dirs "
                                     f"list {log_dirs} for partition {tp.topic}-{tp.partition}")
-            if any(d != ANY_LOG_DIR for d in log_dirs):
-                raise CommandFailed("Error: moving replicas between log directories is not supported; use \"any\"")
         seen.append(tp)
         plan[tp] = replicas
     if not plan:
@@ -186,6 +199,21 @@ def parse_reassignment(document: Any) -> Plan:
     if repeated:
         raise CommandFailed("Partition replica lists may not contain duplicate entries: " + ". ".join(repeated))
     return plan
+
+
+def parse_replica_moves(document: Any) -> Moves:
+    """The replicas given a log dir other than "any" (Kafka's parsePartitionReassignmentData); call after
+    parse_reassignment has checked the document."""
+    moves: Moves = {}
+    for entry in document["partitions"]:
+        for broker, log_dir in zip(entry["replicas"], entry.get("log_dirs") or ()):
+            if log_dir != ANY_LOG_DIR:
+                moves[TopicPartitionReplica(str(entry["topic"]), int(entry["partition"]), int(broker))] = log_dir
+    return moves
+
+
+def _replica_name(replica: TopicPartitionReplica) -> str:
+    return f"{replica.topic}-{replica.partition}-{replica.broker_id}"  # Java's TopicPartitionReplica.toString
 
 
 def reassignment_json(plan: Plan) -> str:
@@ -227,6 +255,32 @@ def status_lines(targets: Plan, ongoing: set[TopicPartition], current: Plan) -> 
     return lines
 
 
+def move_status_lines(moves: Moves, found: Mapping[TopicPartitionReplica, tuple[str | None, str | None]]) -> list[str]:
+    """Kafka's replicaMoveStatesToString; ``found``: replica -> (current dir, future dir) of each one its broker
+    listed (a replica missing there is not in any live dir)."""
+    lines = []
+    for replica in sorted(moves):
+        target, where = moves[replica], f"Partition {replica.topic}-{replica.partition}"
+        if replica not in found:
+            lines.append(f"{where} cannot be found in any live log directory on broker {replica.broker_id}.")
+            continue
+        current, future = found[replica]
+        if current is None:
+            lines.append(f"{where} is not found in any live log dir on broker {replica.broker_id}. There is likely "
+                         f"an offline log directory on the broker.")
+        elif future is None and current == target:
+            lines.append(f"Reassignment of replica {_replica_name(replica)} completed successfully.")
+        elif future is None:
+            lines.append(f"{where} on broker {replica.broker_id} is not being moved from log dir {current} to "
+                         f"{target}.")
+        elif future == target:
+            lines.append(f"Reassignment of replica {_replica_name(replica)} is still in progress.")
+        else:
+            lines.append(f"{where} on broker {replica.broker_id} is being moved to log dir {future} instead of "
+                         f"{target}.")
+    return lines
+
+
 def list_text(ongoing: dict[TopicPartition, Any]) -> str:
     """Kafka's curReassignmentsToString."""
     lines = []
@@ -265,7 +319,9 @@ async def _generate(admin: AIOAdmin, opts: argparse.Namespace) -> None:
 
 
 async def _execute(admin: AIOAdmin, opts: argparse.Namespace) -> None:
-    plan = parse_reassignment(_read_json(opts.reassignment_json_file, "reassignment-json-file"))
+    document = _read_json(opts.reassignment_json_file, "reassignment-json-file")
+    plan = parse_reassignment(document)
+    moves = parse_replica_moves(document)
     if not opts.additional and await admin.list_partition_reassignments():
         raise CommandFailed(CANNOT_EXECUTE)
     known = {b.node_id for b in (await admin.describe_cluster()).brokers}
@@ -291,6 +347,48 @@ async def _execute(admin: AIOAdmin, opts: argparse.Namespace) -> None:
             f"{_name(tp)}: {error_message(e)}" for tp, e in sorted(errors.items())))
     print(f"Successfully started partition reassignment{'' if len(plan) == 1 else 's'} for "
           + ",".join(_name(tp) for tp in sorted(plan)))
+    if moves:
+        await _execute_moves(admin, moves, opts.timeout)
+
+
+async def _execute_moves(admin: AIOAdmin, moves: Moves, timeout_ms: int) -> None:
+    """Kafka's executeMoves: a replica whose broker does not hold it yet (REPLICA_NOT_AVAILABLE, a replica
+    being added) is asked for again until it does or ``timeout_ms`` passed; any other error fails the command."""
+    deadline = time.monotonic() + timeout_ms / 1000
+    pending = dict(moves)
+    while True:
+        results = await admin.alter_replica_log_dirs(pending)
+        for replica, error in sorted(results.items()):
+            if error is not None and not isinstance(error, ReplicaNotAvailableError):
+                raise CommandFailed(f"Error: Failed to alter dir for {_replica_name(replica)}: {error_message(error)}")
+        started = sorted(r for r, error in results.items() if error is None)
+        if started:
+            print(f"Successfully started log directory move{'' if len(started) == 1 else 's'} for: "
+                  + ",".join(_replica_name(r) for r in started))
+        for replica in started:
+            del pending[replica]
+        if not pending:
+            return
+        if time.monotonic() >= deadline:
+            raise CommandFailed(f"Timed out before log directory move{'' if len(pending) == 1 else 's'} could be "
+                                f"started for: " + ",".join(_replica_name(r) for r in sorted(pending)))
+        await asyncio.sleep(MOVE_RETRY_S)
+
+
+async def _log_dir_moves(admin: AIOAdmin, moves: Moves) -> dict[TopicPartitionReplica, tuple[str | None, str | None]]:
+    """Kafka's describeReplicaLogDirs: for each replica its broker lists, (current dir, future dir)."""
+    if not moves:
+        return {}
+    described = await admin.describe_log_dirs([TopicPartition(r.topic, r.partition) for r in moves],
+                                              brokers=sorted({r.broker_id for r in moves}))
+    found: dict[TopicPartitionReplica, tuple[str | None, str | None]] = {}
+    for broker, dirs in described.items():
+        for log_dir, description in dirs.items():
+            for tp, info in description.replicas.items():
+                replica = TopicPartitionReplica(tp.topic, tp.partition, broker)
+                current, future = found.get(replica, (None, None))
+                found[replica] = (current, log_dir) if info.is_future else (log_dir, future)
+    return found
 
 
 async def _set_throttled_replicas(admin: AIOAdmin, plan: Plan, current: Plan) -> None:
@@ -336,11 +434,16 @@ async def _has_throttled_replicas(admin: AIOAdmin, topics: set[str]) -> bool:
 
 
 async def _verify(admin: AIOAdmin, opts: argparse.Namespace) -> None:
-    plan = parse_reassignment(_read_json(opts.reassignment_json_file, "reassignment-json-file"))
+    document = _read_json(opts.reassignment_json_file, "reassignment-json-file")
+    plan = parse_reassignment(document)
+    moves = parse_replica_moves(document)
     ongoing = set(await admin.list_partition_reassignments(list(plan)))
     current = await _current_assignment(admin, [tp.topic for tp in plan])
     print("\n".join(status_lines(plan, ongoing, current)))
-    if not ongoing and not opts.preserve_throttles:
+    found = await _log_dir_moves(admin, moves)
+    print("\n".join(move_status_lines(moves, found)))  # Kafka prints this block, empty without moves
+    moving = any(found.get(replica, (None, None))[1] is not None for replica in moves)  # Kafka's ActiveMoveState
+    if not ongoing and not moving and not opts.preserve_throttles:
         await _clear_throttles(admin, {tp.topic for tp in plan})
 
 

@@ -6,9 +6,10 @@ with error NONE, or KAFKA_STORAGE_ERROR and no topics when it is offline (KIP-11
 those it holds a log of, and a topic's partitions are the requested
 ones among them (so, as in Kafka, a topic of the dir that was not asked about is listed with no
 partitions). Per partition: the log's size in bytes, ``offset_lag`` = max(high watermark - log end
-offset, 0) (0 for a current replica; a future replica's lag behind the current one would go here, but
-we do not move replicas between dirs), ``is_future_key`` false. Without Describe on the cluster the
-answer is an empty list (v0-2 have no error code for it), as Kafka 2.8.
+offset, 0) for a current replica (0 on a leader), and for a future replica (being moved into that dir by
+AlterReplicaLogDirs, ``is_future_key`` true) how far its log end is behind the current log's (Kafka's
+getLogEndOffsetLag). Without Describe on the cluster the answer is an empty list (v0-2 have no error code
+for it), as Kafka 2.8.
 """
 
 from __future__ import annotations
@@ -45,12 +46,18 @@ class DescribeLogDirsApi:
         if topics is not None:
             wanted = {(t.topic, p) for t in topics for p in t.partitions}
         by_dir: dict[str, dict[str, list[Any]]] = {}
-        for log_ in sorted(self.log_manager.all_logs(), key=lambda lg: (lg.topic, lg.partition)):
+        lm = self.log_manager
+        logs = [(lg, False) for lg in lm.all_logs()] + [(lg, True) for lg in lm.future_logs().values()]
+        for log_, future in sorted(logs, key=lambda entry: (entry[0].topic, entry[0].partition, entry[1])):
             topic_partitions = by_dir.setdefault(os.path.dirname(log_.dir), {}).setdefault(log_.topic, [])
             if wanted is None or (log_.topic, log_.partition) in wanted:
-                topic_partitions.append(_Partition(
-                    partition_index=log_.partition, partition_size=log_.size,
-                    offset_lag=max(log_.high_watermark - log_.log_end_offset, 0), is_future_key=False))
+                if future:
+                    current = lm.get_log(log_.topic, log_.partition)
+                    lag = -1 if current is None else current.log_end_offset - log_.log_end_offset
+                else:
+                    lag = max(log_.high_watermark - log_.log_end_offset, 0)
+                topic_partitions.append(_Partition(partition_index=log_.partition, partition_size=log_.size,
+                                                   offset_lag=lag, is_future_key=future))
         results = []
         offline = self.log_manager.offline_log_dirs
         for log_dir in self.log_manager.log_dirs:

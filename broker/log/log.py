@@ -435,6 +435,7 @@ class Log:
                     fds += self._segments[base].duplicate_descriptors()
             truncations = self._truncations
             unflushed = self._unflushed_messages if offset == leo else 0
+            directory = self.dir
         try:
             for fd in fds:
                 os.fsync(fd)
@@ -444,7 +445,12 @@ class Log:
                 except FileNotFoundError:
                     pass  # deleted since (retention, truncation)
             if files:
-                fsync_dir(self.dir)
+                try:
+                    fsync_dir(directory)
+                except FileNotFoundError:
+                    if self.dir == directory:
+                        raise
+                    fsync_dir(self.dir)  # renamed meanwhile (moved to another log dir, or deleted)
         finally:
             for fd in fds:
                 os.close(fd)

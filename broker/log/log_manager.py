@@ -9,6 +9,12 @@ recovered from its checkpointed recovery point. Deleted partitions are renamed
 ``<topic>-<partition>.<uuid>-delete`` and removed ``file.delete.delay.ms`` later by the scheduler
 (Kafka's asynchronous delete); leftovers are removed on start.
 
+A replica being moved to another log dir (AlterReplicaLogDirs, KIP-113) has a second, "future" log there,
+``<topic>-<partition>.<uuid>-future``, filled by broker/replica_log_dir_mover.py; it is loaded as a future log
+on start (the move resumes), and ``replace_current_with_future`` swaps it in (Kafka's order: the future is
+renamed to the partition's name, then the current one to ``-delete``). A move asked for before the replica
+exists here is remembered as its preferred dir, where the log is then created (Kafka's preferredLogDirs).
+
 Logs are loaded (and recovered) at start-up, and flushed and closed at shutdown, by
 ``num.recovery.threads.per.data.dir`` threads per log dir, as Kafka: recovery is mostly CPU here (one
 GIL), flushing is fsyncs, which threads overlap.
@@ -21,7 +27,6 @@ import logging
 import os
 import shutil
 import threading
-import uuid
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Iterable, Mapping, TypeVar
 
@@ -30,8 +35,9 @@ from .checkpoints import (
     OffsetCheckpointFile, write_atomically,
 )
 from .cleaner import CleanerConfig, LogCleaner
-from ...protocol.errors import KafkaStorageError  # type: ignore[attr-defined]
+from ...protocol.errors import KafkaStorageError, LogDirNotFoundError  # type: ignore[attr-defined]
 from .log import Log, log_dir_name, parse_topic_partition
+from .log_types import DELETE_DIR_SUFFIX, FUTURE_DIR_SUFFIX, delete_dir_name, future_dir_name
 from .log_dir_failure import LogDirFailureChannel
 from .log_config import LogConfig, warn_not_implemented
 from .producer_state import DEFAULT_PRODUCER_ID_EXPIRATION_MS
@@ -41,8 +47,7 @@ from .segment import now_ms
 META_PROPERTIES = "meta.properties"
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
 LOCK_FILE = ".lock"
-DELETE_DIR_SUFFIX = "-delete"
-FUTURE_DIR_SUFFIX = "-future"  # reserved for moving a replica between log dirs
+__all__ = ["DELETE_DIR_SUFFIX", "FUTURE_DIR_SUFFIX", "LogManager", "delete_dir_name"]
 # How often the broker should call remove_expired_producers() (Kafka's internal
 # producer.id.expiration.check.interval.ms).
 PRODUCER_ID_EXPIRATION_CHECK_INTERVAL_MS = 600_000
@@ -53,11 +58,10 @@ T = TypeVar("T")
 log = logging.getLogger(__name__)
 
 
-def delete_dir_name(topic: str, partition: int) -> str:
-    """``<topic>-<partition>.<uuid>-delete``, the topic cut so that the name fits in 255 characters (Kafka's
-    logDeleteDirName: a 249-character topic name would not fit otherwise)."""
-    suffix = f"-{partition}.{uuid.uuid4().hex}{DELETE_DIR_SUFFIX}"
-    return topic[:255 - len(suffix)] + suffix
+def _close_handlers(log_: Log) -> None:
+    """Close a log's files without writing anything (Kafka's closeHandlers): it is deleted or its dir failed."""
+    for segment in log_.segments:
+        segment.close_handlers()
 
 
 class InconsistentBrokerMetadataError(Exception):
@@ -116,6 +120,10 @@ class LogManager:
         self._logs: dict[TopicPartition, Log] = {}
         self.cleaner: LogCleaner | None = None  # started by start_cleaner (log.cleaner.enable)
         self._dir_of: dict[TopicPartition, str] = {}
+        # replicas being moved between log dirs: the future log of each, in its target dir (KIP-113)
+        self._future_logs: dict[TopicPartition, Log] = {}
+        # AlterReplicaLogDirs for a replica not here yet, or to start a move: where its log goes next
+        self._preferred_dirs: dict[TopicPartition, str] = {}
         self._lock_fds: list[int] = []
         self.had_clean_shutdown: dict[str, bool] = {}
         # I/O errors take a directory offline (KIP-112): its logs are dropped, the others go on
@@ -233,11 +241,21 @@ class LogManager:
             if loaded is None or self.failure_channel.is_offline(loaded[2]):
                 continue  # its directory went offline (recovery hit an I/O error)
             tp, log_, d = loaded
-            if tp in self._logs:
-                raise InconsistentBrokerMetadataError(
-                    f"duplicate log directories for {log_.name}: {self._dir_of[tp]} and {d}")
-            log_.on_truncated = self._on_truncated
             log_.failure_channel = self.failure_channel
+            if log_.dir.endswith(FUTURE_DIR_SUFFIX):  # a move under way: it resumes once the replica is here
+                if tp in self._future_logs:
+                    raise InconsistentBrokerMetadataError(
+                        f"duplicate future log directories for {log_.name}: {self._future_logs[tp].dir} and "
+                        f"{log_.dir}")
+                self._future_logs[tp] = log_
+                continue
+            if tp in self._logs:
+                # Kafka's loadLog: a dir failing while a move swapped its logs can leave both; the operator picks
+                raise InconsistentBrokerMetadataError(
+                    f"duplicate log directories for {log_.name} are found in both {self._dir_of[tp]} and {d}; "
+                    f"it is likely because a log directory failed while the broker was replacing the current "
+                    f"replica with a future one: delete one of the two (the one on the dir that failed recently)")
+            log_.on_truncated = self._on_truncated
             self._logs[tp] = log_
             self._dir_of[tp] = d
         for marker in markers:
@@ -262,8 +280,6 @@ class LogManager:
                 continue
             if name.endswith(DELETE_DIR_SUFFIX):
                 shutil.rmtree(path, ignore_errors=True)
-                continue
-            if name.endswith(FUTURE_DIR_SUFFIX):
                 continue
             try:
                 tp = parse_topic_partition(name)
@@ -309,6 +325,12 @@ class LogManager:
     def dir_of(self, topic: str, partition: int) -> str | None:
         return self._dir_of.get((topic, partition))
 
+    def is_log_dir_online(self, log_dir: str) -> bool:
+        """Kafka's isLogDirOnline: the path must be one of log.dirs, absolute, as configured."""
+        if log_dir not in self.log_dirs:
+            raise LogDirNotFoundError(f"Failed to find the log directory for {log_dir}")
+        return not self.failure_channel.is_offline(log_dir)
+
     def handle_log_dir_failure(self, log_dir: str) -> list[TopicPartition]:
         """Kafka's LogManager.handleLogDirFailure: forget the directory's logs (their files are closed, nothing
         more is written to them: no checkpoint, no clean-shutdown marker, so a restart recovers them) and stop
@@ -320,8 +342,11 @@ class LogManager:
                 del self._dir_of[tp]
                 if self.cleaner is not None:
                     self.cleaner.abort_cleaning(tp)
-                for segment in log_.segments:
-                    segment.close_handlers()
+                _close_handlers(log_)
+            for tp, future in list(self._future_logs.items()):
+                if os.path.dirname(future.dir) == log_dir:
+                    del self._future_logs[tp]
+                    _close_handlers(future)
             if self.cleaner is not None:
                 self.cleaner.manager.forget_log_dir(log_dir)
         log.warning("Logs for partitions %s are offline and logs for future partitions are offline due to failure "
@@ -352,8 +377,22 @@ class LogManager:
     def _on_truncated(self, log: Log) -> None:
         if self.cleaner is not None:
             self.cleaner.on_log_truncated(log)
+        future = self._future_logs.get((log.topic, log.partition))
+        if future is not None:  # a replica being moved: its copy loses what the current log lost
+            try:
+                if log.log_end_offset == log.log_start_offset:
+                    future.truncate_fully_and_start_at(log.log_start_offset)
+                elif future.log_end_offset > log.log_end_offset:
+                    future.truncate_to(log.log_end_offset)
+            except KafkaStorageError:
+                pass  # the future log's dir went offline (the failure handler ends the move), not the current's
 
-    def _next_log_dir(self) -> str:
+    def _next_log_dir(self, tp: TopicPartition) -> str:
+        preferred = self._preferred_dirs.pop(tp, None)
+        if preferred is not None:  # Kafka's getOrCreateLog: the preferred dir or nothing (offline: storage error)
+            if self.failure_channel.is_offline(preferred):
+                raise KafkaStorageError(f"the preferred log dir {preferred} of {tp[0]}-{tp[1]} is offline")
+            return preferred
         live = self.live_log_dirs
         if not live:
             raise KafkaStorageError(f"every log dir of {self.log_dirs} is offline")
@@ -367,7 +406,8 @@ class LogManager:
 
     def get_or_create_log(self, topic: str, partition: int,
                           topic_config: Mapping[str, Any] | None = None, is_new: bool = True) -> Log:
-        """The partition's log, created in the live dir with the fewest logs. A replica the controller does not
+        """The partition's log, created in its preferred dir (AlterReplicaLogDirs sent before it existed) or else
+        the live dir with the fewest logs. A replica the controller does not
         call new (LeaderAndIsr's is_new) is not created while a dir is offline: its log may be there (Kafka's
         getOrCreateLog answers KAFKA_STORAGE_ERROR then)."""
         if not topic or "/" in topic or topic in (".", "..") or partition < 0:
@@ -382,7 +422,7 @@ class LogManager:
                 raise KafkaStorageError(f"cannot create the log of {topic}-{partition}: log dirs {offline} are offline")
             if topic_config is not None:  # the topic's overrides as read now: a recreated topic drops old ones
                 self.topic_configs[topic] = dict(topic_config)
-            d = self._next_log_dir()
+            d = self._next_log_dir(tp)
             try:
                 log_ = Log(os.path.join(d, log_dir_name(topic, partition)), self._config_for(topic),
                            had_clean_shutdown=True, clock=self._clock,
@@ -399,7 +439,7 @@ class LogManager:
     def update_topic_config(self, topic: str, overrides: Mapping[str, Any]) -> None:
         with self._lock:
             self.topic_configs[topic] = dict(overrides)
-            for (t, _), log in self._logs.items():
+            for (t, _), log in [*self._logs.items(), *self._future_logs.items()]:
                 if t == topic:
                     log.config = self._config_for(topic)
 
@@ -407,13 +447,16 @@ class LogManager:
         """Dynamic broker configs changed the defaults: every log takes them under its topic's overrides."""
         with self._lock:
             self.topic_defaults = dict(topic_defaults)
-            for (t, _), log in self._logs.items():
+            for (t, _), log in [*self._logs.items(), *self._future_logs.items()]:
                 log.config = self._config_for(t)
 
     def delete_log(self, topic: str, partition: int) -> bool:
-        """Rename the partition dir to ``…-delete`` and remove it; False if there was no such log."""
+        """Rename the partition dir (and its future log's, if it is being moved) to ``…-delete`` and remove it;
+        False if there was no such log."""
         with self._lock:
             tp = (topic, partition)
+            self._preferred_dirs.pop(tp, None)
+            self.remove_future_log(topic, partition)
             log = self._logs.pop(tp, None)
             if log is None:
                 return False
@@ -421,21 +464,120 @@ class LogManager:
             if self.cleaner is not None:
                 self.cleaner.on_log_deleted(tp, d)
             log.close()
-            doomed = os.path.join(d, delete_dir_name(topic, partition))
-            log.rename_dir(doomed)
-            self.scheduler.schedule("delete-log", log.delete, log.config.file_delete_delay_ms)
+            self._delete_async(log)
             return True
+
+    def _delete_async(self, log_: Log) -> None:
+        """Kafka's asynchronous delete: renamed ``…-delete`` now, removed ``file.delete.delay.ms`` later."""
+        log_.rename_dir(os.path.join(os.path.dirname(log_.dir), delete_dir_name(log_.topic, log_.partition)))
+        self.scheduler.schedule("delete-log", log_.delete, log_.config.file_delete_delay_ms)
+
+    # -- moving a replica between log dirs (KIP-113) ------------------------------------------------
+
+    def maybe_update_preferred_log_dir(self, topic: str, partition: int, log_dir: str) -> None:
+        """Kafka's maybeUpdatePreferredLogDir: remembered unless the current or future log is already there."""
+        tp = (topic, partition)
+        with self._lock:
+            current, future = self._logs.get(tp), self._future_logs.get(tp)
+            if (current is None or self._dir_of[tp] != log_dir) and \
+                    (future is None or os.path.dirname(future.dir) != log_dir):
+                self._preferred_dirs[tp] = log_dir
+
+    def future_log(self, topic: str, partition: int) -> Log | None:
+        return self._future_logs.get((topic, partition))
+
+    def future_logs(self) -> dict[TopicPartition, Log]:
+        return dict(self._future_logs)
+
+    def create_future_log(self, topic: str, partition: int) -> Log:
+        """Kafka's getOrCreateLog(isFuture=true): the future log in the preferred dir, starting where the
+        current log starts. Never while a dir is offline (the partition's logs might be there)."""
+        tp = (topic, partition)
+        with self._lock:
+            current = self._logs.get(tp)
+            target = self._preferred_dirs.pop(tp, None)
+            if current is None or target is None or target == self._dir_of[tp]:
+                raise ValueError(f"no move to another log dir is asked for {topic}-{partition}")
+            offline = self.offline_log_dirs
+            if offline:
+                raise KafkaStorageError(f"cannot create the future log of {topic}-{partition}: log dirs {offline} "
+                                        f"are offline")
+            try:
+                future = Log(os.path.join(target, future_dir_name(topic, partition)), self._config_for(topic),
+                             log_start_offset=current.log_start_offset, had_clean_shutdown=True, clock=self._clock,
+                             max_producer_id_expiration_ms=self.max_producer_id_expiration_ms,
+                             scheduler=self.scheduler)
+            except OSError as e:
+                self.failure_channel.mark_offline(target, f"Error while creating the future log of {topic}-"
+                                                          f"{partition} in dir {target}", e)
+                raise KafkaStorageError(f"cannot create the future log of {topic}-{partition}: {e}") from e
+            future.failure_channel = self.failure_channel
+            self._future_logs[tp] = future
+            log.info("Created the future log of %s-%d in %s", topic, partition, target)
+            return future
+
+    def remove_future_log(self, topic: str, partition: int, delete: bool = True) -> Log | None:
+        """Stop a move: the future log is forgotten, and deleted (Kafka's removeFutureLocalReplica)."""
+        with self._lock:
+            future = self._future_logs.pop((topic, partition), None)
+            if future is not None and delete:
+                _close_handlers(future)
+                self._delete_async(future)
+            return future
+
+    def replace_current_with_future(self, topic: str, partition: int) -> Log:
+        """Kafka's replaceCurrentWithFutureLog, the caller holding both logs' locks with their ends equal: the
+        future log takes the partition's name in its dir and the current one is renamed ``-delete`` and removed
+        later. Returns the new current log."""
+        tp = (topic, partition)
+        with self._lock:
+            source, dest = self._logs.get(tp), self._future_logs.get(tp)
+            if source is None:
+                raise KafkaStorageError(f"The current replica for {topic}-{partition} is offline")
+            if dest is None:
+                raise KafkaStorageError(f"The future replica for {topic}-{partition} is offline")
+            source_dir, dest_dir = self._dir_of[tp], os.path.dirname(dest.dir)
+            try:
+                dest.rename_dir(os.path.join(dest_dir, log_dir_name(topic, partition)))
+            except OSError as e:  # Kafka's renameDir: an I/O error takes the dir offline
+                self.failure_channel.mark_offline(dest_dir, f"Error while renaming the future log of {topic}-"
+                                                            f"{partition} in dir {dest_dir}", e)
+                raise KafkaStorageError(f"cannot rename the future log of {topic}-{partition}: {e}") from e
+            dest.update_high_watermark(source.high_watermark)
+            del self._future_logs[tp]
+            dest.on_truncated = self._on_truncated
+            self._logs[tp] = dest
+            self._dir_of[tp] = dest_dir
+            if self.cleaner is not None:  # what it had cleaned of the partition is now recorded in the new dir
+                self.cleaner.on_log_moved(tp, source_dir, dest_dir)
+            _close_handlers(source)  # the future log holds it all now: nothing of the old one is written or synced
+            try:
+                self._delete_async(source)
+            except OSError as e:  # the partition is safe in its new dir; the old one goes offline
+                self.failure_channel.mark_offline(source_dir, f"Error while renaming the replaced log of {topic}-"
+                                                              f"{partition} in dir {source_dir} for deletion", e)
+            # the source dir's checkpoints no longer name the partition
+            self._checkpoint_dir(source_dir, RECOVERY_POINT_CHECKPOINT, lambda log_: log_.recovery_point)
+            self._checkpoint_dir(source_dir, LOG_START_OFFSET_CHECKPOINT, lambda log_: log_.log_start_offset)
+            log.info("The current replica of %s-%d is replaced with the future one: moved from %s to %s", topic,
+                     partition, source_dir, dest_dir)
+            return dest
 
     # -- checkpoints ------------------------------------------------------------------------------
 
     def _checkpoint(self, filename: str, value: Callable[[Log], int]) -> None:
         with self._lock:
             for d in self.live_log_dirs:
-                offsets = {tp: value(log_) for tp, log_ in self._logs.items() if self._dir_of[tp] == d}
-                try:
-                    OffsetCheckpointFile(os.path.join(d, filename)).write(offsets)
-                except OSError as e:
-                    self.failure_channel.mark_offline(d, f"Error while writing {filename} in dir {d}", e)
+                self._checkpoint_dir(d, filename, value)
+
+    def _checkpoint_dir(self, d: str, filename: str, value: Callable[[Log], int]) -> None:
+        """One dir's checkpoint: its current logs and the future logs moving into it (Kafka's logsByDir)."""
+        offsets = {tp: value(log_) for tp, log_ in self._logs.items() if self._dir_of[tp] == d}
+        offsets.update((tp, value(log_)) for tp, log_ in self._future_logs.items() if os.path.dirname(log_.dir) == d)
+        try:
+            OffsetCheckpointFile(os.path.join(d, filename)).write(offsets)
+        except OSError as e:
+            self.failure_channel.mark_offline(d, f"Error while writing {filename} in dir {d}", e)
 
     def checkpoint_recovery_points(self) -> None:
         self._checkpoint(RECOVERY_POINT_CHECKPOINT, lambda log: log.recovery_point)
@@ -483,11 +625,12 @@ class LogManager:
             self.scheduler.shutdown()  # flushes already asked for complete first; delayed deletes wait for restart
         with self._lock:
             # A dir failing now is offline like any other: its logs are left for the next start to recover.
-            self._in_parallel(lambda log_=log_: self._unless_offline(log_.flush, None) for log_ in self.all_logs())
+            logs = self.all_logs() + list(self._future_logs.values())
+            self._in_parallel(lambda log_=log_: self._unless_offline(log_.flush, None) for log_ in logs)
             self.checkpoint_recovery_points()
             self.checkpoint_log_start_offsets()
             self.checkpoint_high_watermarks()
-            self._in_parallel(lambda log_=log_: self._unless_offline(log_.close, None) for log_ in self.all_logs())
+            self._in_parallel(lambda log_=log_: self._unless_offline(log_.close, None) for log_ in logs)
             for d in self.live_log_dirs:
                 try:
                     write_atomically(os.path.join(d, CLEAN_SHUTDOWN_FILE), b"")

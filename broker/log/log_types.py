@@ -4,10 +4,15 @@ from __future__ import annotations
 
 import os
 import re
+import uuid
 from dataclasses import dataclass
 from typing import NamedTuple
 
 _DIR_RE = re.compile(r"^(.+)-(\d+)$")
+# Kafka's logDeleteDirName / logFutureDirName: <topic>-<partition>.<32 hex digits>-delete|-future
+_RENAMED_DIR_RE = re.compile(r"^(.+)-(\d+)\.[0-9a-f]{32}(-delete|-future)$")
+DELETE_DIR_SUFFIX = "-delete"
+FUTURE_DIR_SUFFIX = "-future"  # a replica being moved to this log dir (AlterReplicaLogDirs, KIP-113)
 
 
 class UnexpectedAppendOffsetError(Exception):
@@ -22,9 +27,30 @@ def log_dir_name(topic: str, partition: int) -> str:
     return f"{topic}-{partition}"
 
 
+def _renamed_dir_name(topic: str, partition: int, suffix: str) -> str:
+    """``<topic>-<partition>.<uuid>`` + suffix, the topic cut so that the name fits in 255 characters (Kafka's
+    logDeleteDirName; a 249-character topic name would not fit otherwise)."""
+    tail = f"-{partition}.{uuid.uuid4().hex}{suffix}"
+    return topic[:255 - len(tail)] + tail
+
+
+def delete_dir_name(topic: str, partition: int) -> str:
+    return _renamed_dir_name(topic, partition, DELETE_DIR_SUFFIX)
+
+
+def future_dir_name(topic: str, partition: int) -> str:
+    return _renamed_dir_name(topic, partition, FUTURE_DIR_SUFFIX)
+
+
+def is_future_dir(name: str) -> bool:
+    return name.rstrip("/").endswith(FUTURE_DIR_SUFFIX)
+
+
 def parse_topic_partition(name: str) -> tuple[str, int]:
-    """``my-topic-3`` -> ("my-topic", 3); ValueError for anything else."""
-    match = _DIR_RE.match(os.path.basename(name.rstrip("/")))
+    """``my-topic-3`` (also ``my-topic-3.<uuid>-future`` / ``-delete``) -> ("my-topic", 3); ValueError for
+    anything else."""
+    base = os.path.basename(name.rstrip("/"))
+    match = _RENAMED_DIR_RE.match(base) or _DIR_RE.match(base)
     if not match:
         raise ValueError(f"{name!r} is not a <topic>-<partition> directory name")
     return match.group(1), int(match.group(2))

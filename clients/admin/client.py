@@ -54,7 +54,7 @@ from .acls import (
     AclPermissionType, PatternType, ResourcePattern, ResourcePatternFilter, ResourceType,
 )
 from .groups import ConsumerGroupDescription, Coordinator, GroupAdmin, GroupListing, MemberDescription
-from .log_dirs import LogDirAdmin, LogDirDescription, ReplicaInfo
+from .log_dirs import LogDirAdmin, LogDirDescription, ReplicaInfo, TopicPartitionReplica
 from .partitions import ElectionType, PartitionAdmin, PartitionReassignment
 from .quotas import (
     ClientQuotaAlteration, ClientQuotaEntity, ClientQuotaFilter, ClientQuotaFilterComponent, QuotaAdmin,
@@ -504,7 +504,7 @@ class Admin(SyncSimpleClient):
 __all__ = ["AIOAdmin", "Admin", "LATEST", "EARLIEST", "NewTopic", "NewPartitions", "ConfigResource", "ConfigResourceType", "ConfigEntry",
            "AlterConfigOp", "AlterConfigOpType", "BrokerMetadata", "ClusterDescription", "TopicDescription",
            "PartitionDescription", "format_topic_id", "GroupListing", "ConsumerGroupDescription", "MemberDescription",
-           "Coordinator", "LogDirDescription", "ReplicaInfo", "ClientQuotaEntity", "ClientQuotaFilter",
+           "Coordinator", "LogDirDescription", "ReplicaInfo", "TopicPartitionReplica", "ClientQuotaEntity", "ClientQuotaFilter",
            "ClientQuotaFilterComponent", "ClientQuotaAlteration", "ProducerState",
            "ScramCredentialInfo", "UserScramCredentialsDescription", "UserScramCredentialUpsertion",
            "UserScramCredentialDeletion",

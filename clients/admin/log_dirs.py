@@ -7,7 +7,13 @@ Kafka's ``Admin.describeLogDirs(brokers)`` in kafka-python's argument names:
     # {1: {"/var/lib/odradek/data": LogDirDescription(error=None, replicas={
     #          TopicPartition("events", 0): ReplicaInfo(size=1234, offset_lag=0, is_future=False), ...})}}
 
-One DescribeLogDirs request per broker (each answers only for its own dirs), sent at once, each retried at
+Moving a replica to another log dir of its broker (Kafka's ``Admin.alterReplicaLogDirs``, KIP-113):
+
+    errors = await admin.alter_replica_log_dirs({TopicPartitionReplica("events", 0, 1): "/data/disk2"})
+    # {TopicPartitionReplica("events", 0, 1): None}, or the error (REPLICA_NOT_AVAILABLE: not on that broker
+    # yet, its dir is remembered for when it is; LOG_DIR_NOT_FOUND, KAFKA_STORAGE_ERROR, ...)
+
+One DescribeLogDirs or AlterReplicaLogDirs request per broker (each answers only for its own dirs), sent at once, each retried at
 that broker until the call's deadline (``admin_calls``). A dir with an
 error (KAFKA_STORAGE_ERROR for an offline dir) carries the ``odradek.protocol.errors`` instance and no
 replicas, as the Java LogDirDescription does.
@@ -19,7 +25,7 @@ import asyncio
 from typing import Any, Iterable, Mapping, NamedTuple
 
 from ...protocol.errors import KafkaError, for_code  # type: ignore[attr-defined]
-from ...protocol.messages import DescribeLogDirsRequest
+from ...protocol.messages import AlterReplicaLogDirsRequest, DescribeLogDirsRequest
 from .calls import ANY, AdminCalls, Broker, Try
 from ..types import TopicPartition
 
@@ -30,6 +36,13 @@ class ReplicaInfo(NamedTuple):
     size: int
     offset_lag: int
     is_future: bool
+
+
+class TopicPartitionReplica(NamedTuple):
+    """One replica: a partition on one broker (Java's TopicPartitionReplica)."""
+    topic: str
+    partition: int
+    broker_id: int
 
 
 class LogDirDescription(NamedTuple):
@@ -65,6 +78,47 @@ class LogDirAdmin:
         answers = await asyncio.gather(*(self._calls.run("describeLogDirs", Broker(node), attempt)
                                          for node in node_ids))
         return {node: _log_dirs(answer) for node, answer in zip(node_ids, answers)}
+
+    async def alter_replica_log_dirs(self, replica_dirs: Mapping[TopicPartitionReplica, str]
+                                     ) -> dict[TopicPartitionReplica, KafkaError | None]:
+        """Move each replica to the log dir (an absolute path of its broker's log.dirs); per replica None or the
+        error. The move itself goes on in the broker after the answer (DescribeLogDirs shows its progress)."""
+        by_broker: dict[int, dict[str, dict[str, list[int]]]] = {}
+        for replica, path in replica_dirs.items():
+            topic, partition, broker = replica
+            by_broker.setdefault(broker, {}).setdefault(path, {}).setdefault(topic, []).append(partition)
+
+        async def one_broker(broker: int) -> dict[TopicPartitionReplica, KafkaError | None]:
+            dirs = [AlterReplicaLogDirsRequest.AlterReplicaLogDir(path=path, topics=[
+                AlterReplicaLogDirsRequest.AlterReplicaLogDir.AlterReplicaLogDirTopic(name=t, partitions=sorted(ps))
+                for t, ps in sorted(topics.items())]) for path, topics in by_broker[broker].items()]
+
+            async def attempt(t: Try) -> Any:
+                assert t.conn is not None
+                return await t.conn.send(AlterReplicaLogDirsRequest(dirs=dirs), timeout=t.timeout)
+
+            results: dict[TopicPartitionReplica, KafkaError | None] = {}
+            try:
+                response = await self._calls.run("alterReplicaLogDirs", Broker(broker), attempt)
+            except KafkaError as exc:  # the broker's whole answer failed: each of its replicas has that error
+                return {TopicPartitionReplica(t, p, broker): exc for topics in by_broker[broker].values()
+                        for t, ps in topics.items() for p in ps}
+            for topic in response.results:
+                for p in topic.partitions:
+                    replica = TopicPartitionReplica(topic.topic_name, p.partition_index, broker)
+                    # the error's own description, as the Java client's Errors.exception()
+                    results[replica] = for_code(p.error_code)() if p.error_code else None
+            for topics in by_broker[broker].values():  # as Java's: an unanswered replica fails
+                for t, ps in topics.items():
+                    for p in ps:
+                        replica = TopicPartitionReplica(t, p, broker)
+                        results.setdefault(replica, for_code(-1)(f"The response from broker {broker} did not "
+                                                                 f"contain a result for replica {replica}"))
+            return results
+
+        answers = await asyncio.gather(*(one_broker(b) for b in sorted(by_broker)))
+        merged = {replica: error for answer in answers for replica, error in answer.items()}
+        return {TopicPartitionReplica(*replica): merged[TopicPartitionReplica(*replica)] for replica in replica_dirs}
 
     def _metadata(self, topics: list[str]) -> Any:
         async def attempt(t: Try) -> Any:
@@ -106,4 +160,4 @@ def _log_dirs(response: Any) -> dict[str, LogDirDescription]:
     return dirs
 
 
-__all__ = ["LogDirAdmin", "LogDirDescription", "ReplicaInfo"]
+__all__ = ["LogDirAdmin", "LogDirDescription", "ReplicaInfo", "TopicPartitionReplica"]

@@ -1,5 +1,6 @@
 """Topic administration: CreateTopics (19), DeleteTopics (20), DeleteRecords (21), CreatePartitions (37),
-ElectLeaders (43), AlterPartitionReassignments (45), ListPartitionReassignments (46), DescribeLogDirs (35).
+ElectLeaders (43), AlterPartitionReassignments (45), ListPartitionReassignments (46), DescribeLogDirs (35),
+AlterReplicaLogDirs (34).
 
 Kafka 2.8's message layouts, every version, in the form of ``protocol.schema``.
 """
@@ -229,6 +230,31 @@ DESCRIBE_LOG_DIRS_RESPONSE = Message(
                 F('offset_lag', 'int64', '0+'),
                 F('is_future_key', 'bool', '0+'),
             ]),
+        ]),
+    ]),
+])
+
+
+ALTER_REPLICA_LOG_DIRS_REQUEST = Message(
+    'AlterReplicaLogDirsRequest', api_key=34, kind='request', valid="0-2", flexible='2+', fields=[
+    F('dirs', '[]AlterReplicaLogDir', '0+', fields=[
+        F('path', 'string', '0+'),
+        F('topics', '[]AlterReplicaLogDirTopic', '0+', fields=[
+            F('name', 'string', '0+'),
+            F('partitions', '[]int32', '0+'),
+        ]),
+    ]),
+])
+
+
+ALTER_REPLICA_LOG_DIRS_RESPONSE = Message(
+    'AlterReplicaLogDirsResponse', api_key=34, kind='response', valid="0-2", flexible='2+', fields=[
+    F('throttle_time_ms', 'int32', '0+'),
+    F('results', '[]AlterReplicaLogDirTopicResult', '0+', fields=[
+        F('topic_name', 'string', '0+'),
+        F('partitions', '[]AlterReplicaLogDirPartitionResult', '0+', fields=[
+            F('partition_index', 'int32', '0+'),
+            F('error_code', 'int16', '0+'),
         ]),
     ]),
 ])

@@ -315,6 +315,15 @@ class LogCleaner:
         self.manager.abort_cleaning(tp)
         self.manager.update_checkpoints(directory, remove=tp)
 
+    def on_log_moved(self, tp: TopicPartition, source_dir: str, dest_dir: str) -> None:
+        """Kafka's alterCheckpointDir: the partition's first dirty offset moves to its new dir's checkpoint; a
+        cleaning of the old log under way is void."""
+        self.manager.abort_cleaning(tp)
+        offset = self.manager.all_cleaner_checkpoints().get(tp)
+        self.manager.update_checkpoints(source_dir, remove=tp)
+        if offset is not None:
+            self.manager.update_checkpoints(dest_dir, update=(tp, offset))
+
     def manages_retention_of(self, log_: Log) -> bool:
         """Compacted logs get their retention on the cleaner threads, not the broker's retention job."""
         return log_.config.compact_enabled

@@ -24,7 +24,7 @@ def test_every_message_has_both_directions():
     for m in ALL_MESSAGES:
         keys.setdefault(m.api_key, set()).add(m.kind)
     assert all(kinds == {"request", "response"} for kinds in keys.values())
-    assert len(keys) == 50
+    assert len(keys) == 51
 
 
 def test_records_are_views_of_the_frame_not_copies():
