@@ -133,7 +133,9 @@ class ClientQuotasApi:
             quota_filter = _Filter(body.components, body.strict)
             found = await self.services.in_executor(self._describe, quota_filter)
         except KafkaError as exc:
-            return DescribeClientQuotasResponse(throttle_time_ms=0, error_code=exc.code, error_message=exc.detail,
+            # Kafka's ApiError.fromThrowable sends no message with UNKNOWN_SERVER_ERROR (an unknown match type)
+            message = None if exc.code == UnknownServerError.code else exc.detail
+            return DescribeClientQuotasResponse(throttle_time_ms=0, error_code=exc.code, error_message=message,
                                                 entries=None)
         entry_cls = DescribeClientQuotasResponse.EntryData
         entries = [entry_cls(

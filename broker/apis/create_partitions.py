@@ -1,8 +1,9 @@
 """CreatePartitions (37): controller only; grows topics and waits for the new partitions' leaders.
 
 As Kafka 2.8's KafkaApis.handleCreatePartitionsRequest and ZkAdminManager.createPartitions: a topic
-named twice gets INVALID_REQUEST, a non-controller answers NOT_CONTROLLER (clients then find the
-controller), the admin ZooKeeper client checks and writes the new assignment (the controller's
+named twice gets INVALID_REQUEST, a name that is no ZooKeeper path ("") fails the whole request
+with UNKNOWN_SERVER_ERROR (ZooKeeper's client throws in Kafka's), a non-controller answers NOT_CONTROLLER
+(clients then find the controller), the admin ZooKeeper client checks and writes the new assignment (the controller's
 partition-modification watch creates the partitions), and the answer waits up to ``timeout_ms`` for
 the metadata cache to show every partition with a leader (REQUEST_TIMED_OUT after that; the
 partitions are still added). Each topic gets its own result. Growing a topic needs Alter on it
@@ -22,6 +23,7 @@ from ...protocol.errors import (  # type: ignore[attr-defined]
     NotControllerError,
     RequestTimedOutError,
     TopicAuthorizationFailedError,
+    UnknownServerError,
 )
 from ...protocol.messages import CreatePartitionsResponse
 from .authorization import TOPIC
@@ -46,12 +48,17 @@ class CreatePartitionsApi:
         grown: dict[str, int] = {}
         alterable = services.auth.filter_authorized(request, AclOperation.ALTER, TOPIC,
                                                     (t.name for t in body.topics if counts[t.name] == 1))
+        controller = services.controller is not None and services.controller.is_active
+        if controller and not all(_znode_name(n) for n in alterable):
+            # Kafka 2.8 reads /brokers/topics/<name> of every topic before writing any, outside its per-topic
+            # error handling: ZooKeeper's IllegalArgumentException fails the whole request, nothing written.
+            return self.error_response(request, UnknownServerError.code)
         for t in body.topics:
             if t.name in errors or t.name in grown:
                 continue
             if counts[t.name] > 1:
                 errors[t.name] = InvalidRequestError("Duplicate topic in request.")
-            elif services.controller is None or not services.controller.is_active:
+            elif not controller:
                 errors[t.name] = NotControllerError("This is not the correct controller for this cluster.")
             elif t.name not in alterable:
                 errors[t.name] = TopicAuthorizationFailedError("The topic authorization is failed.")
@@ -82,6 +89,12 @@ class CreatePartitionsApi:
     def error_response(self, request: "Request", error_code: int) -> Any:
         return CreatePartitionsResponse(throttle_time_ms=0, results=[
             _Result(name=t.name, error_code=error_code, error_message=None) for t in request.body.topics])
+
+
+def _znode_name(name: str) -> bool:
+    """Whether ``/brokers/topics/<name>`` is a path ZooKeeper's client accepts (PathUtils.validatePath)."""
+    return all(part not in ("", ".", "..") for part in name.split("/")) and not any(
+        c < "\u0020" or "\u007f" <= c <= "\u009f" or "\ud800" <= c <= "\uf8ff" or c >= "\ufff0" for c in name)
 
 
 def _result(name: str, error: KafkaError | None) -> Any:
