@@ -26,6 +26,7 @@ from ...protocol.errors import (  # type: ignore[attr-defined]
     UnknownServerError,
 )
 from ...protocol.messages import CreatePartitionsResponse
+from ..zk_path import is_valid_path
 from .authorization import TOPIC
 
 if TYPE_CHECKING:
@@ -49,7 +50,7 @@ class CreatePartitionsApi:
         alterable = services.auth.filter_authorized(request, AclOperation.ALTER, TOPIC,
                                                     (t.name for t in body.topics if counts[t.name] == 1))
         controller = services.controller is not None and services.controller.is_active
-        if controller and not all(_znode_name(n) for n in alterable):
+        if controller and not all(is_valid_path(f"/brokers/topics/{n}") for n in alterable):
             # Kafka 2.8 reads /brokers/topics/<name> of every topic before writing any, outside its per-topic
             # error handling: ZooKeeper's IllegalArgumentException fails the whole request, nothing written.
             return self.error_response(request, UnknownServerError.code)
@@ -89,12 +90,6 @@ class CreatePartitionsApi:
     def error_response(self, request: "Request", error_code: int) -> Any:
         return CreatePartitionsResponse(throttle_time_ms=0, results=[
             _Result(name=t.name, error_code=error_code, error_message=None) for t in request.body.topics])
-
-
-def _znode_name(name: str) -> bool:
-    """Whether ``/brokers/topics/<name>`` is a path ZooKeeper's client accepts (PathUtils.validatePath)."""
-    return all(part not in ("", ".", "..") for part in name.split("/")) and not any(
-        c < "\u0020" or "\u007f" <= c <= "\u009f" or "\ud800" <= c <= "\uf8ff" or c >= "\ufff0" for c in name)
 
 
 def _result(name: str, error: KafkaError | None) -> Any:

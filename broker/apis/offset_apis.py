@@ -30,6 +30,7 @@ from ...protocol.errors import (  # type: ignore[attr-defined]
 from ...protocol.messages import OffsetCommitResponse, OffsetDeleteResponse, OffsetFetchResponse
 from ..coordinator.group.metadata_manager import wall_ms
 from ..coordinator.group.records import OffsetAndMetadata
+from ..zk_path import is_valid_path
 from .authorization import GROUP, TOPIC
 
 if TYPE_CHECKING:
@@ -128,6 +129,7 @@ class OffsetApis:
         codes = {}
         for (topic, partition), offset in offsets.items():
             try:
+                _check_path(group, topic, partition)
                 self.services.zk.set_consumer_offset(group, topic, partition, offset)
                 codes[(topic, partition)] = 0
             except Exception as exc:  # Kafka: Errors.forException, UNKNOWN_SERVER_ERROR for a ZooKeeper failure
@@ -204,6 +206,7 @@ class OffsetApis:
         found = {}
         for topic, partition in partitions:
             try:
+                _check_path(group, topic, partition)
                 offset = self.services.zk.get_consumer_offset(group, topic, partition)
                 found[(topic, partition)] = (-1, UnknownTopicOrPartitionError.code) if offset is None else (offset, 0)
             except Exception as exc:  # Kafka answers the exception's error code for the partition
@@ -244,3 +247,10 @@ def register(apis: "KafkaApis", services: "BrokerServices") -> OffsetApis:
     apis.register(ApiKey.OFFSET_FETCH, api.offset_fetch, api._fetch_error)
     apis.register(ApiKey.OFFSET_DELETE, api.offset_delete, api.offset_delete_error)
     return api
+
+
+def _check_path(group: str, topic: str, partition: int) -> None:
+    """Kafka's ZooKeeper client refuses an illegal path (a group named ""): UNKNOWN_SERVER_ERROR there."""
+    path = f"/consumers/{group}/offsets/{topic}/{partition}"
+    if not is_valid_path(path):
+        raise ValueError(f"invalid ZooKeeper path {path!r}")

@@ -80,6 +80,8 @@ class Generator:
             return 0  # stale: the module's controllers are at epoch 1 or later
         if name == "resource_type":
             return pick((2, 4, 8))  # topic, broker, broker logger (an unknown type hangs Kafka's AlterConfigs)
+        if name == "config_operation":
+            return pick((0, 1, 2, 3))  # an unknown one: the hand-written scenario (ACCEPTED.md)
         if name == "records":
             return pick((batch([b"generated"]), b""))
         if type_name == "string":
