@@ -86,7 +86,9 @@ class Generator:
             return pick((batch([b"generated"]), b""))
         if type_name == "string":
             if "topic" in name or name in ("name", "resource_name"):
-                if api_key == K.METADATA:  # a legal unknown name would be auto-created, visible at different times
+                if api_key in (K.METADATA, K.CREATE_TOPICS):
+                    # a legal unknown name would be created (CreateTopics v0 cannot validate only; Metadata
+                    # auto-creates), visible at different times, and DeleteTopics would then delete it
                     return pick(EXISTING_TOPICS + INVALID_TOPICS)
                 return pick(UNKNOWN_TOPICS if destructive else EXISTING_TOPICS + UNKNOWN_TOPICS)
             if "group" in name or name == "key":

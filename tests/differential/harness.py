@@ -35,9 +35,10 @@ IDENTITY_FIELDS = ("resourceType", "resourceName", "name", "topic", "topicName",
                    "entityType", "entityName", "user", "mechanism", "principal", "operation")
 # Human-readable texts: compared for presence (null, empty or some text), not wording (see ACCEPTED.md).
 TEXT_FIELDS = frozenset({"errorMessage", "documentation"})
-# Record timestamps that a broker took from its clock (a transaction marker's, found by ListOffsets): the
-# scenarios' own records carry fixed timestamps (scenarios_data.TS), years before any test runs.
-CLOCK_FIELDS = frozenset({"timestamp"})
+# Record timestamps that a broker took from its clock (a transaction marker's, found by ListOffsets, the last
+# one of a producer in DescribeProducers): the scenarios' own records carry fixed timestamps (scenarios_data.TS),
+# years before any test runs.
+CLOCK_FIELDS = frozenset({"timestamp", "lastTimestamp"})
 CLOCK_WINDOW_MS = 86_400_000
 UUID_IN_TEXT = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 
