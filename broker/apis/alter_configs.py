@@ -51,6 +51,7 @@ from ..config_keys import BROKER_KEYS, TOPIC_KEYS, Invalid, Type
 from ..dynamic_config import DEFAULT_ENTITY, DYNAMIC_BROKER_KEYS
 from ..log.cleaner.config import validate_reconfiguration
 from ..security.sensitive_configs import listener_synonyms
+from ..zk_path import is_valid_path
 
 if TYPE_CHECKING:
     from ..kafka_apis import KafkaApis
@@ -133,10 +134,14 @@ class AlterConfigsApi:
         if resource_type == TOPIC:
             if name == "":
                 raise InvalidRequestError("Default topic resources are not allowed.")
-            await self._check_topic(name)
+            # As Kafka 2.8: the operations are applied to the stored overrides before the topic is looked up
+            # (a name that is no ZooKeeper path fails reading them: IllegalArgumentException, INVALID_REQUEST).
+            if not is_valid_path(f"/config/topics/{name}"):
+                raise InvalidRequestError(f"Invalid path string \"/config/topics/{name}\"")
             current = await services.in_executor(services.zk.get_entity_config, "topics", name)
             defaults = self._effective_config().topic_defaults()
             configs = _apply_ops(current, ops, TOPIC_KEYS, defaults.get, "topic")
+            await self._check_topic(name)
             await self._write_topic(name, configs, validate_only)
         elif resource_type == BROKER:
             entity = self._broker_entity(name)

@@ -193,11 +193,10 @@ class OffsetApis:
         found.update(await self.services.in_executor(self._read_zookeeper_offsets, body.group_id, known))
         found.update({tp: (-1, UnknownTopicOrPartitionError.code) for tp in requested if tp not in found})
         topics: dict[str, list] = {}
-        for t in body.topics:
-            for p in t.partition_indexes:
-                offset, code = found.get((t.name, p), (-1, 0))
-                topics.setdefault(t.name, []).append(_FetchPartition(
-                    partition_index=p, committed_offset=offset, metadata="", error_code=code))
+        for t, p in dict.fromkeys(requested):  # a partition named twice is answered once (Kafka: from a map)
+            offset, code = found.get((t, p), (-1, 0))
+            topics.setdefault(t, []).append(_FetchPartition(
+                partition_index=p, committed_offset=offset, metadata="", error_code=code))
         return OffsetFetchResponse(throttle_time_ms=0, topics=[_FetchTopic(name=n, partitions=p)
                                                                for n, p in topics.items()])
 

@@ -214,6 +214,11 @@ async def incremental_alter_configs(side: Side) -> None:
         await side.call(f"v{v} validate only", K.INCREMENTAL_ALTER_CONFIGS, v, {"validate_only": True, "resources": [
             {"resource_type": TOPIC_RESOURCE, "resource_name": TOPIC, "configs": [
                 {"name": "segment.bytes", "config_operation": 0, "value": "10"}]}]})
+        await side.call(f"v{v} append unknown", K.INCREMENTAL_ALTER_CONFIGS, v, {"validate_only": True, "resources": [
+            {"resource_type": TOPIC_RESOURCE, "resource_name": TOPIC, "configs": [
+                {"name": "no.such.config", "config_operation": 2, "value": "x"}]},
+            {"resource_type": BROKER_RESOURCE, "resource_name": "0", "configs": [
+                {"name": "no.such.broker.config", "config_operation": 3, "value": "x"}]}]})
     await describe_after_alter(side)
 
 
