@@ -112,7 +112,9 @@ class AlterConfigsApi:
     async def handle_incremental(self, request: "Request") -> Any:
         body = request.body
         results = []
-        for resource in body.resources:
+        # Kafka 2.8 makes a map of the resources: one named twice is altered (and answered) once, as last named.
+        resources = {(r.resource_type, r.resource_name): r for r in body.resources}
+        for resource in resources.values():
             ops = [(c.name, c.config_operation, c.value) for c in resource.configs]
             error = self._refusal(request, resource) or await self._guard(
                 self._incremental, resource.resource_type, resource.resource_name, ops, body.validate_only)

@@ -221,7 +221,7 @@ def test_raw_requests_errors_per_resource(client):
         Resource(resource_type=TOPIC, resource_name="x", configs=[
             Config(name="retention.ms", config_operation=0, value="1"),
             Config(name="retention.ms", config_operation=1, value=None)]),
-        Resource(resource_type=TOPIC, resource_name="x", configs=[Config(name="retention.ms", config_operation=0,
+        Resource(resource_type=TOPIC, resource_name="y", configs=[Config(name="retention.ms", config_operation=0,
                                                                          value=None)]),
         Resource(resource_type=3, resource_name="group", configs=[]),
     ], validate_only=False)
