@@ -128,10 +128,17 @@ class DescribeConfigsApi:
         if not services.metadata_cache.contains_topic(topic):
             raise UnknownTopicOrPartitionError("")  # Kafka sets only the code: the message is ""
         overrides = await services.in_executor(services.zk.get_entity_config, "topics", topic)
+        return [_entry(version, name, value, _CONFIG_TYPES.get(key.type, 0), key.doc, False, False, synonyms,
+                       include_synonyms, include_docs)
+                for name, key, value, synonyms in self.topic_configs(overrides)]
+
+    def topic_configs(self, overrides: dict[str, str]) -> list[tuple[str, Any, str | None, list[Any]]]:
+        """(name, key, value, synonyms) of every topic key, in Kafka's order: the topic's override, else the
+        broker's value of the key's synonym, each source in precedence order (Kafka's createTopicConfigEntry,
+        which CreateTopics v5+ answers with too)."""
         defaults = self._effective_config().topic_defaults()
-        entries = []
+        configs = []
         for name in _TOPIC_ORDER:
-            key = TOPIC_KEYS[name]
             synonyms = []
             if name in overrides:
                 synonyms.append(_Synonym(name=name, value=overrides[name], source=DYNAMIC_TOPIC_CONFIG))
@@ -139,9 +146,8 @@ class DescribeConfigsApi:
             if broker_key is not None:
                 synonyms += self._broker_synonyms(broker_key)
             value = overrides[name] if name in overrides else defaults.get(name)
-            entries.append(_entry(version, name, value, _CONFIG_TYPES.get(key.type, 0), key.doc, False, False,
-                                  synonyms, include_synonyms, include_docs))
-        return entries
+            configs.append((name, TOPIC_KEYS[name], value, synonyms))
+        return configs
 
     def _effective_config(self) -> Any:
         dynamic = self.services.dynamic_config
