@@ -216,7 +216,20 @@ def _format(val: Any) -> str | None:
         return "true" if val else "false"
     if isinstance(val, list):
         return ",".join(val)
+    if isinstance(val, float):
+        return _java_double(val)
     return str(val)
+
+
+def _java_double(val: float) -> str:
+    """Java's Double.toString, as Kafka shows a DOUBLE key: scientific ("1.0E7") from 10^7 and below 10^-3."""
+    if val != val or val in (float("inf"), float("-inf")):
+        return "NaN" if val != val else ("Infinity" if val > 0 else "-Infinity")
+    if val == 0 or 1e-3 <= abs(val) < 1e7:
+        return repr(val)
+    digits = next(p for p in range(17) if float(f"{val:.{p}e}") == val)  # the shortest exact mantissa
+    mantissa, exponent = f"{val:.{digits}e}".split("e")
+    return f"{mantissa if '.' in mantissa else mantissa + '.0'}E{int(exponent)}"
 
 
 class KafkaConfig:

@@ -564,8 +564,9 @@ class ReplicaManager:
                         continue
                 else:
                     partition = self.leader_partition(spec.topic, spec.partition, spec.current_leader_epoch)
+                assigned = committed_only or partition.knows_replica(params.replica_id)
                 if not committed_only:
-                    diverged = self._check_follower(partition, params.replica_id, spec)
+                    diverged = self._diverged(partition, spec)
                     if diverged is not None:
                         results[key] = diverged
                         continue
@@ -574,6 +575,15 @@ class ReplicaManager:
                                       committed_only=committed_only, min_one_batch=min_one,
                                       read_committed=read_committed,
                                       leader_only=params.replica_id != DEBUGGING_CONSUMER_ID and params.client is None)
+                if not assigned:
+                    # Kafka 2.8's updateFollowerFetchState: a replica id that is not one of the partition's
+                    # followers is answered without records, and its position is not recorded.
+                    log.warning("Leader %d: replica %d is not assigned to %s-%d (replicas %s): no records",
+                                self.broker_id, params.replica_id, spec.topic, spec.partition, partition.replicas)
+                    log_ = partition.log
+                    results[key] = FetchPartitionResult(0, log_.high_watermark, log_.last_stable_offset,
+                                                        log_.log_start_offset, b"")
+                    continue
                 if not committed_only:
                     if data.records and self.should_leader_throttle(partition, params.replica_id):
                         data = data._replace(records=b"")  # Kafka: throttled and over the quota: no records
@@ -629,12 +639,8 @@ class ReplicaManager:
         """Kafka's shouldLeaderThrottle: a follower outside the ISR, a throttled partition, quota exceeded."""
         return self.replication_quotas.should_leader_throttle(partition.key, partition.isr, replica_id)
 
-    def _check_follower(self, partition: Partition, replica_id: int, spec: FetchSpec
-                        ) -> FetchPartitionResult | None:
-        """An unassigned replica is refused; a diverged one gets its diverging epoch and no records."""
-        if not partition.knows_replica(replica_id):
-            raise NotLeaderOrFollowerError(f"replica {replica_id} is not assigned to {partition.topic}-"
-                                           f"{partition.partition} (replicas {partition.replicas})")
+    def _diverged(self, partition: Partition, spec: FetchSpec) -> FetchPartitionResult | None:
+        """A follower whose log diverged gets its diverging epoch and no records (None: it did not)."""
         diverging = partition.diverging_epoch(spec.fetch_offset, spec.last_fetched_epoch)
         if diverging is None:
             return None

@@ -13,11 +13,13 @@ As Kafka 2.8's ZkAdminManager.alterConfigs / incrementalAlterConfigs, per resour
   (listener.name.<l>.ssl.key.password, JAAS entries) are static too: no password is ever stored by AlterConfigs
   (Kafka 2.8 would encrypt it with password.encoder.secret, which Odradek does not have).
 - BROKER_LOGGER (8), IncrementalAlterConfigs only (the name "" or this broker's id): SET or DELETE a
-  logger's level at run time (broker/broker_loggers.py); AlterConfigs refuses it, as Kafka 2.8's does.
+  logger's level at run time (broker/broker_loggers.py); AlterConfigs refuses it, as Kafka 2.8's does: the
+  whole request, every resource INVALID_REQUEST.
 - Others: INVALID_REQUEST.
 
-Errors, as Kafka: a null value (AlterConfigs, or an incremental op other than DELETE) and duplicate
-keys are INVALID_REQUEST, APPEND / SUBTRACT of a non-list key INVALID_REQUEST, an unknown topic key
+Errors, as Kafka: a null value in AlterConfigs fails the whole request (UNKNOWN_SERVER_ERROR on every
+resource: Kafka's request conversion throws); a null value of an incremental op other than DELETE and
+duplicate keys are INVALID_REQUEST, APPEND / SUBTRACT of a non-list key INVALID_REQUEST, an unknown topic key
 INVALID_CONFIG "Unknown topic config name". A value that does not parse or is out of range is
 INVALID_REQUEST "Invalid config value for resource ...", naming the key and what it accepts, as Kafka 2.8's
 ZkAdminManager turns a ConfigException into an InvalidRequestException. Nothing is written when a
@@ -38,6 +40,7 @@ from ...protocol.errors import (  # type: ignore[attr-defined]
     InvalidConfigError,
     InvalidRequestError,
     KafkaError,
+    UnknownServerError,
     UnknownTopicOrPartitionError,
 )
 from ...protocol.config_resource import BROKER, BROKER_LOGGER, TOPIC
@@ -48,6 +51,7 @@ from ..config_keys import BROKER_KEYS, TOPIC_KEYS, Invalid, Type
 from ..dynamic_config import DEFAULT_ENTITY, DYNAMIC_BROKER_KEYS
 from ..log.cleaner.config import validate_reconfiguration
 from ..security.sensitive_configs import listener_synonyms
+from ..zk_path import is_valid_path
 
 if TYPE_CHECKING:
     from ..kafka_apis import KafkaApis
@@ -78,6 +82,10 @@ class AlterConfigsApi:
 
     async def handle_alter(self, request: "Request") -> Any:
         body = request.body
+        whole = _whole_request_error(body.resources)
+        if whole is not None:
+            return AlterConfigsResponse(throttle_time_ms=0, responses=[
+                _response_entry(AlterConfigsResponse, r, whole) for r in body.resources])
         results = []
         for resource in body.resources:
             entries = [(c.name, c.value) for c in resource.configs]
@@ -88,10 +96,7 @@ class AlterConfigsApi:
 
     async def _alter(self, resource_type: int, name: str, entries: list[tuple[str, str | None]],
                      validate_only: bool) -> None:
-        nulls = [k for k, v in entries if v is None]
-        if nulls:
-            raise InvalidRequestError(f"Null value not supported for : {','.join(nulls)}")
-        configs = {k: v for k, v in entries if v is not None}
+        configs = {k: v for k, v in entries if v is not None}  # no nulls: _whole_request_error
         if resource_type == TOPIC:
             await self._check_topic(name)
             await self._write_topic(name, configs, validate_only)
@@ -107,7 +112,9 @@ class AlterConfigsApi:
     async def handle_incremental(self, request: "Request") -> Any:
         body = request.body
         results = []
-        for resource in body.resources:
+        # Kafka 2.8 makes a map of the resources: one named twice is altered (and answered) once, as last named.
+        resources = {(r.resource_type, r.resource_name): r for r in body.resources}
+        for resource in resources.values():
             ops = [(c.name, c.config_operation, c.value) for c in resource.configs]
             error = self._refusal(request, resource) or await self._guard(
                 self._incremental, resource.resource_type, resource.resource_name, ops, body.validate_only)
@@ -129,10 +136,14 @@ class AlterConfigsApi:
         if resource_type == TOPIC:
             if name == "":
                 raise InvalidRequestError("Default topic resources are not allowed.")
-            await self._check_topic(name)
+            # As Kafka 2.8: the operations are applied to the stored overrides before the topic is looked up
+            # (a name that is no ZooKeeper path fails reading them: IllegalArgumentException, INVALID_REQUEST).
+            if not is_valid_path(f"/config/topics/{name}"):
+                raise InvalidRequestError(f"Invalid path string \"/config/topics/{name}\"")
             current = await services.in_executor(services.zk.get_entity_config, "topics", name)
             defaults = self._effective_config().topic_defaults()
             configs = _apply_ops(current, ops, TOPIC_KEYS, defaults.get, "topic")
+            await self._check_topic(name)
             await self._write_topic(name, configs, validate_only)
         elif resource_type == BROKER:
             entity = self._broker_entity(name)
@@ -178,10 +189,16 @@ class AlterConfigsApi:
         return dynamic.effective_config if dynamic is not None else self.services.config
 
     async def _check_topic(self, topic: str) -> None:
+        """Kafka's alterTopicConfigs asks its metadata cache first: a topic it does not know, even one of an
+        illegal name, does not exist (ZooKeeper is asked too, for a topic just created)."""
         services = self.services
-        validate_topic_name(topic)  # Kafka's validateTopicConfig starts with Topic.validate
-        if not services.metadata_cache.contains_topic(topic) and \
-                not await services.in_executor(services.zk.topic_exists, topic):
+        if services.metadata_cache.contains_topic(topic):
+            return
+        try:
+            validate_topic_name(topic)
+        except KafkaError:
+            raise UnknownTopicOrPartitionError(f"The topic '{topic}' does not exist.") from None
+        if not await services.in_executor(services.zk.topic_exists, topic):
             raise UnknownTopicOrPartitionError(f"The topic '{topic}' does not exist.")
 
     async def _write_topic(self, topic: str, configs: dict[str, str], validate_only: bool) -> None:
@@ -247,6 +264,17 @@ class AlterConfigsApi:
     def error_response_incremental(self, request: "Request", error_code: int) -> Any:
         return IncrementalAlterConfigsResponse(throttle_time_ms=0, responses=[
             _response_entry(IncrementalAlterConfigsResponse, r, None, error_code) for r in request.body.resources])
+
+
+def _whole_request_error(resources: list[Any]) -> KafkaError | None:
+    """What fails a whole AlterConfigs request in Kafka 2.8, every resource answered with it: a null value
+    (its request conversion throws a NullPointerException: UNKNOWN_SERVER_ERROR, no message), then a
+    BROKER_LOGGER resource (handleAlterConfigsRequest throws before altering anything)."""
+    if any(c.value is None for r in resources for c in r.configs):
+        return UnknownServerError("")
+    if any(r.resource_type == BROKER_LOGGER for r in resources):
+        return InvalidRequestError("AlterConfigs is deprecated and does not support the resource type BROKER_LOGGER")
+    return None
 
 
 def _apply_ops(current: dict[str, str], ops: list[tuple[str, int, str | None]], keys: dict[str, Any],

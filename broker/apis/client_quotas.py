@@ -71,6 +71,18 @@ def _desanitized(name: str) -> str | None:
     return None if name == DEFAULT else desanitize(name)
 
 
+def _match(component: Any) -> Any:
+    if component.match_type == MATCH_EXACT:
+        if component.match is None:
+            raise UnknownServerError("an exact match of null")
+        return component.match
+    if component.match_type == MATCH_DEFAULT:
+        return None
+    if component.match_type == MATCH_SPECIFIED:
+        return _ANY
+    raise UnknownServerError(f"Unexpected match type: {component.match_type}")
+
+
 class _Filter:
     """The user and client-id components of a DescribeClientQuotas filter: absent, _ANY, or a name
     (None for the default entity)."""
@@ -78,15 +90,10 @@ class _Filter:
     def __init__(self, components: list[Any], strict: bool) -> None:
         self.strict = strict
         found: dict[str, Any] = {}
-        for component in components:
-            if component.match_type == MATCH_EXACT:
-                match = component.match
-            elif component.match_type == MATCH_DEFAULT:
-                match = None
-            elif component.match_type == MATCH_SPECIFIED:
-                match = _ANY
-            else:
-                raise UnknownServerError(f"Unexpected match type: {component.match_type}")
+        # Kafka's DescribeClientQuotasRequest.filter() converts every component before any is checked: an
+        # unknown match type, or an exact match of null (a NullPointerException), fails the request first.
+        matches = [_match(component) for component in components]
+        for component, match in zip(components, matches):
             entity_type = component.entity_type
             if entity_type in (USER, CLIENT_ID, IP):
                 if entity_type in found:
@@ -133,7 +140,9 @@ class ClientQuotasApi:
             quota_filter = _Filter(body.components, body.strict)
             found = await self.services.in_executor(self._describe, quota_filter)
         except KafkaError as exc:
-            return DescribeClientQuotasResponse(throttle_time_ms=0, error_code=exc.code, error_message=exc.detail,
+            # Kafka's ApiError.fromThrowable sends no message with UNKNOWN_SERVER_ERROR (an unknown match type)
+            message = None if exc.code == UnknownServerError.code else exc.detail
+            return DescribeClientQuotasResponse(throttle_time_ms=0, error_code=exc.code, error_message=message,
                                                 entries=None)
         entry_cls = DescribeClientQuotasResponse.EntryData
         entries = [entry_cls(

@@ -1,8 +1,9 @@
 """CreatePartitions (37): controller only; grows topics and waits for the new partitions' leaders.
 
 As Kafka 2.8's KafkaApis.handleCreatePartitionsRequest and ZkAdminManager.createPartitions: a topic
-named twice gets INVALID_REQUEST, a non-controller answers NOT_CONTROLLER (clients then find the
-controller), the admin ZooKeeper client checks and writes the new assignment (the controller's
+named twice gets INVALID_REQUEST, a name that is no ZooKeeper path ("") fails the whole request
+with UNKNOWN_SERVER_ERROR (ZooKeeper's client throws in Kafka's), a non-controller answers NOT_CONTROLLER
+(clients then find the controller), the admin ZooKeeper client checks and writes the new assignment (the controller's
 partition-modification watch creates the partitions), and the answer waits up to ``timeout_ms`` for
 the metadata cache to show every partition with a leader (REQUEST_TIMED_OUT after that; the
 partitions are still added). Each topic gets its own result. Growing a topic needs Alter on it
@@ -22,8 +23,10 @@ from ...protocol.errors import (  # type: ignore[attr-defined]
     NotControllerError,
     RequestTimedOutError,
     TopicAuthorizationFailedError,
+    UnknownServerError,
 )
 from ...protocol.messages import CreatePartitionsResponse
+from ..zk_path import is_valid_path
 from .authorization import TOPIC
 
 if TYPE_CHECKING:
@@ -46,12 +49,17 @@ class CreatePartitionsApi:
         grown: dict[str, int] = {}
         alterable = services.auth.filter_authorized(request, AclOperation.ALTER, TOPIC,
                                                     (t.name for t in body.topics if counts[t.name] == 1))
+        controller = services.controller is not None and services.controller.is_active
+        if controller and not all(is_valid_path(f"/brokers/topics/{n}") for n in alterable):
+            # Kafka 2.8 reads /brokers/topics/<name> of every topic before writing any, outside its per-topic
+            # error handling: ZooKeeper's IllegalArgumentException fails the whole request, nothing written.
+            return self.error_response(request, UnknownServerError.code)
         for t in body.topics:
             if t.name in errors or t.name in grown:
                 continue
             if counts[t.name] > 1:
                 errors[t.name] = InvalidRequestError("Duplicate topic in request.")
-            elif services.controller is None or not services.controller.is_active:
+            elif not controller:
                 errors[t.name] = NotControllerError("This is not the correct controller for this cluster.")
             elif t.name not in alterable:
                 errors[t.name] = TopicAuthorizationFailedError("The topic authorization is failed.")

@@ -31,6 +31,7 @@ from ...protocol.errors import (  # type: ignore[attr-defined]
 from ...protocol.messages import CreateTopicsResponse
 from ...protocol.types import ZERO_UUID
 from .authorization import CLUSTER, TOPIC
+from .describe_configs import DescribeConfigsApi
 
 if TYPE_CHECKING:
     from ..kafka_apis import KafkaApis
@@ -40,12 +41,13 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 _Result = CreateTopicsResponse.CreatableTopicResult
 _Config = _Result.CreatableTopicConfigs
-DEFAULT_CONFIG, DYNAMIC_TOPIC_CONFIG = 5, 1  # DescribeConfigs' config_source values
+DEFAULT_CONFIG = 5  # DescribeConfigs' config_source of a key's default
 
 
 class CreateTopicsApi:
     def __init__(self, services: "BrokerServices") -> None:
         self.services = services
+        self.topic_configs = DescribeConfigsApi(services)  # a new topic's configs, as DescribeConfigs lists them
 
     async def handle(self, request: "Request") -> Any:
         body = request.body
@@ -93,7 +95,6 @@ class CreateTopicsApi:
         return creatable, auth.filter_authorized(request, AclOperation.DESCRIBE_CONFIGS, TOPIC, names, log_denied=False)
 
     async def _create(self, t: Any, validate_only: bool, describable: bool = True) -> Any:
-        config = self.services.config
         requested = {a.partition_index: list(a.broker_ids) for a in t.assignments} or None
         overrides = {c.name: c.value for c in t.configs}
         assignment = await self.services.in_executor(
@@ -101,10 +102,11 @@ class CreateTopicsApi:
             requested, validate_only)
         partitions = len(assignment)
         replication = len(next(iter(assignment.values()))) if assignment else 0
-        defaults = config.topic_defaults()
-        configs = [_Config(name=k, value=overrides.get(k, v), read_only=False, is_sensitive=False,
-                           config_source=DYNAMIC_TOPIC_CONFIG if k in overrides else DEFAULT_CONFIG)
-                   for k, v in sorted(defaults.items())]
+        # Kafka's createTopicConfigEntry: the source of a key not overridden is its broker synonym's (a static
+        # log.retention.ms makes retention.ms STATIC_BROKER_CONFIG), as DescribeConfigs shows it.
+        configs = [_Config(name=name, value=value, read_only=False, is_sensitive=False,
+                           config_source=synonyms[0].source if synonyms else DEFAULT_CONFIG)
+                   for name, _, value, synonyms in self.topic_configs.topic_configs(overrides)]
         if not describable:
             return _Result(name=t.name, topic_id=ZERO_UUID, error_code=0, error_message=None, configs=[],
                            topic_config_error_code=TopicAuthorizationFailedError.code)

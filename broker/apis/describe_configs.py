@@ -44,6 +44,7 @@ from .. import broker_loggers
 from ..config import _format
 from ..config_keys import BROKER_KEYS, TOPIC_KEYS, TOPIC_SYNONYMS, Type
 from ..dynamic_config import DYNAMIC_BROKER_KEYS
+from ..unimplemented_keys import UNIMPLEMENTED_BROKER_KEYS, UnimplementedKey
 from ..security.sensitive_configs import config_type, is_sensitive, listener_synonyms
 
 if TYPE_CHECKING:
@@ -60,6 +61,20 @@ DYNAMIC_TOPIC_CONFIG, DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG = 1, 
 STATIC_BROKER_CONFIG, DEFAULT_CONFIG, DYNAMIC_BROKER_LOGGER_CONFIG = 4, 5, 6
 _CONFIG_TYPES = {Type.BOOLEAN: 1, Type.STRING: 2, Type.INT: 3, Type.SHORT: 4, Type.LONG: 5, Type.DOUBLE: 6,
                  Type.LIST: 7, "password": 9}  # 0: UNKNOWN
+# Broker keys that are not KafkaConfig's (the authorizer's; the replication throttles, which Kafka keeps as
+# dynamic-only configs): listed only when the properties or a dynamic config set them, as Kafka lists them.
+_LISTED_WHEN_SET = frozenset({"super.users", "allow.everyone.if.no.acl.found", "leader.replication.throttled.rate",
+                              "follower.replication.throttled.rate"})
+# The order Kafka 2.8.2 lists a topic's configs in (its LogConfig's hash map order), which the tools show.
+_KAFKA_TOPIC_ORDER = (
+    "compression.type", "leader.replication.throttled.replicas", "message.downconversion.enable",
+    "min.insync.replicas", "segment.jitter.ms", "cleanup.policy", "flush.ms", "follower.replication.throttled.replicas",
+    "segment.bytes", "retention.ms", "flush.messages", "message.format.version", "max.compaction.lag.ms",
+    "file.delete.delay.ms", "max.message.bytes", "min.compaction.lag.ms", "message.timestamp.type", "preallocate",
+    "min.cleanable.dirty.ratio", "index.interval.bytes", "unclean.leader.election.enable", "retention.bytes",
+    "delete.retention.ms", "segment.ms", "message.timestamp.difference.max.ms", "segment.index.bytes")
+_TOPIC_ORDER = tuple(k for k in _KAFKA_TOPIC_ORDER if k in TOPIC_KEYS) + tuple(
+    k for k in TOPIC_KEYS if k not in _KAFKA_TOPIC_ORDER)
 # KafkaConfig's broker synonyms (DynamicBrokerConfig.brokerConfigSynonyms): the finer unit wins.
 _BROKER_SYNONYMS = {
     "log.roll.ms": ["log.roll.ms", "log.roll.hours"],
@@ -113,9 +128,17 @@ class DescribeConfigsApi:
         if not services.metadata_cache.contains_topic(topic):
             raise UnknownTopicOrPartitionError("")  # Kafka sets only the code: the message is ""
         overrides = await services.in_executor(services.zk.get_entity_config, "topics", topic)
+        return [_entry(version, name, value, _CONFIG_TYPES.get(key.type, 0), key.doc, False, False, synonyms,
+                       include_synonyms, include_docs)
+                for name, key, value, synonyms in self.topic_configs(overrides)]
+
+    def topic_configs(self, overrides: dict[str, str]) -> list[tuple[str, Any, str | None, list[Any]]]:
+        """(name, key, value, synonyms) of every topic key, in Kafka's order: the topic's override, else the
+        broker's value of the key's synonym, each source in precedence order (Kafka's createTopicConfigEntry,
+        which CreateTopics v5+ answers with too)."""
         defaults = self._effective_config().topic_defaults()
-        entries = []
-        for name, key in TOPIC_KEYS.items():
+        configs = []
+        for name in _TOPIC_ORDER:
             synonyms = []
             if name in overrides:
                 synonyms.append(_Synonym(name=name, value=overrides[name], source=DYNAMIC_TOPIC_CONFIG))
@@ -123,9 +146,8 @@ class DescribeConfigsApi:
             if broker_key is not None:
                 synonyms += self._broker_synonyms(broker_key)
             value = overrides[name] if name in overrides else defaults.get(name)
-            entries.append(_entry(version, name, value, _CONFIG_TYPES.get(key.type, 0), key.doc, False, False,
-                                  synonyms, include_synonyms, include_docs))
-        return entries
+            configs.append((name, TOPIC_KEYS[name], value, synonyms))
+        return configs
 
     def _effective_config(self) -> Any:
         dynamic = self.services.dynamic_config
@@ -149,11 +171,19 @@ class DescribeConfigsApi:
         if name != str(broker_id):
             raise InvalidRequestError(f"Unexpected broker id, expected {broker_id} or empty string, but received {name}")
         values = self._effective_config().values()
-        # Kafka's allConfigs: the properties as given (listener-prefixed keys too), then every known key's value.
-        listed = {k: v for k, v in self.services.config.originals.items() if v is not None}
-        listed.update((key, _format(values.get(key))) for key in BROKER_KEYS)
-        return [self._broker_entry(version, key, value, include_synonyms, include_docs)
-                for key, value in sorted(listed.items())]
+        # Kafka's allConfigs: the properties as given (listener-prefixed keys too), then every known key's value
+        # (the keys that are not KafkaConfig's only when set, as Kafka shows them).
+        originals = self.services.config.originals
+        listed = {k: v for k, v in originals.items() if v is not None}
+        dynamic_broker, dynamic_default = self._dynamic_layers()
+        listed.update((key, _format(values.get(key))) for key in BROKER_KEYS
+                      if key not in _LISTED_WHEN_SET or key in dynamic_broker or key in dynamic_default)
+        entries = [self._broker_entry(version, key, value, include_synonyms, include_docs)
+                   for key, value in sorted(listed.items())]
+        # Kafka's keys of features Odradek does not have, at the defaults that say so (unimplemented_keys.py).
+        entries += [_unimplemented_entry(version, key, spec, include_synonyms, include_docs)
+                    for key, spec in UNIMPLEMENTED_BROKER_KEYS.items() if key not in listed]
+        return sorted(entries, key=lambda e: e.name)
 
     def _broker_loggers(self, version: int, name: str) -> list[Any]:
         """Every logger and its level (broker/broker_loggers.py), as Kafka 2.8 lists its log4j loggers."""
@@ -213,6 +243,13 @@ class DescribeConfigsApi:
         return DescribeConfigsResponse(throttle_time_ms=0, results=[
             _Result(error_code=error_code, error_message=message, resource_type=r.resource_type,
                     resource_name=r.resource_name, configs=[]) for r in request.body.resources])
+
+
+def _unimplemented_entry(version: int, name: str, spec: UnimplementedKey, include_synonyms: bool,
+                         include_docs: bool) -> Any:
+    synonyms = [] if spec.default is None else [_Synonym(name=name, value=spec.default, source=DEFAULT_CONFIG)]
+    return _entry(version, name, spec.default, spec.config_type, None, True, spec.sensitive, synonyms,
+                  include_synonyms, include_docs)
 
 
 def _entry(version: int, name: str, value: str | None, config_type: int, doc: str | None, read_only: bool,

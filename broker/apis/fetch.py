@@ -42,7 +42,7 @@ from ...protocol.records import Compression
 from ...protocol.records.batch import ATTRIBUTES_OFFSET, CODEC_MASK
 from ..log.segment import walk_headers
 from ..delayed_ops import FetchSpec
-from ..fetch_session import FetchContext, FetchManager, FetchSessionCache
+from ..fetch_session import FetchAnswer, FetchContext, FetchManager, FetchSessionCache
 from .fetch_down_conversion import FetchDownConverter
 from .fetch_response import fetch_response, response_size
 from ..replica_manager import FetchParams, FetchPartitionResult
@@ -54,8 +54,6 @@ if TYPE_CHECKING:
     from ..network.request_channel import Request
     from .services import BrokerServices
 
-_TopicResponse = FetchResponse.FetchableTopicResponse
-_PartitionData = _TopicResponse.PartitionData
 ZSTD_MIN_FETCH_VERSION = 10
 
 
@@ -85,6 +83,10 @@ class FetchApi:
         params.previous_fetch_ms = context.previous_fetch_ms
         if self.auth.authorizer is not None:
             context.refuse(self._refused(request, context.specs()))
+        if body.isolation_level not in (0, 1) and self._any_known(context.specs()):
+            # Kafka's IsolationLevel.forId fails the request only once it reads a partition (none known: the
+            # partitions are answered as usual, a session error as such).
+            raise UnknownServerError(f"unknown isolation level {body.isolation_level}")
         result = self.replica_manager.fetch_messages(params, context.specs(), context.to_read, context.watch_keys,
                                                      context.spec_of)
         if isinstance(result, dict):
@@ -93,8 +95,6 @@ class FetchApi:
 
     def _fetch_params(self, request: "Request") -> FetchParams:
         body = request.body
-        if body.isolation_level not in (0, 1):  # Kafka's IsolationLevel.forId fails the whole request
-            raise UnknownServerError(f"unknown isolation level {body.isolation_level}")
         # Kafka 2.8's handleFetch: the broker's fetch.max.bytes caps the request's, and min_bytes never
         # exceeds the cap. A negative max_bytes is kept: partitions that have data then fail alone.
         max_bytes = min(body.max_bytes, self.fetch_max_bytes)
@@ -111,6 +111,10 @@ class FetchApi:
             if request.api_version >= 11 and body.replica_id < 0 else None
         return FetchParams(body.replica_id, body.max_wait_ms, min_bytes, max_bytes,
                            body.isolation_level, hard_max_bytes_limit=request.api_version <= 2, client=client)
+
+    def _any_known(self, specs: Iterable[FetchSpec]) -> bool:
+        metadata = self.replica_manager.metadata_cache
+        return any(metadata.partition(s.topic, s.partition) is not None for s in specs)
 
     def _refused(self, request: "Request", specs: Iterable[FetchSpec]) -> dict:
         """Kafka's checks: a follower needs ClusterAction (else every partition is refused), a consumer
@@ -165,13 +169,15 @@ class FetchApi:
         return str(value).strip().lower()
 
     def error_response(self, request: "Request", error_code: int) -> Any:
+        """Kafka 2.8's FetchRequest.getErrorResponse: the error at the top (v7+) and on every partition the
+        request names (once each, as in its map; no entry for a topic without partitions), the request's
+        session id."""
         body = request.body
         if error_code in (FetchSessionIdNotFoundError.code, InvalidFetchSessionEpochError.code) or body is None:
             return FetchResponse(throttle_time_ms=0, error_code=error_code, session_id=0, responses=[])
-        return FetchResponse(throttle_time_ms=0, error_code=0, session_id=0, responses=[
-            _TopicResponse(topic=t.topic, partitions=[
-                _PartitionData(partition_index=p.partition, error_code=error_code, high_watermark=-1,
-                               records=b"") for p in t.partitions]) for t in body.topics])
+        named = dict.fromkeys((t.topic, p.partition) for t in body.topics for p in t.partitions)
+        return fetch_response(body, FetchAnswer(error_code, body.session_id, [
+            (key, FetchPartitionResult(error_code)) for key in named]))
 
 
 def _unauthorized(specs: Iterable[FetchSpec]) -> dict[tuple[str, int], FetchPartitionResult]:

@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...protocol.api_keys import ApiKey, response_header_version
+from ...protocol.errors import TopicAuthorizationFailedError, UnknownTopicOrPartitionError  # type: ignore[attr-defined]
 from ...protocol.messages import FetchResponse
 from ..fetch_session import FetchAnswer
 
@@ -25,17 +26,36 @@ _FLEXIBLE_FROM = 12
 _NO_DIVERGENCE = (-1, -1)  # EpochEndOffset's defaults: a tagged field at its default is not written
 
 
+# Refused before any read (Kafka's "erroneous": unknown to the metadata, not authorized).
+_REFUSED_BEFORE_READ = frozenset({UnknownTopicOrPartitionError.code, TopicAuthorizationFailedError.code})
+
+
+def in_kafka_order(partitions: list[tuple[Any, Any]]) -> list[tuple[Any, Any]]:
+    """Kafka 2.8's handleFetchRequest answers the partitions it read first, then those it refused before
+    reading: a topic with both kinds comes in two entries (batchByTopic groups consecutive partitions)."""
+    if not any(r.error_code in _REFUSED_BEFORE_READ for _, r in partitions):
+        return partitions
+    return ([item for item in partitions if item[1].error_code not in _REFUSED_BEFORE_READ]
+            + [item for item in partitions if item[1].error_code in _REFUSED_BEFORE_READ])
+
+
+def sends_aborted(body: Any) -> bool:
+    """Whether a successful partition carries abortedTransactions: a read_committed consumer's (Kafka reads
+    a follower's fetch to the log end, without them). Otherwise, and for every error, null."""
+    return body.isolation_level == 1 and body.replica_id < 0
+
+
 def fetch_response(body: Any, answer: FetchAnswer) -> Any:
     """The FetchResponse of a request ``body`` carrying ``answer``'s partitions (throttle time 0: KafkaApis
     sets it)."""
-    read_committed = body.isolation_level == 1
+    read_committed = sends_aborted(body)
     topics: list[Any] = []
-    for (topic, partition), r in answer.partitions:
+    for (topic, partition), r in in_kafka_order(answer.partitions):
         # Consecutive partitions of one topic share an entry, as Kafka's batchByTopic.
         if not topics or topics[-1].topic != topic:
             topics.append(_TopicResponse(topic=topic, partitions=[]))
-        aborted = None  # read_uncommitted: null, as Kafka
-        if read_committed:
+        aborted = None  # read_uncommitted or an error: null, as Kafka
+        if read_committed and not r.error_code:
             aborted = [_AbortedTransaction(producer_id=t.producer_id, first_offset=t.first_offset)
                        for t in r.aborted_transactions or ()]
         data = _PartitionData(
@@ -69,14 +89,14 @@ def response_size(body: Any, answer: FetchAnswer, version: int) -> int:
     # Per partition: partition_index, error_code, high_watermark; v4+ last_stable_offset; v5+ log_start_offset;
     # v11+ preferred_read_replica; the records' length, aborted transactions and tags come on top.
     fixed = 14 + (8 if version >= 4 else 0) + (8 if version >= 5 else 0) + (4 if version >= 11 else 0) + tags
-    read_committed = version >= 4 and body.isolation_level == 1
+    read_committed = version >= 4 and sends_aborted(body)
     aborted_size = 16 + tags  # producer_id, first_offset
     size = 4 + 4 + response_header_version(ApiKey.FETCH, version)  # size prefix, correlation id, header tags
     size += (4 if version >= 1 else 0) + (6 if version >= 7 else 0) + tags  # throttle; error code, session id
     topics = 0
     previous = None
     topic_partitions = 0
-    for (topic, _), r in answer.partitions:
+    for (topic, _), r in in_kafka_order(answer.partitions):
         if topic != previous:
             if previous is not None:
                 size += length_size(topic_partitions)
@@ -90,7 +110,7 @@ def response_size(body: Any, answer: FetchAnswer, version: int) -> int:
         records = r.records
         size += null_size if records is None else length_size(len(records)) + len(records)
         if version >= 4:
-            if read_committed:
+            if read_committed and not r.error_code:
                 count = len(r.aborted_transactions or ())
                 size += length_size(count) + count * aborted_size
             else:

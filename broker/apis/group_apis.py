@@ -21,6 +21,7 @@ from ...protocol.api_keys import ApiKey
 from ...protocol.errors import (  # type: ignore[attr-defined]
     CoordinatorNotAvailableError,
     GroupAuthorizationFailedError,
+    InconsistentGroupProtocolError,
     InvalidRequestError,
     KafkaError,
     TopicAlreadyExistsError,
@@ -164,8 +165,12 @@ class GroupApis:
                                  protocol_name="", leader="", member_id=request.body.member_id, members=[])
 
     async def sync_group(self, request: "Request") -> Any:
-        self._require_read(request)
         body = request.body
+        if request.api_version >= 5 and (body.protocol_type is None or body.protocol_name is None):
+            # Kafka 2.8's handleSyncGroupRequest: mandatory from v5, checked before the authorization
+            return SyncGroupResponse(throttle_time_ms=0, error_code=InconsistentGroupProtocolError.code,
+                                     protocol_type=None, protocol_name=None, assignment=b"")
+        self._require_read(request)
         result = await self.coordinator.sync_group(
             body.group_id, body.generation_id, body.member_id, body.group_instance_id, body.protocol_type,
             body.protocol_name, {a.member_id: bytes(a.assignment) for a in body.assignments})

@@ -30,6 +30,7 @@ from ...protocol.errors import (  # type: ignore[attr-defined]
 from ...protocol.messages import OffsetCommitResponse, OffsetDeleteResponse, OffsetFetchResponse
 from ..coordinator.group.metadata_manager import wall_ms
 from ..coordinator.group.records import OffsetAndMetadata
+from ..zk_path import is_valid_path
 from .authorization import GROUP, TOPIC
 
 if TYPE_CHECKING:
@@ -128,6 +129,7 @@ class OffsetApis:
         codes = {}
         for (topic, partition), offset in offsets.items():
             try:
+                _check_path(group, topic, partition)
                 self.services.zk.set_consumer_offset(group, topic, partition, offset)
                 codes[(topic, partition)] = 0
             except Exception as exc:  # Kafka: Errors.forException, UNKNOWN_SERVER_ERROR for a ZooKeeper failure
@@ -191,11 +193,10 @@ class OffsetApis:
         found.update(await self.services.in_executor(self._read_zookeeper_offsets, body.group_id, known))
         found.update({tp: (-1, UnknownTopicOrPartitionError.code) for tp in requested if tp not in found})
         topics: dict[str, list] = {}
-        for t in body.topics:
-            for p in t.partition_indexes:
-                offset, code = found.get((t.name, p), (-1, 0))
-                topics.setdefault(t.name, []).append(_FetchPartition(
-                    partition_index=p, committed_offset=offset, metadata="", error_code=code))
+        for t, p in dict.fromkeys(requested):  # a partition named twice is answered once (Kafka: from a map)
+            offset, code = found.get((t, p), (-1, 0))
+            topics.setdefault(t, []).append(_FetchPartition(
+                partition_index=p, committed_offset=offset, metadata="", error_code=code))
         return OffsetFetchResponse(throttle_time_ms=0, topics=[_FetchTopic(name=n, partitions=p)
                                                                for n, p in topics.items()])
 
@@ -204,6 +205,7 @@ class OffsetApis:
         found = {}
         for topic, partition in partitions:
             try:
+                _check_path(group, topic, partition)
                 offset = self.services.zk.get_consumer_offset(group, topic, partition)
                 found[(topic, partition)] = (-1, UnknownTopicOrPartitionError.code) if offset is None else (offset, 0)
             except Exception as exc:  # Kafka answers the exception's error code for the partition
@@ -244,3 +246,10 @@ def register(apis: "KafkaApis", services: "BrokerServices") -> OffsetApis:
     apis.register(ApiKey.OFFSET_FETCH, api.offset_fetch, api._fetch_error)
     apis.register(ApiKey.OFFSET_DELETE, api.offset_delete, api.offset_delete_error)
     return api
+
+
+def _check_path(group: str, topic: str, partition: int) -> None:
+    """Kafka's ZooKeeper client refuses an illegal path (a group named ""): UNKNOWN_SERVER_ERROR there."""
+    path = f"/consumers/{group}/offsets/{topic}/{partition}"
+    if not is_valid_path(path):
+        raise ValueError(f"invalid ZooKeeper path {path!r}")

@@ -112,8 +112,8 @@ class ScramCredentialsApi:
                 failed[x.name] = (UnknownServerError.code, _NOT_A_ZNODE)
         for u in upsertions:
             mechanism = MECHANISMS_BY_TYPE.get(u.mechanism)
-            if u.name in failed:
-                continue
+            if failed.get(u.name, (0, ""))[1] == _NOT_A_ZNODE:
+                continue  # an illegal upsertion's error replaces its user's illegal deletion's, as in Kafka 2.8
             if not u.name:
                 failed[u.name] = (UnacceptableCredentialError.code, _EMPTY_USER)
             elif mechanism is None:

@@ -155,7 +155,9 @@ class TxnApis:
         if version < 2:
             codes = {tp: COORDINATOR_NOT_AVAILABLE if c == COORDINATOR_LOAD_IN_PROGRESS else c
                      for tp, c in codes.items()}
-        return self._txn_offset_commit_response(codes, order)
+        # A partition named twice is answered once: Kafka 2.8 answers from its map of offsets (the last one named
+        # is committed; its error response, below, repeats the request's partitions as they come).
+        return self._txn_offset_commit_response(codes, list(dict.fromkeys(order)))
 
     def txn_offset_commit_error(self, request: "Request", error_code: int) -> Any:
         order = [(t.name, p.partition_index) for t in request.body.topics for p in t.partitions]

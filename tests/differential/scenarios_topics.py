@@ -183,6 +183,10 @@ async def alter_configs(side: Side) -> None:
                 {"resource_type": BROKER_RESOURCE, "resource_name": "",
                  "configs": [{"name": "no.such.broker.config", "value": "2"}]},
             ]})
+    # Kafka stored that unknown key in the cluster-wide default (ACCEPTED.md): cleared, so later scenarios
+    # describing the default see the same on both sides.
+    await side.call("clear the broker default", K.ALTER_CONFIGS, 1, {"validate_only": False, "resources": [
+        {"resource_type": BROKER_RESOURCE, "resource_name": "", "configs": []}]})
     await describe_after_alter(side)
 
 
@@ -210,6 +214,11 @@ async def incremental_alter_configs(side: Side) -> None:
         await side.call(f"v{v} validate only", K.INCREMENTAL_ALTER_CONFIGS, v, {"validate_only": True, "resources": [
             {"resource_type": TOPIC_RESOURCE, "resource_name": TOPIC, "configs": [
                 {"name": "segment.bytes", "config_operation": 0, "value": "10"}]}]})
+        await side.call(f"v{v} append unknown", K.INCREMENTAL_ALTER_CONFIGS, v, {"validate_only": True, "resources": [
+            {"resource_type": TOPIC_RESOURCE, "resource_name": TOPIC, "configs": [
+                {"name": "no.such.config", "config_operation": 2, "value": "x"}]},
+            {"resource_type": BROKER_RESOURCE, "resource_name": "0", "configs": [
+                {"name": "no.such.broker.config", "config_operation": 3, "value": "x"}]}]})
     await describe_after_alter(side)
 
 

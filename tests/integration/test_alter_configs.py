@@ -221,7 +221,7 @@ def test_raw_requests_errors_per_resource(client):
         Resource(resource_type=TOPIC, resource_name="x", configs=[
             Config(name="retention.ms", config_operation=0, value="1"),
             Config(name="retention.ms", config_operation=1, value=None)]),
-        Resource(resource_type=TOPIC, resource_name="x", configs=[Config(name="retention.ms", config_operation=0,
+        Resource(resource_type=TOPIC, resource_name="y", configs=[Config(name="retention.ms", config_operation=0,
                                                                          value=None)]),
         Resource(resource_type=3, resource_name="group", configs=[]),
     ], validate_only=False)
@@ -237,6 +237,18 @@ def test_raw_requests_errors_per_resource(client):
     answer = client.send(0, legacy, version=0).responses[0]
     assert answer.error_code == INVALID_REQUEST
     assert answer.error_message == "Unexpected broker id, expected 0, but received 1"
+
+    # As Kafka 2.8: a null value or a BROKER_LOGGER resource fails every resource of the request.
+    topic_entry = Legacy(resource_type=TOPIC, resource_name="x", configs=[])
+    null_value = Legacy(resource_type=TOPIC, resource_name="y", configs=[
+        Legacy.AlterableConfig(name="retention.ms", value=None)])
+    answer = client.send(0, AlterConfigsRequest(resources=[topic_entry, null_value], validate_only=True),
+                         version=1).responses
+    assert [(r.error_code, r.error_message) for r in answer] == [(-1, None)] * 2
+    answer = client.send(0, AlterConfigsRequest(resources=[topic_entry, Legacy(
+        resource_type=8, resource_name="0", configs=[])], validate_only=True), version=1).responses
+    assert [r.error_code for r in answer] == [INVALID_REQUEST] * 2
+    assert answer[0].error_message == "AlterConfigs is deprecated and does not support the resource type BROKER_LOGGER"
 
 
 def test_dynamic_broker_configs(cluster, client, confluent_admin):

@@ -107,5 +107,5 @@ def test_describe_names_this_brokers_id(single_broker_cluster, name, message):
 def test_the_legacy_alter_configs_is_refused(admin):
     [error] = admin.alter_configs({ConfigResource(ConfigResourceType.BROKER_LOGGER, "0"): {REQUEST_LOGGER: "DEBUG"}},
                                   raise_errors=False).values()
-    assert isinstance(error, InvalidRequestError) and "only supported for topics and brokers" in str(error)
+    assert isinstance(error, InvalidRequestError) and "does not support the resource type BROKER_LOGGER" in str(error)
     assert loggers_of(admin)[REQUEST_LOGGER].value == "INFO"

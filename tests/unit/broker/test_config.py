@@ -382,3 +382,9 @@ def test_accepted_keys_without_effect_are_warned_about_by_name(tmp_path):
         f"written uncompressed (from {path} line 4)",
         f"Configuration 'inter.broker.protocol.version' is accepted but not implemented: brokers always speak "
         f"Kafka 2.8's inter-broker protocol (from {path} line 6)"]
+
+def test_doubles_are_shown_as_java_shows_them():
+    """Kafka's DescribeConfigs shows a DOUBLE key with Java's Double.toString."""
+    from odradek.broker.config import _format
+    assert [_format(v) for v in (1.7976931348623157e308, 1e7, 123456789.0, 0.5, 10.0, 1e-4, 0.001)] == [
+        "1.7976931348623157E308", "1.0E7", "1.23456789E8", "0.5", "10.0", "1.0E-4", "0.001"]

@@ -19,8 +19,8 @@ def encoded_size(body, answer, version: int) -> int:
     return sum(len(part) for part in encode_response_parts(fetch_response(body, answer), version, 7))
 
 
-def request(isolation_level: int = 0) -> SimpleNamespace:
-    return SimpleNamespace(isolation_level=isolation_level)
+def request(isolation_level: int = 0, replica_id: int = -1) -> SimpleNamespace:
+    return SimpleNamespace(isolation_level=isolation_level, replica_id=replica_id)
 
 
 def answer(*partitions, error_code: int = 0, session_id: int = 0) -> FetchAnswer:
@@ -70,3 +70,20 @@ def test_a_diverging_epoch_is_a_tagged_field_at_v12():
     assert response_size(request(), diverged, 12) == encoded_size(request(), diverged, 12)
     assert response_size(request(), diverged, 12) > response_size(request(), answer(
         (("t", 0), FetchPartitionResult(0, 10, 10, 0))), 12)
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_partitions_refused_before_the_read_come_last_as_kafka_answers_them(version):
+    """Kafka 2.8's handleFetchRequest: partitions read, then unknown or unauthorized ones (a topic of both
+    kinds in two entries); abortedTransactions only for a read_committed consumer's partitions read."""
+    parts = [(("t", 99), FetchPartitionResult(3)),
+             (("t", 0), FetchPartitionResult(0, 5, 5, 0, b"", aborted_transactions=[])),
+             (("u", 0), FetchPartitionResult(6)), (("u", 1), FetchPartitionResult(29))]
+    for body in (request(1), request(1, replica_id=2), request(0)):
+        response = fetch_response(body, answer(*parts))
+        assert [(t.topic, [p.partition_index for p in t.partitions]) for t in response.responses] == \
+            [("t", [0]), ("u", [0]), ("t", [99]), ("u", [1])]
+        consumer_read_committed = body.isolation_level == 1 and body.replica_id < 0
+        assert [p.aborted_transactions for t in response.responses for p in t.partitions] == \
+            [[] if consumer_read_committed else None, None, None, None]
+        assert response_size(body, answer(*parts), version) == encoded_size(body, answer(*parts), version)

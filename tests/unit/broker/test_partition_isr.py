@@ -82,9 +82,17 @@ def test_a_follower_fetch_reads_to_the_log_end_and_a_consumer_only_below_the_hig
     assert rm.fetch_messages(consumer, [FetchSpec("t", 0, 0, 1 << 20)])[KEY].records == b""
 
 
-def test_an_unassigned_replica_is_refused(make_rm):
+def test_an_unassigned_replica_is_answered_without_records_and_not_recorded(make_rm):
+    """Kafka 2.8's updateFollowerFetchState: no error, the partition's offsets, empty records."""
     rm = make_rm()
-    assert follower_fetch(rm, 9, 0).error_code == errors.NotLeaderOrFollowerError.code
+    p = rm.online_partition(*KEY)
+    rm.append_records(1, 1000, {KEY: batch(b"a")})
+    follower_fetch(rm, F1, 1)
+    follower_fetch(rm, F2, 1)
+    result = follower_fetch(rm, 9, 0)
+    assert (result.error_code, result.high_watermark, result.records) == (0, 1, b"")
+    assert not p.knows_replica(9) and p.isr == [LEADER, F1, F2]
+    assert follower_fetch(rm, LEADER, 0).records == b""  # the leader's own id is no follower either
 
 
 def test_isr_shrinks_only_after_the_lag_time_without_catching_up(make_rm, clock):
