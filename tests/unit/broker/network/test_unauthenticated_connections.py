@@ -80,13 +80,14 @@ def _heartbeats():
 
 def test_a_connection_stalled_in_the_sasl_exchange_is_closed_when_idle():
     async def main() -> None:
-        async with serving(_heartbeats(), connections_max_idle_ms=200, **PLAIN) as server:
+        # a second of idleness against a request every 50 ms: margin for a loaded machine's stalls
+        async with serving(_heartbeats(), connections_max_idle_ms=1000, **PLAIN) as server:
             stalled = await Client.connect(server.port())
             stalled.send(SaslHandshakeRequest(mechanism="PLAIN"), 1, 1)
             assert (await stalled.receive(17, 1))[1].error_code == 0  # and then nothing more
             busy = await Client.connect(server.port())
             await _authenticate(busy)
-            for i in range(10):
+            for i in range(30):
                 assert (await busy.heartbeat(10 + i)).error_code == 0
                 await asyncio.sleep(0.05)
             assert await stalled.closed_by_server(timeout=5)
