@@ -151,12 +151,24 @@ class Worker:
         with urllib.request.urlopen(request, timeout=30) as answer:
             return json.load(answer)
 
+    def configure(self, connector: str, config: dict) -> None:
+        """PUT /connectors/<name>/config, again while the worker answers 409 (a rebalance under way)."""
+        def put() -> bool:
+            try:
+                self.rest(f"/connectors/{connector}/config", config)
+                return True
+            except urllib.error.HTTPError as refused:
+                if refused.code != 409:
+                    raise
+                return False
+        wait_until(put, 60, f"{self.url} to take {connector}'s config")
+
     def ready(self) -> bool:
         assert self.process.poll() is None, f"the Connect worker exited:\n{self.log.read_text()[-3000:]}"
         try:
             self.rest("/connectors")
             return True
-        except (urllib.error.URLError, ConnectionError):
+        except OSError:  # URLError, refused, timed out
             return False  # REST not up yet, or the herder still joining (it answers 500 meanwhile)
 
     def stop(self) -> None:
@@ -172,7 +184,7 @@ def workers_running(worker: Worker, expected: set[str]) -> bool:
     """Every connector and task RUNNING, on the workers ``expected`` (their URLs' host:port)."""
     try:
         statuses = worker.rest("/connectors?expand=status")
-    except (urllib.error.URLError, ConnectionError):
+    except OSError:  # URLError (HTTPError too), refused, timed out
         return False
     states = [entry["status"]["connector"] for entry in statuses.values()]
     states += [task for entry in statuses.values() for task in entry["status"]["tasks"]]
@@ -204,10 +216,10 @@ def test_distributed_workers_share_the_connectors_and_take_over(cluster, tmp_pat
             assert all({e.name: e.value for e in entries.values() if e.source == 1} == {"cleanup.policy": "compact"}
                        for entries in configs.values()), configs
 
-        workers[0].rest("/connectors/file-source/config", {
+        workers[0].configure("file-source", {
             "connector.class": "org.apache.kafka.connect.file.FileStreamSourceConnector", "tasks.max": "1",
             "file": str(source_file), "topic": topic})
-        workers[1].rest("/connectors/file-sink/config", {
+        workers[1].configure("file-sink", {
             "connector.class": "org.apache.kafka.connect.file.FileStreamSinkConnector", "tasks.max": "1",
             "file": str(sink_file), "topics": topic})
         wait_until(lambda: len(output()) >= len(first), 120, "the first lines through the pipeline")
