@@ -150,6 +150,15 @@ def failure_report(template: str, stderr: bool = False) -> Callable[[BaseExcepti
     return report
 
 
+def print_metrics(metrics: dict[str, float]) -> None:
+    """Kafka's ToolsUtils.printMetrics (the perf tools' --print-metrics): a blank line, a header, then one
+    ``name : value`` line per metric sorted by name, the name column as wide as the longest name."""
+    width = max(len(name) for name in metrics)
+    print(f"\n{'Metric Name':<{width}}   Value")
+    for name in sorted(metrics):
+        print(f"{name:<{width}} : {metrics[name]:.3f}")
+
+
 def _command_config(opts: argparse.Namespace) -> dict[str, str]:
     """The tool's --command-config (--admin.config) properties; {} without one."""
     path = getattr(opts, "command_config", None) or getattr(opts, "admin_config", None)

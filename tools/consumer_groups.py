@@ -249,6 +249,9 @@ class ConsumerGroupCommand(AdminCommand):
 
     async def _describe_groups(self, group_ids: list[str]) -> dict[str, ConsumerGroupDescription]:
         described = await self.admin.describe_consumer_groups(group_ids, timeout_ms=self.opts.timeout)
+        for d in described:  # a Connect worker group, say: the Java AdminClient refuses it (Kafka 2.8)
+            if d.protocol_type not in ("consumer", ""):
+                raise ValueError(f"GroupId {d.group_id} is not a consumer group ({d.protocol_type}).")
         return {d.group_id: d for d in sorted(described, key=lambda d: d.group_id)}
 
     # -- --list -----------------------------------------------------------------------------------

@@ -8,7 +8,8 @@ record came for --timeout ms (then the WARNING line Kafka prints), and print one
 
     start.time, end.time, data.consumed.in.MB, MB.sec, data.consumed.in.nMsg, nMsg.sec, rebalance.time.ms, fetch.time.ms, fetch.MB.sec, fetch.nMsg.sec
 
-With --show-detailed-stats a line per --reporting-interval instead (``time, threadId, ...``).
+With --show-detailed-stats a line per --reporting-interval instead (``time, threadId, ...``); --print-metrics
+adds a few of the Java consumer's metrics after it, in Kafka's table (client id ``consumer-<group>-1``).
 rebalance.time.ms is the time until the consumer had its partitions; fetch.time.ms the rest. Sizes
 count keys and values. --date-format takes Java's SimpleDateFormat letters (default
 ``yyyy-MM-dd HH:mm:ss:SSS``). While our consumer cannot join groups, the group is used for its name
@@ -28,7 +29,7 @@ from typing import Any, Sequence
 
 from ..protocol.errors import KafkaError
 from ..clients.types import KafkaConfigurationError
-from .common import add_version_flag, failure_report, run_tool
+from .common import add_version_flag, failure_report, print_metrics, run_tool
 from .kafka_properties import (
     ToolParser, UsageError, bootstrap_servers, consumer_kwargs, load_properties, require,
 )
@@ -98,7 +99,8 @@ def _check(opts: argparse.Namespace) -> None:
         "max.partition.fetch.bytes": str(opts.fetch_size),
         "auto.offset.reset": "latest" if opts.from_latest else "earliest",
     })
-    props.setdefault("client.id", "perf-consumer-client")
+    # The Java consumer's own default (ConsumerPerformance 2.8 sets none): consumer-<group>-<sequence>.
+    props.setdefault("client.id", f"consumer-{props['group.id']}-1")
     opts.kwargs = consumer_kwargs(props)
 
 
@@ -216,6 +218,16 @@ async def consume(opts: argparse.Namespace) -> None:
         print(f"{opts.formatter.format(start_ms)}, {opts.formatter.format(end_ms)}, {mb:.4f}, {mb / elapsed_s:.4f}, "
               f"{read}, {read / elapsed_s:.4f}, {join}, {fetch_ms}, "
               f"{mb / fetch_s if fetch_s > 0 else 0.0:.4f}, {read / fetch_s if fetch_s > 0 else 0.0:.4f}", flush=True)
+    if opts.print_metrics:  # after the stats, as Kafka's tool
+        print_consumer_metrics(opts, read, bytes_read, max(end_ms - start_ms, 1) / 1000.0)
+
+
+def print_consumer_metrics(opts: argparse.Namespace, read: int, bytes_read: int, elapsed_s: float) -> None:
+    """A few of the Java consumer's fetch-manager metrics, laid out as Kafka's tool prints them."""
+    tags = f"{{client-id={opts.kwargs['client_id']}}}"
+    print_metrics({f"consumer-fetch-manager-metrics:{name}:{tags}": value for name, value in (
+        ("records-consumed-total", float(read)), ("records-consumed-rate", read / elapsed_s),
+        ("bytes-consumed-total", float(bytes_read)), ("bytes-consumed-rate", bytes_read / elapsed_s))})
 
 
 def run(opts: argparse.Namespace) -> None:

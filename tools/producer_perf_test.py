@@ -30,7 +30,7 @@ from typing import Sequence
 
 from ..protocol.errors import KafkaError
 from ..clients.types import KafkaConfigurationError
-from .common import failure_report, run_tool
+from .common import failure_report, print_metrics, run_tool
 from .kafka_properties import ToolParser, UsageError, key_values, load_properties, producer_kwargs
 
 DESCRIPTION = "This tool is used to verify the producer performance."
@@ -225,30 +225,26 @@ async def produce(opts: argparse.Namespace, payloads: list[bytes] | None) -> Non
             elif i % 256 == 255:
                 await asyncio.sleep(0)  # let the sender and the answers in
         await producer.flush()
+        stats.print_total()  # before the metrics, as Kafka's tool
         if opts.print_metrics:
-            print_metrics(stats, producer)
-    stats.print_total()
+            print_producer_metrics(stats)
     if failures:
         raise SendsFailed(f"{len(failures)} of {opts.num_records} records could not be sent to topic {opts.topic}; "
                           f"the first error: {failures[0]}")
 
 
 
-def print_metrics(stats: Stats, producer: object) -> None:
-    """A few of the Java producer's metric names, in ToolsUtils.printMetrics' two-column layout."""
+def print_producer_metrics(stats: Stats) -> None:
+    """A few of the Java producer's metric names, laid out as Kafka's tool prints them."""
     elapsed = max(time.monotonic() - stats.start, 1e-9)
-    metrics = {
+    print_metrics({
         "producer-metrics:record-send-total:{client-id=producer-1}": float(stats.count),
         "producer-metrics:record-send-rate:{client-id=producer-1}": stats.count / elapsed,
         "producer-metrics:outgoing-byte-total:{client-id=producer-1}": float(stats.bytes),
         "producer-metrics:request-latency-avg:{client-id=producer-1}":
             stats.total_latency / stats.count if stats.count else 0.0,
         "producer-metrics:request-latency-max:{client-id=producer-1}": float(stats.max_latency),
-    }
-    width = max(len(name) for name in metrics) + 1
-    print("\n" + "Metric Name".ljust(width) + "Value")
-    for name, value in sorted(metrics.items()):
-        print(f"{name.ljust(width)}: {value:.3f}")
+    })
 
 
 def run(opts: argparse.Namespace) -> None:

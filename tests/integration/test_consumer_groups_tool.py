@@ -4,6 +4,7 @@ scenario planned (--dry-run changes nothing) and executed (checked with OffsetFe
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import time
 import uuid
@@ -18,6 +19,8 @@ from kafka import TopicPartition as KafkaTopicPartition  # noqa: E402
 from kafka.structs import OffsetAndMetadata as KafkaOffsetAndMetadata  # noqa: E402
 
 from odradek.clients.admin.client import Admin, NewTopic  # noqa: E402
+from odradek.clients.connection import BrokerConnection  # noqa: E402
+from odradek.protocol.messages import FindCoordinatorRequest, JoinGroupRequest  # noqa: E402
 from tests.conftest import module_cluster  # noqa: E402
 from tests.integration.helpers import console_tool, kafka_python_group_consumer  # noqa: E402
 
@@ -252,3 +255,35 @@ def test_missing_bootstrap_server_and_help():
     assert done.returncode == 1 and done.stderr.strip() == 'Missing required argument "[bootstrap-server]"'
     helped = groups_tool("--help")
     assert "--reset-offsets" in helped.stdout and "--bootstrap-server" in helped.stdout
+
+
+def test_a_group_of_another_protocol_type_is_no_consumer_group(cluster, tool):
+    """A Kafka Connect worker group (protocol type "connect"): Kafka 2.8's AdminClient refuses to describe it
+    and leaves it out of the consumer groups it lists; so does the tool."""
+    group = f"workers-{uuid.uuid4().hex[:6]}"
+    host, port = cluster.bootstrap_servers.split(",")[0].rsplit(":", 1)
+
+    async def join() -> None:
+        conn = await BrokerConnection.connect(host, int(port))
+        try:
+            deadline = time.monotonic() + 30
+            while (await conn.send(FindCoordinatorRequest(key=group))).error_code:  # __consumer_offsets loading
+                assert time.monotonic() < deadline, "no coordinator for the group"
+                await asyncio.sleep(0.2)
+            member_id = ""
+            for _ in range(2):  # v4+: the first join is told MEMBER_ID_REQUIRED with the id to join with
+                joined = await conn.send(JoinGroupRequest(
+                    group_id=group, session_timeout_ms=30000, rebalance_timeout_ms=30000, member_id=member_id,
+                    protocol_type="connect", protocols=[JoinGroupRequest.JoinGroupRequestProtocol(
+                        name="sessioned", metadata=b"\x00")]), version=7)
+                member_id = joined.member_id
+            assert joined.error_code == 0, joined
+        finally:
+            await conn.close()
+
+    asyncio.run(join())
+    done = tool("--describe", "--group", group, check=False)
+    assert done.returncode == 1
+    assert done.stdout.strip() == f"Error: Executing consumer group command failed due to GroupId {group} is not a " \
+                                  "consumer group (connect)."
+    assert group not in tool("--list").stdout.split()

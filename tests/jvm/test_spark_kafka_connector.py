@@ -250,7 +250,12 @@ def test_stream_follows_a_leader_killed_mid_stream(spark, cluster, tmp_path):
     servers, topic, name = cluster.bootstrap_servers, "spark-kafka-failover", "spark_kafka_failover"
     create_topic(servers, topic, 2, replication=3)
     produce(servers, topic, [(i % 2, None, f"before-{i}".encode()) for i in range(100)], acks="all")
+    # A batch planned in the seconds before the controller notices the kill (zookeeper.session.timeout.ms)
+    # asks the dead leader for the latest offsets: the Java AdminClient's ListOffsets call stays bound to that
+    # node ("Timed out waiting for a node assignment") until default.api.timeout.ms (60 s), against Apache
+    # Kafka too, and Spark then retries. 15 s (request.timeout.ms may not exceed it) keeps the wait short.
     query = (spark.readStream.format("kafka").option("kafka.bootstrap.servers", servers).option("subscribe", topic)
+             .option("kafka.default.api.timeout.ms", "15000").option("kafka.request.timeout.ms", "15000")
              .option("startingOffsets", "earliest").load().selectExpr("CAST(value AS STRING) AS value")
              .writeStream.format("memory").queryName(name).option("checkpointLocation", str(tmp_path / "cp"))
              .trigger(processingTime="300 milliseconds").start())
