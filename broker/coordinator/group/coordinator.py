@@ -154,7 +154,7 @@ class GroupCoordinator:
     def _rejoin_static_member(self, group: GroupMetadata, old_id: str, new_id: str,
                               joining: MemberMetadata) -> "asyncio.Future | JoinResult":
         """A static member restarted: it takes over its old id's place; a stable group does not rebalance
-        unless its protocols changed (Kafka's updateStaticMemberAndRebalance)."""
+        unless the protocol it would select changed (Kafka's updateStaticMemberAndRebalance)."""
         old = group.members[old_id]
         current_leader = group.leader_id
         if old.awaiting_join is not None and not old.awaiting_join.done():
@@ -163,10 +163,11 @@ class GroupCoordinator:
         self._remove_heartbeat(group, old)
         member = group.replace_static_member(joining.group_instance_id or "", old_id, new_id)
         member.is_leaving = False
-        changed = not member.matches(joining.protocols)
         member.protocols, member.client_id, member.client_host = joining.protocols, joining.client_id, joining.client_host
         member.session_timeout_ms, member.rebalance_timeout_ms = joining.session_timeout_ms, joining.rebalance_timeout_ms
-        if group.is_in(STABLE) and not changed:
+        # As Kafka 2.8, a stable group rebalances only if the protocol it would select changes; new metadata alone
+        # does not (a 3.1+ Java consumer's subscription carries its last generation: it differs at every restart).
+        if group.is_in(STABLE) and group.select_protocol() == group.protocol_name:
             self._schedule_heartbeat(group, member)
             # Kafka answers no members and the leader id from before the swap, so that a restarted leader does
             # not compute an assignment a stable group would not hand out

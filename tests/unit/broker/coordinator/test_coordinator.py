@@ -135,6 +135,25 @@ async def test_static_member_rejoining_a_stable_group_keeps_the_generation(coord
 
 
 @run_in_loop
+async def test_static_member_rejoining_with_new_metadata_does_not_rebalance_a_stable_group(coordinator):
+    """Kafka 2.8 rebalances a stable group at a static member's return only if the protocol it would select
+    changes: the Java consumer 3.1+ puts its last generation into its subscription, which so differs at every
+    restart (found by tests/jvm/test_java_secured.py's static-membership with kafka-clients 4.x)."""
+    c = await coordinator()
+    a = await join(c, instance="i-1", protocols=[("range", b"generation -1"), ("roundrobin", b"")])
+    await c.sync_group("g", 1, a.member_id, "i-1", None, None, {a.member_id: b"mine"})
+    again = await join(c, instance="i-1", protocols=[("range", b"generation 1"), ("roundrobin", b"")])
+    assert (again.error_code, again.generation_id) == (0, 1)
+    assert c.manager.get_group("g").state == STABLE
+    assert (await c.sync_group("g", 1, again.member_id, "i-1", None, None, {})).assignment == b"mine"
+    # Preferring another protocol changes the group's choice: the group rebalances.
+    task = asyncio.ensure_future(join(c, instance="i-1", protocols=[("roundrobin", b""), ("range", b"")]))
+    await asyncio.sleep(0.05)
+    assert c.manager.get_group("g").state != STABLE
+    assert (await task).generation_id == 2
+
+
+@run_in_loop
 async def test_session_timeout_bounds_and_group_size(coordinator):
     c = await coordinator()
     assert (await join(c, session=50)).error_code == 26  # INVALID_SESSION_TIMEOUT
