@@ -88,15 +88,24 @@ class GroupRun:
     results: dict[str, ScenarioResult]
 
 
-def _group_command(version: str, group: str, scenarios: list[str], bootstrap: str, prefix: str) -> list[str]:
-    return [java(), "-Xmx256m", "-XX:TieredStopAtLevel=1", "-cp", classpath(f"kafka-clients-{version}"),
-            MAIN_CLASS, group, bootstrap, prefix, *scenarios]
+def client_command(version: str, main_class: str, *args: str, client_config: Path | None = None) -> list[str]:
+    """``java`` running one of the programs with kafka-clients ``version``; ``client_config``: a Kafka client
+    properties file (security settings) that every client of the program starts from."""
+    options = [f"-Dodradek.client.config={client_config}"] if client_config is not None else []
+    return [java(), "-Xmx256m", "-XX:TieredStopAtLevel=1", *options, "-cp", classpath(f"kafka-clients-{version}"),
+            main_class, *args]
 
 
-def run_group(version: str, group: str, scenarios: list[str], bootstrap: str, prefix: str) -> GroupRun:
+def _group_command(version: str, group: str, scenarios: list[str], bootstrap: str, prefix: str,
+                   client_config: Path | None = None) -> list[str]:
+    return client_command(version, MAIN_CLASS, group, bootstrap, prefix, *scenarios, client_config=client_config)
+
+
+def run_group(version: str, group: str, scenarios: list[str], bootstrap: str, prefix: str,
+              client_config: Path | None = None) -> GroupRun:
     """Runs ``scenarios`` of ``group`` in one JVM with kafka-clients ``version``; every name gets a result."""
-    done = subprocess.run(_group_command(version, group, scenarios, bootstrap, prefix), capture_output=True,
-                          text=True, timeout=GROUP_TIMEOUT)
+    done = subprocess.run(_group_command(version, group, scenarios, bootstrap, prefix, client_config),
+                          capture_output=True, text=True, timeout=GROUP_TIMEOUT)
     return group_results(scenarios, done.stdout, done.stderr, done.returncode)
 
 
