@@ -109,11 +109,12 @@ def run_group(version: str, group: str, scenarios: list[str], bootstrap: str, pr
     return group_results(scenarios, done.stdout, done.stderr, done.returncode)
 
 
-def start_group(version: str, group: str, scenarios: list[str], bootstrap: str, prefix: str) -> subprocess.Popen:
+def start_group(version: str, group: str, scenarios: list[str], bootstrap: str, prefix: str,
+                client_config: Path | None = None) -> subprocess.Popen:
     """run_group for a test that acts while the scenarios run: it reads stderr line by line (``##progress``
-    lines and such), then hands everything to group_results."""
-    return subprocess.Popen(_group_command(version, group, scenarios, bootstrap, prefix), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    lines and such), or runs several groups at once; then it hands everything to group_results."""
+    return subprocess.Popen(_group_command(version, group, scenarios, bootstrap, prefix, client_config),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
 def group_results(scenarios: list[str], stdout: str, stderr: str, returncode: int | None) -> GroupRun:
