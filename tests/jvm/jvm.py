@@ -96,25 +96,22 @@ def client_command(version: str, main_class: str, *args: str, client_config: Pat
             main_class, *args]
 
 
-def _group_command(version: str, group: str, scenarios: list[str], bootstrap: str, prefix: str,
-                   client_config: Path | None = None) -> list[str]:
-    return client_command(version, MAIN_CLASS, group, bootstrap, prefix, *scenarios, client_config=client_config)
+def _group_command(version: str, group: str, scenarios: list[str], bootstrap: str, prefix: str) -> list[str]:
+    return client_command(version, MAIN_CLASS, group, bootstrap, prefix, *scenarios)
 
 
-def run_group(version: str, group: str, scenarios: list[str], bootstrap: str, prefix: str,
-              client_config: Path | None = None) -> GroupRun:
+def run_group(version: str, group: str, scenarios: list[str], bootstrap: str, prefix: str) -> GroupRun:
     """Runs ``scenarios`` of ``group`` in one JVM with kafka-clients ``version``; every name gets a result."""
-    done = subprocess.run(_group_command(version, group, scenarios, bootstrap, prefix, client_config),
-                          capture_output=True, text=True, timeout=GROUP_TIMEOUT)
+    done = subprocess.run(_group_command(version, group, scenarios, bootstrap, prefix), capture_output=True,
+                          text=True, timeout=GROUP_TIMEOUT)
     return group_results(scenarios, done.stdout, done.stderr, done.returncode)
 
 
-def start_group(version: str, group: str, scenarios: list[str], bootstrap: str, prefix: str,
-                client_config: Path | None = None) -> subprocess.Popen:
+def start_group(version: str, group: str, scenarios: list[str], bootstrap: str, prefix: str) -> subprocess.Popen:
     """run_group for a test that acts while the scenarios run: it reads stderr line by line (``##progress``
-    lines and such), or runs several groups at once; then it hands everything to group_results."""
-    return subprocess.Popen(_group_command(version, group, scenarios, bootstrap, prefix, client_config),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    lines and such), then hands everything to group_results."""
+    return subprocess.Popen(_group_command(version, group, scenarios, bootstrap, prefix), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
 
 
 def group_results(scenarios: list[str], stdout: str, stderr: str, returncode: int | None) -> GroupRun:

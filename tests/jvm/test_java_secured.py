@@ -49,6 +49,12 @@ CASES = [(version, listener, SCENARIOS if listener == "SASL_SSL" else SSL_SCENAR
 def scenarios_of(version: str, listener: str) -> list[str]:
     return next(scenarios for v, l, scenarios in CASES if (v, l) == (version, listener))
 
+
+def run_prefix(version: str, listener: str) -> str:
+    """What begins the names a run makes: alice's prefix, then its own (the runs share the cluster)."""
+    return f"{PREFIX}j{version.replace('.', '')}-{listener.lower().replace('_', '')}"
+
+
 # What the client logs when the broker refuses it, as Apache Kafka's would: the refusals the denied-*
 # scenarios provoke and the wrong password of scram-credentials-as-user (also the logins tried while the
 # brokers have not yet learnt a new user's credentials from ZooKeeper).
@@ -81,31 +87,36 @@ def secured(zookeeper, tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def secure_runs(secured):
+def secure_runs(secured, tmp_path_factory):
     """``runs(version, listener)``: the results of that JVM. All of them start at once: their scenarios mostly
     wait (for rebalances, transactions, the brokers' ZooKeeper notifications), so together they take about
-    as long as the longest alone."""
+    as long as the longest alone. Their output goes to files: a JVM must never block on a full pipe."""
+    work = tmp_path_factory.mktemp("java-secured-runs")
     started: dict[tuple[str, str], subprocess.Popen] = {}
     runs: dict[tuple[str, str], jvm.GroupRun] = {}
 
     def get(version: str, listener: str) -> jvm.GroupRun:
         if not started:
             for v, l, scenarios in CASES:
-                prefix = f"{PREFIX}j{v.replace('.', '')}-{l.lower().replace('_', '')}"
-                started[v, l] = jvm.start_group(v, "secure", scenarios, secured.profiles[l].bootstrap, prefix,
-                                                client_config=secured.properties[l])
+                prefix = run_prefix(v, l)
+                command = jvm.client_command(v, jvm.MAIN_CLASS, "secure", secured.profiles[l].bootstrap, prefix,
+                                             *scenarios, client_config=secured.properties[l])
+                with open(work / f"{prefix}.out", "w") as out, open(work / f"{prefix}.err", "w") as err:
+                    started[v, l] = subprocess.Popen(command, stdout=out, stderr=err, text=True)
         if (version, listener) not in runs:
             process = started[version, listener]
-            stdout, stderr = process.communicate(timeout=jvm.GROUP_TIMEOUT)
-            runs[version, listener] = jvm.group_results(scenarios_of(version, listener), stdout, stderr,
-                                                        process.returncode)
+            process.wait(timeout=jvm.GROUP_TIMEOUT)
+            prefix = run_prefix(version, listener)
+            runs[version, listener] = jvm.group_results(scenarios_of(version, listener),
+                                                        (work / f"{prefix}.out").read_text(),
+                                                        (work / f"{prefix}.err").read_text(), process.returncode)
         return runs[version, listener]
 
     yield get
     for process in started.values():
         if process.poll() is None:
             process.kill()
-            process.communicate()
+            process.wait()
 
 
 @pytest.mark.parametrize(("version", "listener", "scenario"),
