@@ -9,9 +9,8 @@ Apache Kafka's broker causes (Topic-, Group-, TransactionalId-, ClusterAuthoriza
 test_java_clients.py, a scenario also fails on any WARN/ERROR line of the client that jvm.BENIGN_LOG_LINES
 (or, for the refusals it provokes, DENIED_LOG_LINES) does not explain.
 
-Versions: the oldest (2.8.2) and the newest client, on both listeners (over SSL the scenarios whose outcome
-the listener's principal decides; SSL_SCENARIOS). The 3.x client, whose requests and authorization errors
-are those of the newest here, is left out to keep the module's wall time small; the four JVMs run at once.
+Versions: each of the suite's clients (2.8.2, 3.9.2, 4.4.0), on both listeners (over SSL the scenarios whose
+outcome the listener's principal decides; SSL_SCENARIOS). The six JVMs run at once.
 """
 
 from __future__ import annotations
@@ -33,7 +32,7 @@ from .secured_cluster import PREFIX, SSL_LISTENER_OVERRIDES, WAIT_S, TwoListener
 
 pytestmark = [pytest.mark.jvm, pytest.mark.timeout(900)]
 
-VERSIONS = (jvm.CLIENT_VERSIONS[0], jvm.CLIENT_VERSIONS[-1])
+VERSIONS = jvm.CLIENT_VERSIONS
 SCENARIOS = ["idempotent-default", "transactional-offsets", "fencing-zombie", "group-cooperative-sticky",
              "static-membership", "read-committed-aborted", "acls-create-describe-delete",
              "scram-credentials-as-user", "authorized-operations", "denied-topic", "denied-group",
