@@ -88,9 +88,16 @@ class GroupRun:
     results: dict[str, ScenarioResult]
 
 
+def client_command(version: str, main_class: str, *args: str, client_config: Path | None = None) -> list[str]:
+    """``java`` running one of the programs with kafka-clients ``version``; ``client_config``: a Kafka client
+    properties file (security settings) that every client of the program starts from."""
+    options = [f"-Dodradek.client.config={client_config}"] if client_config is not None else []
+    return [java(), "-Xmx256m", "-XX:TieredStopAtLevel=1", *options, "-cp", classpath(f"kafka-clients-{version}"),
+            main_class, *args]
+
+
 def _group_command(version: str, group: str, scenarios: list[str], bootstrap: str, prefix: str) -> list[str]:
-    return [java(), "-Xmx256m", "-XX:TieredStopAtLevel=1", "-cp", classpath(f"kafka-clients-{version}"),
-            MAIN_CLASS, group, bootstrap, prefix, *scenarios]
+    return client_command(version, MAIN_CLASS, group, bootstrap, prefix, *scenarios)
 
 
 def run_group(version: str, group: str, scenarios: list[str], bootstrap: str, prefix: str) -> GroupRun:

@@ -154,7 +154,7 @@ class GroupCoordinator:
     def _rejoin_static_member(self, group: GroupMetadata, old_id: str, new_id: str,
                               joining: MemberMetadata) -> "asyncio.Future | JoinResult":
         """A static member restarted: it takes over its old id's place; a stable group does not rebalance
-        unless its protocols changed (Kafka's updateStaticMemberAndRebalance)."""
+        unless the protocol it would select changed (Kafka's updateStaticMemberAndRebalance)."""
         old = group.members[old_id]
         current_leader = group.leader_id
         if old.awaiting_join is not None and not old.awaiting_join.done():
@@ -163,16 +163,35 @@ class GroupCoordinator:
         self._remove_heartbeat(group, old)
         member = group.replace_static_member(joining.group_instance_id or "", old_id, new_id)
         member.is_leaving = False
-        changed = not member.matches(joining.protocols)
+        previous_protocols = member.protocols
         member.protocols, member.client_id, member.client_host = joining.protocols, joining.client_id, joining.client_host
         member.session_timeout_ms, member.rebalance_timeout_ms = joining.session_timeout_ms, joining.rebalance_timeout_ms
-        if group.is_in(STABLE) and not changed:
+        # As Kafka 2.8, a stable group rebalances only if the protocol it would select changes; new metadata alone
+        # does not (a 3.1+ Java consumer's subscription carries its last generation: it differs at every restart).
+        if group.is_in(STABLE) and group.select_protocol() == group.protocol_name:
             self._schedule_heartbeat(group, member)
-            # Kafka answers no members and the leader id from before the swap, so that a restarted leader does
-            # not compute an assignment a stable group would not hand out
-            return JoinResult(0, new_id, group.generation_id, group.protocol_type, group.protocol_name,
-                              current_leader or "", [])
+            return asyncio.ensure_future(self._store_static_swap(group, member, old_id, previous_protocols,
+                                                                 current_leader or ""))
         return self._update_member_and_rebalance(group, member, joining.protocols)
+
+    async def _store_static_swap(self, group: GroupMetadata, member: MemberMetadata, old_id: str,
+                                 previous_protocols: list[tuple[str, bytes]], current_leader: str) -> JoinResult:
+        """Kafka persists the group with the member's new id before answering, so that a coordinator that loads
+        the group later knows it (else that member's heartbeats would be FENCED_INSTANCE_ID there); if the write
+        fails, the old id and protocols come back and the member gets the error, with no member id."""
+        new_id = member.member_id
+        code = await self.manager.store_group(group)
+        if code:
+            log.warning("Could not persist the metadata of group %s (error %d)", group.group_id, code)
+            member.protocols = previous_protocols
+            self._remove_heartbeat(group, member)  # the new id's expiration goes with it
+            member = group.replace_static_member(member.group_instance_id or "", new_id, old_id)
+            member.is_leaving = False
+            self._schedule_heartbeat(group, member)
+            return JoinResult(code, "", group.generation_id, group.protocol_type, group.protocol_name, current_leader)
+        # Kafka answers no members and the leader id from before the swap, so that a restarted leader does not
+        # compute an assignment a stable group would not hand out
+        return JoinResult(0, new_id, group.generation_id, group.protocol_type, group.protocol_name, current_leader, [])
 
     def _join_known_member(self, group: GroupMetadata, joining: MemberMetadata) -> "asyncio.Future | JoinResult":
         member_id, instance_id = joining.member_id, joining.group_instance_id

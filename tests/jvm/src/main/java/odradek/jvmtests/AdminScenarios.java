@@ -69,7 +69,7 @@ final class AdminScenarios {
         return all;
     }
 
-    private static Throwable failure(org.apache.kafka.common.KafkaFuture<?> future) throws InterruptedException {
+    static Throwable failure(org.apache.kafka.common.KafkaFuture<?> future) throws InterruptedException {
         try {
             future.get();
         } catch (ExecutionException e) {

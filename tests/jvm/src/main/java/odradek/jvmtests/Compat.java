@@ -42,6 +42,12 @@ final class Compat {
         return all.get().get(topic);
     }
 
+    /** One topic's future of DescribeTopicsResult.topicNameValues() (3.1+) or values() (removed in 4.0). */
+    @SuppressWarnings("unchecked")
+    static KafkaFuture<TopicDescription> topicFuture(DescribeTopicsResult result, String topic) throws Exception {
+        return ((Map<String, KafkaFuture<TopicDescription>>) call(result, "topicNameValues", "values")).get(topic);
+    }
+
     /** ConsumerGroupDescription.groupState() (4.0+, a GroupState) or state() (a ConsumerGroupState), as text. */
     static String groupState(ConsumerGroupDescription description) throws Exception {
         return String.valueOf(call(description, "groupState", "state")).toUpperCase().replace("_", "");

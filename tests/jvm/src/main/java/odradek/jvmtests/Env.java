@@ -1,6 +1,10 @@
 package odradek.jvmtests;
 
+import java.io.IOException;
+import java.io.Reader;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collection;
@@ -27,17 +31,37 @@ import org.apache.kafka.common.header.Header;
 import org.apache.kafka.common.serialization.StringDeserializer;
 import org.apache.kafka.common.serialization.StringSerializer;
 
-/** What scenarios share: the cluster address, a name prefix, one Admin, client configs and read/write helpers. */
+/**
+ * What scenarios share: the cluster address, a name prefix, one Admin, client configs and read/write helpers.
+ * The system property odradek.client.config names a Kafka client properties file (security.protocol, trust
+ * store, SASL login...) that every client of the run starts from: the secured runs' user.
+ */
 final class Env {
     static final Duration WAIT = Duration.ofSeconds(60);
 
     final String bootstrap;
     final String prefix;
+    final Properties security = new Properties();
     private Admin admin;
 
-    Env(String bootstrap, String prefix) {
+    Env(String bootstrap, String prefix) throws IOException {
         this.bootstrap = bootstrap;
         this.prefix = prefix;
+        String config = System.getProperty("odradek.client.config");
+        if (config != null) {
+            try (Reader in = Files.newBufferedReader(Path.of(config))) {
+                security.load(in);
+            }
+        }
+    }
+
+    /** The run's security settings, its address and the given settings (which win). */
+    Properties base(Map<String, String> overrides) {
+        Properties p = new Properties();
+        p.putAll(security);
+        p.put("bootstrap.servers", bootstrap);
+        p.putAll(overrides);
+        return p;
     }
 
     String name(String suffix) {
@@ -54,15 +78,11 @@ final class Env {
     }
 
     Properties adminProps() {
-        Properties p = new Properties();
-        p.put("bootstrap.servers", bootstrap);
-        p.put("client.id", prefix + "-admin");
-        return p;
+        return base(Map.of("client.id", prefix + "-admin"));
     }
 
     Properties producerProps(Map<String, String> overrides) {
-        Properties p = new Properties();
-        p.put("bootstrap.servers", bootstrap);
+        Properties p = base(Map.of());
         p.put("key.serializer", StringSerializer.class.getName());
         p.put("value.serializer", StringSerializer.class.getName());
         p.put("delivery.timeout.ms", "60000");
@@ -74,8 +94,7 @@ final class Env {
     }
 
     Properties consumerProps(Map<String, String> overrides) {
-        Properties p = new Properties();
-        p.put("bootstrap.servers", bootstrap);
+        Properties p = base(Map.of());
         p.put("key.deserializer", StringDeserializer.class.getName());
         p.put("value.deserializer", StringDeserializer.class.getName());
         p.put("auto.offset.reset", "earliest");

@@ -17,7 +17,7 @@ public final class Main {
 
     public static void main(String[] args) throws Exception {
         if (args.length < 3) {
-            System.err.println("usage: Main producer|consumer|admin|failover BOOTSTRAP PREFIX [SCENARIO...]");
+            System.err.println("usage: Main producer|consumer|admin|failover|secure BOOTSTRAP PREFIX [SCENARIO...]");
             System.exit(2);
         }
         Env env = new Env(args[1], args[2]);
@@ -26,6 +26,7 @@ public final class Main {
             case "consumer" -> ConsumerScenarios.all();
             case "admin" -> AdminScenarios.all();
             case "failover" -> FailoverScenarios.all();
+            case "secure" -> SecureScenarios.all();
             default -> throw new IllegalArgumentException("unknown group " + args[0]);
         };
         List<String> wanted = args.length > 3 ? List.of(args).subList(3, args.length) : List.copyOf(scenarios.keySet());
