@@ -168,6 +168,11 @@ BENIGN_LOG_LINES: tuple[tuple[re.Pattern, str], ...] = (
     # Two clients with one client.id in one JVM (the fencing scenario's zombie and successor share a
     # transactional.id, hence a client id): a JMX name clash inside the client, nothing on the wire.
     (re.compile(r"Error registering AppInfo mbean"), "two clients with one client.id in one JVM"),
+    # The leader a broker's metadata names may not have applied its LeaderAndIsr for a topic created a moment
+    # ago (the controller's requests to different brokers race, on Apache Kafka too): it answers
+    # UNKNOWN_TOPIC_OR_PARTITION once and the consumer asks again.
+    (re.compile(r"Received unknown topic or partition error in ListOffset request for partition \S+"),
+     "a new topic's LeaderAndIsr still on its way to the leader"),
 )
 
 
