@@ -59,8 +59,10 @@ from tests.kafka.kafka_cluster import KafkaCluster, kafka_classpath  # noqa: E40
 BROKERS = 3
 PARTITIONS = 3
 SPREAD_TOPIC_PARTITIONS = 100
-# A SIGKILLed broker comes back once ZooKeeper dropped its session (Kafka 2.8 refuses to register over it)
-OVERRIDES = {"zookeeper.session.timeout.ms": "6000", "auto.leader.rebalance.enable": "false"}
+# Kafka 2.8's default session timeout (18 s): with 6 s, brokers of a loaded shared machine lost their sessions
+# under the 10,000-partition rows. A SIGKILLed broker is restarted once ZooKeeper dropped its session (Kafka
+# 2.8 refuses to register over it), a wait the figure leaves out.
+OVERRIDES = {"zookeeper.session.timeout.ms": "18000", "auto.leader.rebalance.enable": "false"}
 PRODUCER_PERFORMANCE = "org.apache.kafka.tools.ProducerPerformance"
 CONSUMER_PERFORMANCE = "kafka.tools.ConsumerPerformance"
 
