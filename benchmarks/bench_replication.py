@@ -41,7 +41,7 @@ from confluent_kafka import Producer
 
 from bench_vs_tansu import (OdradekBroker, derived, format_figure, format_row, format_table, medians,
                             run_json_process)
-from kafka_client_workloads import _flush, _produce_all, _producer, own_cpu_seconds, process_cpu_seconds
+from kafka_client_workloads import _flush, _produce_all, _producer, brokers_cpu_seconds, own_cpu_seconds
 from odradek.tools.local_cluster import LocalCluster
 from odradek.clients.simple_client import SyncSimpleClient
 
@@ -72,10 +72,6 @@ COLUMNS = ("rec/s", "MB/s", "broker µs/rec", "client µs/rec")
 
 
 # ------------------------------------------------------------------------------------- client process
-
-def brokers_cpu_seconds(pids: list[int]) -> float:
-    return sum(process_cpu_seconds(pid) for pid in pids)
-
 
 def client_produce(spec: dict) -> dict:
     """In the client process: produce ``count`` records to an existing topic, timing the window and the

@@ -170,7 +170,9 @@ def summarize_profiles(step: str, outputs: list[tuple[int, Path]], top: int = 12
     parsed = {}
     for broker_id, path in outputs:
         if path.exists():
-            lines = [line.rsplit(" ", 1) for line in path.read_text().splitlines() if line.strip()]
+            # a line cut short when py-spy was stopped has no count: left out
+            lines = [parts for line in path.read_text().splitlines()
+                     if len(parts := line.rsplit(" ", 1)) == 2 and parts[1].isdigit()]
             parsed[broker_id] = (path, [(stack.split(";"), int(n)) for stack, n in lines])
     if not parsed:
         return f"profile {step}: no samples"

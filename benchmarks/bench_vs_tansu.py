@@ -498,10 +498,15 @@ def main(argv: list[str] | None = None) -> None:
                 broker.stop()
         print_report(results, brokers, args)
     finally:
-        if args.keep:
-            print(f"kept {workdir}")
-        else:
-            shutil.rmtree(workdir, ignore_errors=True)
+        keep_or_remove(workdir, args.keep)
+
+
+def keep_or_remove(workdir: Path, keep: bool) -> None:
+    """The benchmark's temporary folder: kept (and named) with --keep, else removed."""
+    if keep:
+        print(f"kept {workdir}")
+    else:
+        shutil.rmtree(workdir, ignore_errors=True)
 
 
 if __name__ == "__main__":

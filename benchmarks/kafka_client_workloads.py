@@ -55,38 +55,62 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[lower] + (ordered[upper] - ordered[lower]) * (position - lower)
 
 
-class Window:
-    """The timed window: wall time, broker CPU and client CPU between ``start()`` and ``stop()``."""
+def brokers_cpu_seconds(pids: list[int]) -> float:
+    return sum(process_cpu_seconds(pid) for pid in pids)
 
-    def __init__(self, broker_pid: int) -> None:
-        self.broker_pid = broker_pid
+
+class Window:
+    """The timed window: wall time, broker CPU (all the brokers' together) and client CPU between ``start()``
+    and ``stop()``. ``spec["broker_pid"]`` is one broker, ``spec["broker_pids"]`` a cluster's."""
+
+    def __init__(self, spec: dict) -> None:
+        self.broker_pids = spec.get("broker_pids") or [spec["broker_pid"]]
 
     def start(self) -> None:
-        self.broker_cpu = process_cpu_seconds(self.broker_pid)
+        self.broker_cpu = brokers_cpu_seconds(self.broker_pids)
         self.client_cpu = own_cpu_seconds()
         self.began = time.perf_counter()
 
     def stop(self) -> dict:
         seconds = time.perf_counter() - self.began
         return {"seconds": seconds,
-                "broker_cpu": process_cpu_seconds(self.broker_pid) - self.broker_cpu,
+                "broker_cpu": brokers_cpu_seconds(self.broker_pids) - self.broker_cpu,
                 "client_cpu": own_cpu_seconds() - self.client_cpu}
 
 
 def create_topic(bootstrap: str, topic: str, partitions: int, timeout: float = 30.0,
-                 client_config: dict | None = None) -> None:
-    """CreateTopics (replication factor 1), then wait until Metadata shows a leader for every partition."""
+                 client_config: dict | None = None, replication: int = 1) -> None:
+    """CreateTopics, then wait until Metadata shows a leader for every partition."""
+    create_topics(bootstrap, [topic], partitions, timeout, client_config, replication)
+
+
+def create_topics(bootstrap: str, topics: list[str], partitions: int, timeout: float = 30.0,
+                  client_config: dict | None = None, replication: int = 1) -> None:
+    """CreateTopics of ``topics`` (already there is fine), then wait until Metadata shows a leader for every
+    partition of each and, with replication > 1, a full ISR."""
     admin = AdminClient({"bootstrap.servers": bootstrap, **(client_config or {})})
-    for future in admin.create_topics([NewTopic(topic, partitions, 1)], operation_timeout=timeout).values():
-        future.result(timeout)
+    for i in range(0, len(topics), 20):
+        new = [NewTopic(t, partitions, replication) for t in topics[i:i + 20]]
+        for future in admin.create_topics(new, operation_timeout=timeout).values():
+            try:
+                future.result(timeout)
+            except KafkaException as exc:
+                if exc.args[0].name() != "TOPIC_ALREADY_EXISTS":
+                    raise
     deadline = time.monotonic() + timeout
+    pending = set(topics)
     while time.monotonic() < deadline:
-        metadata = admin.list_topics(topic, timeout=5).topics.get(topic)
-        if (metadata is not None and metadata.error is None and len(metadata.partitions) == partitions
-                and all(p.leader >= 0 and p.error is None for p in metadata.partitions.values())):
+        listed = admin.list_topics(timeout=30).topics
+        for topic in list(pending):
+            metadata = listed.get(topic)
+            if (metadata is not None and metadata.error is None and len(metadata.partitions) == partitions
+                    and all(p.leader >= 0 and p.error is None and len(p.isrs) >= replication
+                            for p in metadata.partitions.values())):
+                pending.discard(topic)
+        if not pending:
             return
-        time.sleep(0.1)
-    raise RuntimeError(f"topic {topic} has no leader for every partition after {timeout}s")
+        time.sleep(0.2)
+    raise RuntimeError(f"{len(pending)} topics ({sorted(pending)[:3]}) lack a leader or a full ISR after {timeout}s")
 
 
 def _producer(spec: dict, **overrides) -> tuple[Producer, list]:
@@ -120,14 +144,19 @@ def _flush(producer: Producer, failures: list, timeout: float = 300.0) -> None:
         raise RuntimeError(f"{left} records undelivered, {len(failures)} failed (first: {failures[:1]})")
 
 
+def _create(spec: dict) -> None:
+    create_topic(spec["bootstrap"], spec["topic"], spec["partitions"], client_config=spec.get("client_config"),
+                 replication=spec.get("replication", 1))
+
+
 def run_produce(spec: dict) -> dict:
     """Produce ``count`` values of ``size`` bytes (no key: librdkafka spreads them over the partitions)."""
-    create_topic(spec["bootstrap"], spec["topic"], spec["partitions"], client_config=spec.get("client_config"))
+    _create(spec)
     producer, failures = _producer(spec)
     value = b"v" * spec["size"]
     producer.produce(spec["topic"], value)  # warm-up: connections and metadata outside the window
     _flush(producer, failures)
-    window = Window(spec["broker_pid"])
+    window = Window(spec)
     window.start()
     _produce_all(producer, spec["topic"], value, spec["count"])
     _flush(producer, failures)
@@ -136,7 +165,7 @@ def run_produce(spec: dict) -> dict:
 
 def run_prefill(spec: dict) -> dict:
     """Fill a topic for the consume workload (acks=1); nothing is measured."""
-    create_topic(spec["bootstrap"], spec["topic"], spec["partitions"], client_config=spec.get("client_config"))
+    _create(spec)
     producer, failures = _producer(spec, acks=1)
     _produce_all(producer, spec["topic"], b"v" * spec["size"], spec["count"])
     _flush(producer, failures)
@@ -164,7 +193,7 @@ def run_consume(spec: dict) -> dict:
     """
     consumer = _consumer(spec, **{"fetch.queue.backoff.ms": spec["queue_backoff_ms"]})
     count, received = spec["count"], 0
-    window = Window(spec["broker_pid"])
+    window = Window(spec)
     window.start()
     _assign_from_earliest(consumer, spec["topic"], spec["partitions"])
     deadline = time.monotonic() + spec.get("timeout", 300.0)
@@ -200,7 +229,7 @@ def _paced_sender(producer: Producer, topic: str, size: int, rate: float, total:
 
 def run_e2e(spec: dict) -> dict:
     """End-to-end latency: records stamped at send, timed when ``poll`` hands them to the consumer."""
-    create_topic(spec["bootstrap"], spec["topic"], spec["partitions"], client_config=spec.get("client_config"))
+    _create(spec)
     consumer = _consumer(spec, **{"fetch.wait.max.ms": spec["fetch_wait_max_ms"]})
     _assign_from_earliest(consumer, spec["topic"], spec["partitions"])
     producer, failures = _producer(spec, acks=1, **{"linger.ms": spec["e2e_linger_ms"]})
@@ -212,7 +241,7 @@ def run_e2e(spec: dict) -> dict:
                               args=(producer, spec["topic"], spec["size"], rate, total, errors))
     latencies_ms: list[float] = []
     seen, started = 0, False
-    window = Window(spec["broker_pid"])
+    window = Window(spec)
     sender.start()
     deadline = time.monotonic() + total / rate + 30.0
     while seen < total and time.monotonic() < deadline and not errors:
@@ -244,7 +273,33 @@ def run_e2e(spec: dict) -> dict:
             "max_ms": max(latencies_ms)}
 
 
-WORKLOADS = {"produce": run_produce, "prefill": run_prefill, "consume": run_consume, "e2e": run_e2e}
+def run_spread(spec: dict) -> dict:
+    """Produce ``count`` values round-robin over every partition of ``topics`` (created beforehand, each of
+    ``partitions`` partitions), one record per partition in turn: the many-partition path, tiny batches."""
+    producer, failures = _producer(spec)
+    value = b"v" * spec["size"]
+    targets = [(topic, p) for p in range(spec["partitions"]) for topic in spec["topics"]]
+    for topic, p in targets:  # warm-up: metadata, connections and every partition's first batch
+        producer.produce(topic, value, partition=p)
+    _flush(producer, failures)
+    window = Window(spec)
+    window.start()
+    produce, poll, n = producer.produce, producer.poll, len(targets)
+    for i in range(spec["count"]):
+        topic, p = targets[i % n]
+        while True:
+            try:
+                produce(topic, value, partition=p)
+                break
+            except BufferError:
+                poll(0.005)
+        if not i & 0x3FFF:
+            poll(0)
+    _flush(producer, failures)
+    return {**window.stop(), "records": spec["count"], "bytes": spec["count"] * spec["size"]}
+
+
+WORKLOADS = {"produce": run_produce, "spread": run_spread, "prefill": run_prefill, "consume": run_consume, "e2e": run_e2e}
 
 
 def main(argv: list[str]) -> None:

@@ -56,9 +56,12 @@ def next_epoch(epoch: int) -> int:
     return epoch + 1
 
 
+_SESSION_KEY_TAG = "fetch-session"
+
+
 def session_watch_key(session_id: int) -> tuple[str, int]:
     """The purgatory key a session's parked fetches wait under."""
-    return ("fetch-session", session_id)
+    return (_SESSION_KEY_TAG, session_id)
 
 
 def _now_ms() -> int:
@@ -194,7 +197,8 @@ class FetchSessionCache:
 
     def watch_keys_of(self, key: Key) -> list[tuple[str, int]]:
         """The purgatory keys of the sessions holding partition ``key``."""
-        return [session_watch_key(sid) for sid in self._sessions_of.get(key, ())]
+        holders = self._sessions_of.get(key)  # asked for every partition of every append: no call per session
+        return [(_SESSION_KEY_TAG, sid) for sid in holders] if holders else []
 
     def reindex(self, session: FetchSession, added: Iterable[Key], removed: Iterable[Key]) -> None:
         for key in added:

@@ -338,6 +338,12 @@ class Partition:
         earlier on the leader than its fetch offset, or is unknown here -> (epoch, end offset)."""
         if last_fetched_epoch < 0:
             return None
+        log = self.log
+        if last_fetched_epoch == log.leader_epoch_cache.latest_epoch:
+            # the common case, every follower fetch of every partition: the follower is on our latest epoch,
+            # which ends at our log end (end_offset_for's answer, without its calls)
+            end_offset = log.log_end_offset
+            return None if end_offset >= fetch_offset else (last_fetched_epoch, end_offset)
         epoch, end_offset = self.end_offset_for_epoch(last_fetched_epoch)
         if epoch < last_fetched_epoch or end_offset < fetch_offset:
             return epoch, end_offset

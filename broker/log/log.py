@@ -240,7 +240,8 @@ class Log:
 
     @property
     def log_end_offset(self) -> int:
-        return self.active_segment.next_offset
+        # active_segment inlined: asked several times per partition of every produce and fetch
+        return self._segments[self._bases[-1]].next_offset
 
     @property
     def size(self) -> int:

@@ -80,6 +80,12 @@ class AppendOnlyIndex:
         for key, value in self.ENTRY.iter_unpack(data[:whole]):
             self._decode_into(key, value)
 
+    def mark_empty(self) -> None:
+        """The file is known not to exist yet (a new segment): nothing to load."""
+        if not self._loaded and not self._keys and not self._pending:
+            self._loaded = True
+            self._file_length = 0
+
     def _decode_into(self, a: int, b: int) -> None:
         raise NotImplementedError
 

@@ -176,6 +176,8 @@ def test_a_diverged_follower_gets_its_diverging_epoch_and_no_records(make_rm, tm
     assert answer.diverging_epoch == (0, 2) and answer.records == b""
     # One that knows epoch 3 up to offset 3 is fine.
     assert follower_fetch(rm, F1, 3, last_fetched_epoch=3).diverging_epoch is None
+    # One on the latest epoch but past our log end diverged at our end (the fast path's other answer).
+    assert follower_fetch(rm, F1, 5, last_fetched_epoch=3).diverging_epoch == (3, 3)
     assert p.log_end_offset == 3
 
 

@@ -139,3 +139,20 @@ def test_recently_appended_batches_are_found_as_a_scan_from_the_index_finds_them
     fresh = LogSegment(str(tmp_path), 0, index_interval_bytes=300)
     for target in range(offset - 40, offset):
         assert seg.translate_offset(target) == fresh.translate_offset(target), target
+
+
+def test_a_new_segment_reads_no_index_file_but_one_left_on_disk_is_loaded(tmp_path, monkeypatch):
+    """A segment whose files did not exist knows its indexes are empty (no read on the first append);
+    index files already there (the log missing, e.g. after a crash) are still read."""
+    seg = LogSegment(str(tmp_path), 0, index_interval_bytes=100)
+    opened = []
+    real_open = open
+    monkeypatch.setattr("builtins.open", lambda path, *a, **k: opened.append(path) or real_open(path, *a, **k))
+    fill(seg, 5)
+    assert opened == [] and seg.offset_index.entries == 4
+    monkeypatch.undo()
+    seg.close()
+    os.unlink(seg.log_path)  # the indexes stay
+    again = LogSegment(str(tmp_path), 0, index_interval_bytes=100)
+    assert again.offset_index.entries == 4 and again.time_index.entries == 4
+    again.close()
