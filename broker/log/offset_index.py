@@ -83,6 +83,11 @@ class AppendOnlyIndex:
     def _decode_into(self, a: int, b: int) -> None:
         raise NotImplementedError
 
+    def create(self) -> None:
+        """Make the empty file of a new segment's index (nothing to read from it afterwards)."""
+        os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT, 0o644))
+        self._loaded = True
+
     def sanity_check(self) -> None:
         """Raise CorruptIndexError when the file is not a clean sequence of increasing entries."""
         self._load()
