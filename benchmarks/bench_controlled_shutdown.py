@@ -65,7 +65,11 @@ ODRADEK_LOG_LEVELS = "odradek.controller.channel_manager=DEBUG"
 COLUMNS = (("led", "led"), ("moved_s", "moved s"), ("exit_s", "exit s"), ("ask_s", "ask s"), ("ctrl_s", "ctrl s"),
            ("apply_s", "apply s"), ("cs_s", "cs s"), ("logs_s", "logs s"), ("rest_s", "rest s"))
 
-_STAMP = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})\] ")
+# our lines and log4j's "[2026-11-29 05:11:00,123] INFO ..."; slf4j-simple's (when that binding wins on Kafka's
+# class path) "2026-11-29 05:11:00,123 [thread] INFO ...", with the date the JVM options below ask for
+_STAMP = re.compile(r"^\[?(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})\]? ")
+KAFKA_JVM_OPTIONS = ("-Dorg.slf4j.simpleLogger.showDateTime=true",
+                     "-Dorg.slf4j.simpleLogger.dateTimeFormat=yyyy-MM-dd HH:mm:ss,SSS")
 
 
 def stamped_lines(path: Path, since: int = 0) -> list[tuple[float, str]]:
@@ -115,8 +119,9 @@ def breakdown(files: dict[str, Path], offsets: dict[str, int], sigterm: float, v
     # the shutdown's requests, not those of the broker's death that follows its exit
     sent = last([(t, line) for t, line in everything if cs_done is None or t <= cs_done],
                 rf"Controller id={controller} .*Sending LeaderAndIsr request")
-    logs_began = first(victim_lines, r"Shutting down\.( \(kafka\.log\.LogManager\)| \(odradek\.broker\.log)")
-    logs_done = first(victim_lines, r"Shutdown complete[.:].*(LogManager|log_manager)")
+    log_manager = r"(?=.*(kafka\.log\.LogManager|odradek\.broker\.log\.log_manager))"  # its name: before or after
+    logs_began = first(victim_lines, log_manager + r".*Shutting down\.")
+    logs_done = first(victim_lines, log_manager + r".*Shutdown complete[.:]")
     applied = [float(m.group(1)) / 1000 for _, line in everything
                if (m := re.search(r"\[Broker id=(?!%d\])\d+\] Finished LeaderAndIsr request in (\d+) ?ms" % victim,
                                   line))]
@@ -139,7 +144,8 @@ async def run_point(system: str, partitions: int, workdir: Path, args: argparse.
     data_dir = workdir / f"{system.replace('@', '-')}-{partitions}"
     if system == "kafka":
         from tests.kafka.kafka_cluster import KafkaCluster
-        cluster: LocalCluster = KafkaCluster(data_dir, BROKERS, broker_overrides=OVERRIDES, heap_mb=args.heap_mb)
+        cluster: LocalCluster = KafkaCluster(data_dir, BROKERS, broker_overrides=OVERRIDES, heap_mb=args.heap_mb,
+                                             jvm_options=KAFKA_JVM_OPTIONS)
     else:
         cluster = LocalCluster(data_dir, BROKERS, broker_overrides=OVERRIDES)
     timeout = max(180.0, partitions / 40)

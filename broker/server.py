@@ -387,9 +387,9 @@ class KafkaServer:
         if self.replica_manager is not None:
             await phases.run("replica manager", _now(self.replica_manager.shutdown))
         if self.log_manager is not None:
-            lm = self.log_manager
-            await phases.run("high watermarks", self._blocking(lm.checkpoint_high_watermarks))
-            await phases.run("logs", self._blocking(lm.shutdown))
+            # its shutdown writes the high watermarks with the other checkpoints (once: Kafka's replica manager
+            # writes them and its log manager the recovery points and log start offsets)
+            await phases.run("logs", self._blocking(self.log_manager.shutdown))
         if self.zk is not None:
             await phases.run("ZooKeeper", self._blocking(self.zk.close))
         state_change_log.close()

@@ -221,16 +221,21 @@ class ControllerBrokerRequestBatch:
         state = leadership.state
         adding, removing = self.context.reassigning.get(partition, ((), ()))  # a reassignment's AR and RR
         replicas = self.context.replicas(partition)
+
+        def partition_state(new: bool) -> LeaderAndIsrRequest.LeaderAndIsrPartitionState:
+            return LeaderAndIsrRequest.LeaderAndIsrPartitionState(
+                topic_name=partition[0], partition_index=partition[1], controller_epoch=state.controller_epoch,
+                leader=state.leader, leader_epoch=state.leader_epoch, isr=list(state.isr),
+                partition_epoch=leadership.zk_version, replicas=list(replicas),
+                adding_replicas=list(adding), removing_replicas=list(removing), is_new=new)
+
+        shared = partition_state(is_new)  # one object for every recipient: they only read it
         for broker_id in broker_ids:
             if broker_id < 0:
                 continue
             states = self.leader_and_isr.setdefault(broker_id, {})
-            already_new = partition in states and states[partition].is_new
-            states[partition] = LeaderAndIsrRequest.LeaderAndIsrPartitionState(
-                topic_name=partition[0], partition_index=partition[1], controller_epoch=state.controller_epoch,
-                leader=state.leader, leader_epoch=state.leader_epoch, isr=list(state.isr),
-                partition_epoch=leadership.zk_version, replicas=list(replicas),
-                adding_replicas=list(adding), removing_replicas=list(removing), is_new=is_new or already_new)
+            already_new = not is_new and partition in states and states[partition].is_new
+            states[partition] = partition_state(True) if already_new else shared
         self.update_metadata_brokers.update(self.context.live_brokers)
         self.update_metadata_partitions[partition] = None
 
