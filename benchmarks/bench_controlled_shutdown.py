@@ -20,10 +20,13 @@ timestamps, to the millisecond):
   "controlled shutdown of broker N" in ours);
 - "ctrl": that until the controller's last "Sending LeaderAndIsr request" line of the shutdown (elections, the
   partition-state writes to ZooKeeper, the requests built);
+- "wait": from that line until a surviving broker logs "Handling LeaderAndIsr request" (the longest of the two:
+  sending, the broker's request queue, decoding);
 - "apply": the longest "Finished LeaderAndIsr request in N ms" of a surviving broker after SIGTERM;
 - "cs": the shutting-down broker's own "Starting controlled shutdown" until it succeeded (the controller's answer);
 - "logs": LogManager "Shutting down." until "Shutdown complete" (flush, close, checkpoints, clean-shutdown marker);
-- "rest": exit less cs and logs (the other services, the JVM's or the interpreter's exit).
+- "tail": its "shut down completed" until the process has gone (the JVM's or the interpreter's exit);
+- "rest": exit less cs, logs and tail (from SIGTERM to the request, and the other services' shutdown).
 
 Odradek also prints its own timing lines: the controller's split of the shutdown request (elections with their
 ZooKeeper writes, followers taken offline, requests queued), each LeaderAndIsr/UpdateMetadata/StopReplica
@@ -63,7 +66,8 @@ OVERRIDES = {"auto.leader.rebalance.enable": "false",  # the leadership stays as
 ODRADEK_LOG_LEVELS = "odradek.controller.channel_manager=DEBUG"
 
 COLUMNS = (("led", "led"), ("moved_s", "moved s"), ("exit_s", "exit s"), ("ask_s", "ask s"), ("ctrl_s", "ctrl s"),
-           ("apply_s", "apply s"), ("cs_s", "cs s"), ("logs_s", "logs s"), ("rest_s", "rest s"))
+           ("wait_s", "wait s"), ("apply_s", "apply s"), ("cs_s", "cs s"), ("logs_s", "logs s"), ("tail_s", "tail s"),
+           ("rest_s", "rest s"))
 
 # our lines and log4j's "[2026-11-29 05:11:00,123] INFO ..."; slf4j-simple's (when that binding wins on Kafka's
 # class path) "2026-11-29 05:11:00,123 [thread] INFO ...", with the date the JVM options below ask for
@@ -122,16 +126,23 @@ def breakdown(files: dict[str, Path], offsets: dict[str, int], sigterm: float, v
     log_manager = r"(?=.*(kafka\.log\.LogManager|odradek\.broker\.log\.log_manager))"  # its name: before or after
     logs_began = first(victim_lines, log_manager + r".*Shutting down\.")
     logs_done = first(victim_lines, log_manager + r".*Shutdown complete[.:]")
-    applied = [float(m.group(1)) / 1000 for _, line in everything
-               if (m := re.search(r"\[Broker id=(?!%d\])\d+\] Finished LeaderAndIsr request in (\d+) ?ms" % victim,
-                                  line))]
+    survivor = r"\[Broker id=(?!%d\])(\d+)\] " % victim
+    applied = [float(m.group(2)) / 1000 for _, line in everything
+               if (m := re.search(survivor + r"Finished LeaderAndIsr request in (\d+) ?ms", line))]
+    # from the controller's last LeaderAndIsr of the shutdown to each survivor's first one handled after it
+    handled: dict[str, float] = {}
+    for t, line in everything:
+        if sent is not None and t >= sent and (m := re.search(survivor + r"Handling LeaderAndIsr request", line)):
+            handled.setdefault(m.group(1), t - sent)
+    completed = first(victim_lines, r"shut down completed")
 
     def span(a: float | None, b: float | None) -> float:
         return b - a if a is not None and b is not None else float("nan")
 
     result = {"ask_s": span(sigterm, asked), "ctrl_s": span(asked, sent), "apply_s": max(applied, default=float("nan")),
-              "cs_s": span(cs_began, cs_done), "logs_s": span(logs_began, logs_done)}
-    result["rest_s"] = exited - sigterm - result["cs_s"] - result["logs_s"]
+              "wait_s": max(handled.values(), default=float("nan")), "cs_s": span(cs_began, cs_done),
+              "logs_s": span(logs_began, logs_done), "tail_s": span(completed, exited)}
+    result["rest_s"] = exited - sigterm - result["cs_s"] - result["logs_s"] - result["tail_s"]
     notes = [line.split("] ", 1)[1] for _, line in everything
              if re.search(r"controlled shutdown of broker \d+ took|built in \d+ ms, answered|shutdown phases:"
                           r"|Shutdown complete: |Finished LeaderAndIsr request in \d+ms .* for \d{3,} partitions", line)]
@@ -148,7 +159,7 @@ async def run_point(system: str, partitions: int, workdir: Path, args: argparse.
                                              jvm_options=KAFKA_JVM_OPTIONS)
     else:
         cluster = LocalCluster(data_dir, BROKERS, broker_overrides=OVERRIDES)
-    timeout = max(180.0, partitions / 40)
+    timeout = max(args.create_timeout, partitions / 10)
     poll = poll_interval(partitions)
     result: dict = {}
     path_before = os.environ.get("PYTHONPATH")
@@ -247,6 +258,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--baseline", metavar="REV", help="also run Odradek as of this git revision (before/after "
                         "in one run): system odradek@REV, first")
     parser.add_argument("--heap-mb", type=int, default=1024, help="each Kafka broker's heap")
+    parser.add_argument("--create-timeout", type=float, default=900, help="seconds the creation may take until "
+                        "every ISR is full (Kafka 2.8.2 took over 250 s for 10,000 partitions on 2 loaded cores)")
     parser.add_argument("--profile", metavar="DIR", help="py-spy record our brokers during the shutdown into DIR")
     parser.add_argument("--keep", action="store_true", help="keep the clusters' folders")
     parser.add_argument("--workdir", help="where the clusters go (default: a temporary folder)")
