@@ -508,10 +508,14 @@ def main(argv: list[str] | None = None) -> int:
     # made thousands of checkpoint writes several times slower (benchmarks/bench_scale.py).
     sys.setswitchinterval(SWITCH_INTERVAL_S)
     import uvloop
-    code = uvloop.run(serve(config))
-    # Everything is closed, flushed and checkpointed: leave without the interpreter's teardown, which frees the
-    # objects of every partition one by one (half a second per thousand partitions here; a JVM's exit does not
-    # walk its heap either).
+    return uvloop.run(_serve_then_exit(config))
+
+
+async def _serve_then_exit(config: KafkaConfig) -> int:
+    """``serve``, then leave at once: everything is closed, flushed and checkpointed by then. The event loop's
+    and the interpreter's teardown (cancelling what is left, joining executor threads, freeing the objects of
+    every partition one by one) took 12 s at 10,000 partitions; a JVM's exit does not walk its heap either."""
+    code = await serve(config)
     logging.shutdown()
     sys.stdout.flush()
     sys.stderr.flush()
