@@ -72,23 +72,28 @@ COLUMNS = (("led", "led"), ("moved_s", "moved s"), ("exit_s", "exit s"), ("ask_s
 # our lines and log4j's "[2026-11-29 05:11:00,123] INFO ..."; slf4j-simple's (when that binding wins on Kafka's
 # class path) "2026-11-29 05:11:00,123 [thread] INFO ...", with the date the JVM options below ask for
 _STAMP = re.compile(r"^\[?(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})\]? ")
+_WORDS = (b"ontrolled shutdown", b"Shutting down", b"Shutdown complete", b"shut down completed", b"shutdown phases",
+          b"LeaderAndIsr", b"built in")
 KAFKA_JVM_OPTIONS = ("-Dorg.slf4j.simpleLogger.showDateTime=true",
                      "-Dorg.slf4j.simpleLogger.dateTimeFormat=yyyy-MM-dd HH:mm:ss,SSS")
 
 
 def stamped_lines(path: Path, since: int = 0) -> list[tuple[float, str]]:
-    """(epoch seconds, line) of the log4j-style lines ``[yyyy-mm-dd hh:mm:ss,mmm] LEVEL ...`` after ``since`` bytes."""
+    """(epoch seconds, line) of the timestamped lines after ``since`` bytes that hold one of ``_WORDS`` (Kafka's
+    logs run to hundreds of MB: only those are decoded and matched)."""
     if not path.exists():
         return []
+    out = []
     with open(path, "rb") as f:
         f.seek(since)
-        text = f.read().decode(errors="replace")
-    out = []
-    for line in text.splitlines():
-        m = _STAMP.match(line)
-        if m:
-            stamp = datetime.datetime.strptime(m.group(1), "%Y-%m-%d %H:%M:%S,%f").timestamp()
-            out.append((stamp, line))
+        for raw in f:
+            if not any(word in raw for word in _WORDS):
+                continue
+            line = raw.decode(errors="replace").rstrip("\n")
+            m = _STAMP.match(line)
+            if m:
+                stamp = datetime.datetime.strptime(m.group(1), "%Y-%m-%d %H:%M:%S,%f").timestamp()
+                out.append((stamp, line))
     return out
 
 
@@ -120,15 +125,16 @@ def breakdown(files: dict[str, Path], offsets: dict[str, int], sigterm: float, v
                                                  rf"{victim} \(shutting)")
     cs_began = first(victim_lines, r"(?i)starting controlled shutdown")
     cs_done = first(victim_lines, r"(?i)controlled shutdown succeeded")
-    # the shutdown's requests, not those of the broker's death that follows its exit
-    sent = last([(t, line) for t, line in everything if cs_done is None or t <= cs_done],
+    # the shutdown's requests, not those of the broker's death that follows its exit (or its last attempt's)
+    sent = last([(t, line) for t, line in everything if t <= (exited if cs_done is None else cs_done)],
                 rf"Controller id={controller} .*Sending LeaderAndIsr request")
     log_manager = r"(?=.*(kafka\.log\.LogManager|odradek\.broker\.log\.log_manager))"  # its name: before or after
     logs_began = first(victim_lines, log_manager + r".*Shutting down\.")
     logs_done = first(victim_lines, log_manager + r".*Shutdown complete[.:]")
     survivor = r"\[Broker id=(?!%d\])(\d+)\] " % victim
-    applied = [float(m.group(2)) / 1000 for _, line in everything
-               if (m := re.search(survivor + r"Finished LeaderAndIsr request in (\d+) ?ms", line))]
+    applied = [float(m.group(2)) / 1000 for t, line in everything  # requests begun while it was there
+               if (m := re.search(survivor + r"Finished LeaderAndIsr request in (\d+) ?ms", line))
+               and t - float(m.group(2)) / 1000 <= exited]
     # from the controller's last LeaderAndIsr of the shutdown to each survivor's first one handled after it
     handled: dict[str, float] = {}
     for t, line in everything:
