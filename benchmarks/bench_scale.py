@@ -281,6 +281,33 @@ def controlled_shutdown_ms(log_path: Path, since: int) -> float | None:
     return float(found[-1]) if found else None
 
 
+async def sigterm_until_moved_and_gone(client: SimpleClient, slot, led: list, other: int, timeout: float,
+                                      poll: float) -> tuple[float, float]:
+    """SIGTERM to ``slot``'s broker: (seconds until broker ``other``'s Metadata names another leader for every
+    partition of ``led``, seconds until the process has gone)."""
+    exited: list[float] = []  # when the process went, seen by a thread of its own (it may go before the move shows)
+
+    def watch_exit() -> None:
+        if slot.process.wait(timeout):
+            exited.append(time.monotonic())
+
+    watcher = threading.Thread(target=watch_exit, daemon=True)
+    began = time.monotonic()
+    slot.process.send(signal.SIGTERM)
+    watcher.start()
+
+    async def moved_away() -> bool:
+        _, now, _ = await metadata(client, other)
+        return all(now.get(tp, (slot.broker_id,))[0] != slot.broker_id for tp in led)
+
+    await wait_for(moved_away, timeout, "leaders moved off the shutting-down broker", poll)
+    moved = time.monotonic() - began
+    await asyncio.get_running_loop().run_in_executor(None, watcher.join)
+    if not exited:
+        raise RuntimeError(f"broker {slot.broker_id} did not exit")
+    return moved, exited[0] - began
+
+
 # ------------------------------------------------------------------------------------------------ steps
 
 async def create_all(client: SimpleClient, topics: list[str]) -> None:
@@ -384,18 +411,8 @@ async def run_point(partitions: int, workdir: Path, args: argparse.Namespace) ->
             slot = cluster.brokers[victim]
             log_offset = slot.log_path.stat().st_size
             with Profiler(profile_dir, "controlled-shutdown", {controller: pids[controller]}):
-                began = time.monotonic()
-                slot.process.send(signal.SIGTERM)
-
-                async def moved_away() -> bool:
-                    _, now, _ = await metadata(client, other)
-                    return all(now.get(tp, (victim,))[0] != victim for tp in led)
-
-                await wait_for(moved_away, timeout, "leaders moved off the shutting-down broker", poll)
-                result["cs_moved_s"] = time.monotonic() - began
-                if not slot.process.wait(timeout):
-                    raise RuntimeError(f"broker {victim} did not exit")
-                result["cs_exit_s"] = time.monotonic() - began
+                result["cs_moved_s"], result["cs_exit_s"] = await sigterm_until_moved_and_gone(
+                    client, slot, led, other, timeout, poll)
             cs_ms = controlled_shutdown_ms(slot.log_path, log_offset)
             result["cs_s"] = cs_ms / 1000 if cs_ms is not None else float("nan")
             print(f"  {partitions}: controlled shutdown of broker {victim} leading {len(led)}: {result['cs_s']:.2f} s"

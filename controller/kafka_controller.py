@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable
@@ -634,16 +635,24 @@ class KafkaController:
                      and not ctx.is_topic_queued_for_deletion(tp[0])]
         led = [tp for tp in to_act_on if ctx.leadership(tp).state.leader == broker_id]
         followed = [tp for tp in to_act_on if ctx.leadership(tp).state.leader != broker_id]
+        began = time.monotonic()
         batch = self._new_batch()
         await self.partition_state_machine.handle_state_changes(led, PartitionState.ONLINE, batch,
                                                                 CONTROLLED_SHUTDOWN_ELECTION)
+        elected = time.monotonic()
         await self.replica_state_machine.handle_state_changes([(tp, broker_id) for tp in followed],
                                                               ReplicaState.OFFLINE, batch)
+        offline = time.monotonic()
         batch.send(ctx.epoch)
         remaining = {tp for tp in ctx.partitions_led_by(broker_id)
                      if len(ctx.replicas(tp)) > 1 and not ctx.is_topic_queued_for_deletion(tp[0])}
         log.info("Controller %d: broker %d still leads %d partitions after its controlled shutdown: %s",
                  self.broker_id, broker_id, len(remaining), sorted(remaining)[:20])
+        # where a controlled shutdown's time goes (the requests are built and sent by the brokers' senders after)
+        log.info("Controller %d: controlled shutdown of broker %d took %.0f ms: %d leaders elected in %.0f ms, %d "
+                 "follower replicas taken offline in %.0f ms, requests queued in %.0f ms", self.broker_id, broker_id,
+                 (time.monotonic() - began) * 1000, len(led), (elected - began) * 1000, len(followed),
+                 (offline - elected) * 1000, (time.monotonic() - offline) * 1000)
         return remaining
 
     # --- responses -------------------------------------------------------------------------------------

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from typing import TYPE_CHECKING, Any, Iterator
 
 from ...controller.admin_zk import validate_topic_name
+from ...controller.state_change_log import state_change_log
 from ...protocol.acl import AclOperation
 from ...protocol.api_keys import ApiKey
 from ...protocol.errors import (  # type: ignore[attr-defined]
@@ -88,7 +90,14 @@ class InterBrokerApis:
         configs = await self.services.in_executor(self._topic_configs, new_topics) if new_topics else {}
         # Followers start fetching from the leaders the request names (Kafka's liveLeaders).
         leaders = {b.broker_id: (b.host_name, b.port) for b in body.live_leaders or []}
+        # Kafka's two state-change lines around the apply (ReplicaManager.becomeLeaderOrFollower)
+        began = time.monotonic()
+        what = (f"correlationId {request.correlation_id} from controller {body.controller_id} epoch "
+                f"{body.controller_epoch} for {len(states)} partitions")
+        state_change_log.info("[Broker id=%d] Handling LeaderAndIsr request %s", self.services.broker_id, what)
         errors = {**await rm.apply_leader_and_isr(body.controller_epoch, states, configs, leaders), **invalid}
+        state_change_log.info("[Broker id=%d] Finished LeaderAndIsr request in %dms %s", self.services.broker_id,
+                              (time.monotonic() - began) * 1000, what)
         return self._leader_and_isr_response(request, lambda key: errors[key])
 
     def _topic_configs(self, topics: list[str]) -> dict[str, dict[str, str]]:

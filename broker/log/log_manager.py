@@ -27,6 +27,7 @@ import logging
 import os
 import shutil
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Iterable, Mapping, TypeVar
 
@@ -619,21 +620,31 @@ class LogManager:
 
     def shutdown(self) -> None:
         """Flush and close every log, write the checkpoints and the clean-shutdown marker."""
+        log.info("Shutting down.")  # Kafka's LogManager lines: a shutdown's log close is timed between them
+        began = time.monotonic()
         if self.cleaner is not None:
             self.cleaner.shutdown()  # first, as Kafka: no swap while the logs close
         if self.scheduler is not INLINE:
             self.scheduler.shutdown()  # flushes already asked for complete first; delayed deletes wait for restart
         with self._lock:
-            # A dir failing now is offline like any other: its logs are left for the next start to recover.
             logs = self.all_logs() + list(self._future_logs.values())
+            stopped = time.monotonic()
+            # A dir failing now is offline like any other: its logs are left for the next start to recover.
             self._in_parallel(lambda log_=log_: self._unless_offline(log_.flush, None) for log_ in logs)
+            flushed = time.monotonic()
             self.checkpoint_recovery_points()
             self.checkpoint_log_start_offsets()
             self.checkpoint_high_watermarks()
+            checkpointed = time.monotonic()
             self._in_parallel(lambda log_=log_: self._unless_offline(log_.close, None) for log_ in logs)
+            closed = time.monotonic()
             for d in self.live_log_dirs:
                 try:
                     write_atomically(os.path.join(d, CLEAN_SHUTDOWN_FILE), b"")
                 except OSError as e:
                     self.failure_channel.mark_offline(d, f"Error while writing the clean-shutdown marker of {d}", e)
             self._release_locks()
+        log.info("Shutdown complete: %d logs in %.0f ms (cleaner and scheduler %.0f ms, flush %.0f ms, checkpoints "
+                 "%.0f ms, close %.0f ms)", len(logs), (time.monotonic() - began) * 1000, (stopped - began) * 1000,
+                 (flushed - stopped) * 1000, (checkpointed - flushed) * 1000,
+                 (closed - checkpointed) * 1000)

@@ -80,14 +80,15 @@ class AppendOnlyIndex:
         for key, value in self.ENTRY.iter_unpack(data[:whole]):
             self._decode_into(key, value)
 
-    def mark_empty(self) -> None:
-        """The file is known not to exist yet (a new segment): nothing to load."""
-        if not self._loaded and not self._keys and not self._pending:
-            self._loaded = True
-            self._file_length = 0
-
     def _decode_into(self, a: int, b: int) -> None:
         raise NotImplementedError
+
+    def create(self) -> None:
+        """Make the empty file of a new segment's index (nothing to read from it afterwards). A file left by an
+        earlier segment of that name is emptied, as Kafka's roll deletes it first."""
+        os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644))
+        self._loaded = True
+        self._file_length = 0
 
     def sanity_check(self) -> None:
         """Raise CorruptIndexError when the file is not a clean sequence of increasing entries."""

@@ -111,24 +111,24 @@ class LogSegment:
         self._clock = clock
         self.log_path = segment_path(directory, base_offset, LOG_SUFFIX + file_suffix)
         self._closed = False
-        created = False
+        new = False
         try:  # a segment found on disk is opened when first read or written (file_handles)
             self._size = os.stat(self.log_path).st_size
         except FileNotFoundError:
             with HANDLES.use(self) as fd:  # a new one: the file exists from now on, as Kafka makes it
                 self._size = os.fstat(fd).st_size
-            created = True
+            new = True
         HANDLES.add_owner()
         index_path = segment_path(directory, base_offset, INDEX_SUFFIX + file_suffix)
         time_index_path = segment_path(directory, base_offset, TIME_INDEX_SUFFIX + file_suffix)
-        self.indexes_were_missing = not (os.path.exists(index_path) and os.path.exists(time_index_path))
+        self.indexes_were_missing = not new and not (os.path.exists(index_path) and os.path.exists(time_index_path))
         self.offset_index = OffsetIndex(index_path, base_offset, max_index_size)
         self.time_index = TimeIndex(time_index_path, base_offset, max_index_size)
-        if created and self.indexes_were_missing:
-            # a brand-new segment: nothing to read from its index files on first use (with 10,000 new
-            # partitions, their first appends would otherwise open and read 20,000 empty files)
-            self.offset_index.mark_empty()
-            self.time_index.mark_empty()
+        if new:
+            # Kafka makes a new segment's index files with it. Left to the close, a broker stopping with ten
+            # thousand untouched partitions would create twenty thousand files on its way out (~1 ms each).
+            self.offset_index.create()
+            self.time_index.create()
         self.txn_index = TransactionIndex(segment_path(directory, base_offset, TXN_INDEX_SUFFIX + file_suffix),
                                           base_offset)
         self.created_ms = clock()

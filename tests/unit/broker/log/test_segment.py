@@ -18,10 +18,10 @@ def fill(segment, batches, count=10, value_size=50, ts=1000):
 def test_file_names_are_twenty_digits(tmp_path):
     seg = LogSegment(str(tmp_path), 42)
     assert filename_prefix(42) == "00000000000000000042"
-    assert sorted(os.listdir(tmp_path)) == ["00000000000000000042.log"]  # indexes: written when they must be
+    files = ["00000000000000000042.index", "00000000000000000042.log", "00000000000000000042.timeindex"]
+    assert sorted(os.listdir(tmp_path)) == files  # a new segment's indexes are made with it, as Kafka's
     seg.close()
-    assert sorted(os.listdir(tmp_path)) == [
-        "00000000000000000042.index", "00000000000000000042.log", "00000000000000000042.timeindex"]
+    assert sorted(os.listdir(tmp_path)) == files
 
 
 def test_sparse_index_one_entry_per_interval(tmp_path):

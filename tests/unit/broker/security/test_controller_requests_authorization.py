@@ -71,7 +71,8 @@ def connection(principal: str) -> SimpleNamespace:
 @pytest.fixture
 def broker():
     replica_manager = RecordingReplicaManager()
-    services = SimpleNamespace(replica_manager=replica_manager, broker_epoch=lambda: 100, zk=None, controller=None,
+    services = SimpleNamespace(broker_id=1, replica_manager=replica_manager, broker_epoch=lambda: 100, zk=None,
+                               controller=None,
                                metadata_cache=SimpleNamespace(update=lambda body, version: []),
                                config={"request.timeout.ms": 1000}, group_coordinator=None,
                                auth=AuthHelper(AclAuthorizer(None, frozenset({"User:broker"}))))
