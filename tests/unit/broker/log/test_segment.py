@@ -141,10 +141,12 @@ def test_recently_appended_batches_are_found_as_a_scan_from_the_index_finds_them
         assert seg.translate_offset(target) == fresh.translate_offset(target), target
 
 
-def test_a_new_segment_reads_no_index_file_but_one_left_on_disk_is_loaded(tmp_path, monkeypatch):
-    """A segment whose files did not exist knows its indexes are empty (no read on the first append);
-    index files already there (the log missing, e.g. after a crash) are still read."""
+def test_a_new_segment_makes_its_index_files_reads_none_and_empties_stale_ones(tmp_path, monkeypatch):
+    """A segment whose log did not exist makes its (empty) index files at once, as Kafka does, and knows they are
+    empty (no read on the first appends); index files left by an earlier segment of that name whose log is
+    gone are emptied, as Kafka's roll deletes them first."""
     seg = LogSegment(str(tmp_path), 0, index_interval_bytes=100)
+    assert os.path.getsize(seg.offset_index.path) == 0 and os.path.getsize(seg.time_index.path) == 0
     opened = []
     real_open = open
     monkeypatch.setattr("builtins.open", lambda path, *a, **k: opened.append(path) or real_open(path, *a, **k))
@@ -152,7 +154,11 @@ def test_a_new_segment_reads_no_index_file_but_one_left_on_disk_is_loaded(tmp_pa
     assert opened == [] and seg.offset_index.entries == 4
     monkeypatch.undo()
     seg.close()
+    assert os.path.getsize(seg.offset_index.path) > 0
     os.unlink(seg.log_path)  # the indexes stay
     again = LogSegment(str(tmp_path), 0, index_interval_bytes=100)
-    assert again.offset_index.entries == 4 and again.time_index.entries == 4
+    assert again.offset_index.entries == 0 and again.time_index.entries == 0
+    assert os.path.getsize(again.offset_index.path) == 0
+    fill(again, 5)
+    assert again.offset_index.entries == 4
     again.close()
