@@ -68,7 +68,7 @@ SEEDS = range(6)
 KP_MISSING = frozenset((
     "LeaderAndIsrRequest", "LeaderAndIsrResponse", "StopReplicaRequest", "StopReplicaResponse",
     "UpdateMetadataRequest", "UpdateMetadataResponse",
-    "ControlledShutdownRequest", "ControlledShutdownResponse",
+    "ControlledShutdownRequest", "ControlledShutdownResponse", "AlterIsrRequest", "AlterIsrResponse",
 ))
 
 # Known disagreements, (message name, version) -> reason; the affected cases are strict xfails.
@@ -129,8 +129,8 @@ def test_kafka_python_coverage():
 
 def test_kp_old_versions_are_covered():
     """kafka-python's JSON starts above 0 for these; its forced min version 0 is exercised by the
-    body tests, and all but WriteTxnMarkers v0 are also checked against the hand-written Struct
-    classes of ``kafka.protocol.old`` (test_kafka_python_old_structs)."""
+    body tests, and all but WriteTxnMarkers v0 and AlterReplicaLogDirs v0 are also checked against the
+    hand-written Struct classes of ``kafka.protocol.old`` (test_kafka_python_old_structs)."""
     below = {m.name: kp_json_min_version(kp_class(m)) for m in ALL_MESSAGES
              if kp_class(m) is not None and kp_json_min_version(kp_class(m)) > 0}
     assert below == {
@@ -143,6 +143,7 @@ def test_kp_old_versions_are_covered():
         "CreateTopicsRequest": 2, "CreateTopicsResponse": 2,
         "DeleteTopicsRequest": 1, "DeleteTopicsResponse": 1,
         "DescribeLogDirsRequest": 1, "DescribeLogDirsResponse": 1,
+        "AlterReplicaLogDirsRequest": 1, "AlterReplicaLogDirsResponse": 1,
         "DescribeConfigsRequest": 1, "DescribeConfigsResponse": 1,
         "DescribeAclsRequest": 1, "DescribeAclsResponse": 1, "CreateAclsRequest": 1, "CreateAclsResponse": 1,
         "DeleteAclsRequest": 1, "DeleteAclsResponse": 1,
@@ -150,7 +151,8 @@ def test_kp_old_versions_are_covered():
     by_name = {m.name: m for m in ALL_MESSAGES}
     unchecked = {(name, v) for name, lo in below.items() for v in range(lo)
                  if old_class(by_name[name], v) is None}
-    assert unchecked == {("WriteTxnMarkersRequest", 0), ("WriteTxnMarkersResponse", 0)}
+    assert unchecked == {("WriteTxnMarkersRequest", 0), ("WriteTxnMarkersResponse", 0),
+                         ("AlterReplicaLogDirsRequest", 0), ("AlterReplicaLogDirsResponse", 0)}
 
 
 # --- bodies -------------------------------------------------------------------------------------

@@ -319,7 +319,9 @@ def _api_cases():
          TXN_DENIED),
         ("JoinGroup", 7, m.JoinGroupRequest(group_id=G, session_timeout_ms=10000, protocol_type="consumer"),
          lambda r: (r.error_code, r.member_id), (GROUP_DENIED, "")),
-        ("SyncGroup", 5, m.SyncGroupRequest(group_id=G, member_id="m"), lambda r: r.error_code, GROUP_DENIED),
+        # v5+ names the protocol: without it Kafka answers INCONSISTENT_GROUP_PROTOCOL before authorizing
+        ("SyncGroup", 5, m.SyncGroupRequest(group_id=G, member_id="m", protocol_type="consumer",
+                                            protocol_name="range"), lambda r: r.error_code, GROUP_DENIED),
         ("Heartbeat", 4, m.HeartbeatRequest(group_id=G, member_id="m"), lambda r: r.error_code, GROUP_DENIED),
         ("LeaveGroup", 4, m.LeaveGroupRequest(group_id=G, members=[]), lambda r: r.error_code, GROUP_DENIED),
         ("DescribeGroups", 5, m.DescribeGroupsRequest(groups=[G]), lambda r: r.groups[0].error_code, GROUP_DENIED),

@@ -171,7 +171,10 @@ BENIGN_LOG_LINES: tuple[tuple[re.Pattern, str], ...] = (
     # The leader a broker's metadata names may not have applied its LeaderAndIsr for a topic created a moment
     # ago (the controller's requests to different brokers race, on Apache Kafka too): it answers
     # UNKNOWN_TOPIC_OR_PARTITION once and the consumer asks again.
-    (re.compile(r"Received unknown topic or partition error in ListOffset request for partition \S+"),
+    (re.compile(r"Received unknown topic or partition error in (ListOffset|produce) request (for|on) partition \S+"),
+     "a new topic's LeaderAndIsr still on its way to the leader"),
+    (re.compile(r"Got error produce response with correlation id \d+ on topic-partition \S+, retrying "
+                r"\(\d+ attempts left\)\. Error: UNKNOWN_TOPIC_OR_PARTITION"),
      "a new topic's LeaderAndIsr still on its way to the leader"),
 )
 
