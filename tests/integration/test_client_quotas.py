@@ -323,8 +323,9 @@ def test_throttled_kafka_python_producer_and_consumer(cluster, admin, spread_top
         consumer.close()
         return result
 
-    # The throttled read stops after 300 kB and a throttle (the partition holds other tests' records too): kafka-python 3.0
-    # reads far below the quota here (about 24 kB/s under 500 kB/s), which took minutes for the whole partition.
+    # The throttled read stops after 300 kB and a throttle (the partition holds other tests' records too):
+    # kafka-python 3.0 reads far below the quota here (about 24 kB/s under 500 kB/s), which took minutes for
+    # the whole partition.
     slow_throttle, slow_rate = consume(slow, at_most=300_000)
     fast_throttle, fast_rate = consume(fast, at_most=1 << 40)
     print(f"\nkafka-python: produced 2 MB in {produced_s:.1f} s under a 500 kB/s quota; consumed "
