@@ -118,8 +118,8 @@ def prepare(cluster: TwoListenerCluster, work: Path) -> SecuredCluster:
 
 def java_keystore(pem: Path, out: Path) -> str:
     """The Java client's key store settings for a PEM key store, as PKCS12 with a password: kafka-clients 2.8
-    refuses a PEM key store whose key has no password (3.x takes one), and Java 17 cannot read the PBES2
-    encryption of an encrypted PKCS#8 PEM key, whereas it reads PBES2 in PKCS12."""
+    refuses a PEM key store whose key has no password (KAFKA-12703, fixed in 3.3), and Java 17 cannot read the
+    PBES2 encryption of an encrypted PKCS#8 PEM key (JDK-8231581), whereas it reads PBES2 in PKCS12."""
     data = pem.read_bytes()
     key = serialization.load_pem_private_key(data, None)
     certificate, *chain = x509.load_pem_x509_certificates(data)
