@@ -25,7 +25,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-from typing import TYPE_CHECKING, Mapping
+from typing import TYPE_CHECKING, Any, Mapping, Protocol
 
 from ..protocol.errors import (  # type: ignore[attr-defined]
     InvalidTopicError,
@@ -40,7 +40,6 @@ from .log.log_types import UnexpectedAppendOffsetError
 if TYPE_CHECKING:
     from .log import Log
     from .partition import Partition
-    from .replica_manager import ReplicaManager
 
 log = logging.getLogger(__name__)
 
@@ -54,8 +53,20 @@ _MAX_NAME = 255
 _UUID_AND_SUFFIX = 32 + len("-future")
 
 
+class HostedReplicas(Protocol):
+    """What the mover needs of the replica manager that owns it (named here, so the mover does not import it)."""
+    log_manager: Any
+    partitions: Mapping[Key, "Partition"]
+
+    def is_offline(self, key: Key) -> bool: ...
+
+    def partition_or_error(self, topic: str, partition: int) -> "Partition": ...
+
+    def note_change(self, key: Key) -> None: ...
+
+
 class ReplicaLogDirMover:
-    def __init__(self, replica_manager: "ReplicaManager", step_bytes: int = DEFAULT_STEP_BYTES) -> None:
+    def __init__(self, replica_manager: HostedReplicas, step_bytes: int = DEFAULT_STEP_BYTES) -> None:
         self.replica_manager = replica_manager
         self.log_manager = replica_manager.log_manager
         self.step_bytes = max(step_bytes, 1)

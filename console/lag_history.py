@@ -6,21 +6,19 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import deque
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..clients import TopicPartition
-
+from .cluster_clients import ClusterClients
 from .cluster_reads import LATEST, list_offsets
 from .periodic import Periodic
 
-if TYPE_CHECKING:
-    from .context import Console
 
 WINDOW_S = 15 * 60
 MAX_GROUPS_SAMPLED = 200
 
 
-async def group_lag(console: "Console", group_id: str) -> dict[str, Any]:
+async def group_lag(console: ClusterClients, group_id: str) -> dict[str, Any]:
     """{"partitions": [{topic, partition, committed, end, lag}], "total": sum of lags} for the group's
     committed partitions (lag None where the end offset could not be read)."""
     committed = await console.admin.list_consumer_group_offsets(group_id)
@@ -42,7 +40,7 @@ async def group_lag(console: "Console", group_id: str) -> dict[str, Any]:
 
 
 class LagHistory(Periodic):
-    def __init__(self, console: "Console", interval_s: float = 5.0) -> None:
+    def __init__(self, console: ClusterClients, interval_s: float = 5.0) -> None:
         super().__init__(interval_s)
         self.console = console
         self.series: dict[str, deque[tuple[float, int]]] = {}

@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..clients import TopicPartition
+from .cluster_clients import ClusterClients
 from .cluster_reads import EARLIEST, LATEST, list_offsets, replica_sizes, topic_configs
 from .periodic import Periodic
 
-if TYPE_CHECKING:
-    from .context import Console
 
 IDLE_S = 120.0
 
@@ -40,7 +39,7 @@ async def settled(**calls: Any) -> tuple[dict[str, Any], dict[str, str]]:
     return done, errors
 
 
-async def read_topic_list(console: "Console") -> dict[str, Any]:
+async def read_topic_list(console: ClusterClients) -> dict[str, Any]:
     """Every topic with partitions, replication factor, size (largest replica per partition), messages
     (log end minus log start) and cleanup policy; a part that failed is null and named in ``errors``."""
     metadata = await console.client.metadata_response(None)
@@ -73,7 +72,7 @@ async def read_topic_list(console: "Console") -> dict[str, Any]:
 
 
 class TopicList(Periodic):
-    def __init__(self, console: "Console", interval_s: float = 5.0) -> None:
+    def __init__(self, console: ClusterClients, interval_s: float = 5.0) -> None:
         super().__init__(interval_s)
         self.console = console
         self.snapshot: dict[str, Any] | None = None
