@@ -59,10 +59,12 @@ async def known_by_every_broker(servers: str, topic: str) -> bool:
 
 
 def request_log(text: str) -> list[dict]:
-    """The request log's entries (``Completed request:{json}`` lines of kafka.request.logger) in a broker log."""
+    """The request log's entries (``Completed request:{json}`` lines of kafka.request.logger) in a broker log.
+
+    A log read while the broker writes it can end in a line cut short: only lines that end in a newline count."""
     prefix = "Completed request:"
     entries = []
-    for line in text.splitlines():
+    for line in text.split("\n")[:-1]:
         start = line.find(prefix)
         if start >= 0:
             entries.append(json.loads(line[start + len(prefix):line.rindex("}") + 1]))

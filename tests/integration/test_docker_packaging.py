@@ -185,7 +185,7 @@ def test_entrypoint_execs_the_broker_which_serves_and_stops_cleanly_on_sigterm(z
                for e in entries)
     requests = [e for e in entries if e["logger"] == "kafka.request.logger"]
     assert requests and all(e["level"] == "DEBUG" for e in requests)
-    completed = request_log("\n".join(e["message"] for e in requests))
+    completed = request_log("".join(e["message"] + "\n" for e in requests))
     assert any(c["requestHeader"]["requestApiKeyName"] == "API_VERSIONS" and c["requestHeader"]["requestApiVersion"] == 0
                and c["requestHeader"]["clientId"] == "odradek-healthcheck" and c["response"]["errorCode"] == 0
                and c["totalTimeMs"] >= 0 for c in completed)

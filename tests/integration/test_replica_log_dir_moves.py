@@ -326,7 +326,12 @@ def test_a_replica_added_by_a_reassignment_is_created_in_the_dir_asked_for(clust
         assert f"Successfully started log directory move for: {topic}-0-0" in started.stdout
         wait_until(lambda: {d: i.is_future for d, i in broker_0_replicas(admin, topic).get(0, {}).items()}
                    == {target: False}, WAIT_S, "broker 0's new replica in the dir asked for")
-    verify = console_tool("reassign-partitions", "--bootstrap-server", bootstrap, "--verify",
-                          "--reassignment-json-file", str(plan))
-    assert f"Reassignment of partition {topic}-0 is complete." in verify.stdout
-    assert f"Reassignment of replica {topic}-0-0 completed successfully." in verify.stdout
+
+    def verified() -> str | None:
+        # the replica is in place before it has caught up and joined the ISR, which completes the reassignment
+        out = console_tool("reassign-partitions", "--bootstrap-server", bootstrap, "--verify",
+                           "--reassignment-json-file", str(plan)).stdout
+        return out if f"Reassignment of partition {topic}-0 is complete." in out else None
+
+    verify = wait_until(verified, WAIT_S, "the reassignment to complete")
+    assert f"Reassignment of replica {topic}-0-0 completed successfully." in verify
