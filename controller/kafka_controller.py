@@ -639,6 +639,9 @@ class KafkaController:
         batch = self._new_batch()
         await self.partition_state_machine.handle_state_changes(led, PartitionState.ONLINE, batch,
                                                                 CONTROLLED_SHUTDOWN_ELECTION)
+        # the new leaders go out before the ISR shrinks are written, as Kafka's partition state machine sends
+        # its batch at the end of handleStateChanges: leadership moves in the time of the elections alone
+        batch.send(ctx.epoch)
         elected = time.monotonic()
         await self.replica_state_machine.handle_state_changes([(tp, broker_id) for tp in followed],
                                                               ReplicaState.OFFLINE, batch)
