@@ -642,6 +642,7 @@ class KafkaController:
         # the new leaders go out before the ISR shrinks are written, as Kafka's partition state machine sends
         # its batch at the end of handleStateChanges: leadership moves in the time of the elections alone
         batch.send(ctx.epoch)
+        await asyncio.sleep(0)  # the senders write those requests now, not after the ISR work below has run
         elected = time.monotonic()
         await self.replica_state_machine.handle_state_changes([(tp, broker_id) for tp in followed],
                                                               ReplicaState.OFFLINE, batch)
