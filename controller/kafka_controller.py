@@ -29,7 +29,7 @@ from typing import Any, Callable
 
 from ..protocol.api_keys import ApiKey
 from ..protocol.errors import (BrokerNotAvailableError, KafkaError, KafkaStorageError,  # type: ignore[attr-defined]
-                               NotControllerError, StaleBrokerEpochError)
+                               NotControllerError, StaleBrokerEpochError, StaleControllerEpochError)
 from .channel_manager import ControllerBrokerRequestBatch, ControllerChannelManager, inter_broker_connect
 from .controller_context import ControllerContext, ReplicaAssignment, TopicPartition
 from .alter_isr import IsrAlterations, IsrRequest, IsrResult
@@ -672,7 +672,9 @@ class KafkaController:
             for topic in response.topics or []:  # v5 names topics by id
                 name = self.context.topic_name(topic.topic_id)
                 answered += [(name, e.partition_index, e.error_code) for e in topic.partition_errors if name]
-            errors += [e for e in answered if e[2]]
+            # a partition whose leader epoch the broker already has answers STALE_CONTROLLER_EPOCH (a new
+            # controller resends every state): normal, so not worth a warning (Kafka 2.8 does not log them)
+            errors += [e for e in answered if e[2] and e[2] != StaleControllerEpochError.code]
             if not response.error_code and (any(e[2] == KafkaStorageError.code for e in answered)
                                             or broker_id in self.context.replicas_on_offline_dirs):
                 self.event_manager.put(LeaderAndIsrResponseReceived(broker_id, tuple(answered)))
