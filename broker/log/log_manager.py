@@ -464,7 +464,8 @@ class LogManager:
             d = self._dir_of.pop(tp)
             if self.cleaner is not None:
                 self.cleaner.on_log_deleted(tp, d)
-            log.close()
+            # no close (it would write a producer snapshot into a log about to go): Kafka 2.8's asyncDelete
+            # renames the open log, and its delete closes the files
             self._delete_async(log)
             return True
 

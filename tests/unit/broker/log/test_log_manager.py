@@ -176,3 +176,17 @@ def test_broker_config_feeds_log_config_through_topic_defaults():
     assert log_config.retention_ms == 5 * 60_000
     assert log_config.segment_ms == 2 * 3_600_000
     assert log_config.segment_bytes == 4096  # the topic override wins over log.segment.bytes
+
+
+def test_a_deleted_log_gets_no_producer_snapshot_on_its_way_out(tmp_path):
+    """Kafka 2.8's asyncDelete renames the open log and deletes it later: nothing is written into it meanwhile."""
+    manager = LogManager([str(tmp_path / "d")], {}, broker_id=0)
+    log = manager.get_or_create_log("gone", 0)
+    builder = RecordBatchBuilder(producer_id=7, producer_epoch=0, base_sequence=0)
+    builder.append(1_000, None, b"v")
+    log.append_as_leader(bytearray(builder.build()), 0)
+    snapshots = []
+    log.producer_state.take_snapshot = lambda *a, **k: snapshots.append(a)
+    assert manager.delete_log("gone", 0)
+    assert snapshots == []
+    manager.shutdown()
