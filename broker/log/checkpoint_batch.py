@@ -72,12 +72,12 @@ async def _write_rounds(caches: list[LeaderEpochFileCache]) -> None:
     loop = asyncio.get_running_loop()
     while caches:
         items = [(cache.checkpoint.path, cache.checkpoint_data()) for cache in caches]
+        writing = loop.run_in_executor(None, checkpoint_writer.write_files, items, checkpoint_writer.WRITER_THREADS)
         try:
-            failures = await loop.run_in_executor(None, checkpoint_writer.write_files, items,
-                                                  checkpoint_writer.WRITER_THREADS)
-        except BaseException:  # the writer itself failed (not a file): nobody writes these any more
-            for cache in caches:
-                cache.abandon_writer()
+            failures = await asyncio.shield(writing)
+        except BaseException:  # the writer failed (not a file), or this task was cancelled (the loop closing)
+            # the caches are free again only once the writer's thread is done with their .tmp
+            writing.add_done_callback(lambda _, caches=caches: [cache.abandon_writer() for cache in caches])
             raise
         for index, error in failures:
             path = items[index][0]

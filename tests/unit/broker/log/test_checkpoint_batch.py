@@ -258,3 +258,30 @@ def test_pure_python_forced_uses_the_python_writer():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          env={**os.environ, "ODRADEK_PURE_PYTHON": "1"}).stdout
     assert out.strip() == "False"
+
+
+def test_the_batch_cancelled_itself_frees_its_caches_only_once_its_writer_is_done(write_files, tmp_path,
+                                                                                monkeypatch):
+    [cache] = _caches(tmp_path, 1)
+    gate = _Gate(monkeypatch)
+
+    async def main():
+        with batched_checkpoints() as batch:
+            cache.assign(1, 0)
+        await_writing = asyncio.ensure_future(batch.write_concurrently())
+        await gate.in_flight()
+        [rounds] = checkpoint_batch._unfinished
+        rounds.cancel()  # what asyncio.run does to the tasks left when it ends
+        with pytest.raises(asyncio.CancelledError):
+            await await_writing
+        cache.assign(2, 1)  # the writer's thread still has the file: only marked stale
+        assert not os.path.exists(cache.checkpoint.path)
+        gate.open.set()
+        for _ in range(10_000):  # until the writer's result reached the loop
+            if not cache._writing:
+                break
+            await asyncio.sleep(0.001)
+        cache.assign(3, 2)  # free again: written at once
+
+    asyncio.run(main())
+    assert _on_disk(cache) == [(1, 0), (2, 1), (3, 2)]
