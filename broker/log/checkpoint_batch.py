@@ -53,7 +53,9 @@ class CheckpointBatch:
 
     async def write_concurrently(self) -> None:
         """Write them several at once off the event loop; returns when all are written, each with its
-        latest entries. Cancelling the caller does not stop the writing (it finishes in the background)."""
+        latest entries, except those another writer (a thread, an earlier batch) had in hand: that one writes
+        them again when done, and this does not wait for it. Cancelling the caller does not stop the writing
+        (it finishes in the background)."""
         caches = [cache for cache in self._take() if cache.claim_writer()]  # the others: their writer rewrites
         if not caches:
             return
