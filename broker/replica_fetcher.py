@@ -34,7 +34,8 @@ from ..protocol.errors import (  # type: ignore[attr-defined]
     for_code,
 )
 from ..protocol.messages import FetchRequest, ListOffsetsRequest, OffsetForLeaderEpochRequest
-from .log.leader_epoch_cache import UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET, batched_checkpoints
+from .log.checkpoint_batch import batched_checkpoints
+from .log.leader_epoch_cache import UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
 from .coordinator.group.metadata_manager import java_string_hash
 from .fetch_session_handler import FetchSessionHandler
 from .log.segment import walk_headers

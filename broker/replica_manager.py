@@ -32,7 +32,7 @@ from ..protocol.errors import (  # type: ignore[attr-defined]
 )
 from .delayed_ops import DelayedFetch, DelayedProduce, FetchParams, FetchSpec, ProduceStatus
 from .log import InvalidReadSizeError, LogManager
-from .log.leader_epoch_cache import batched_checkpoints
+from .log.checkpoint_batch import batched_checkpoints
 from .metrics.topic_stats import BrokerTopicStats
 from .metadata_cache import MetadataCache
 from .partition import Partition, monotonic_ms

@@ -69,10 +69,13 @@ class CheckpointFile(Generic[T]):
         self._format = format_entry
         self._parse = parse_entry
 
-    def write(self, entries: Iterable[T], sync_dir: bool = True) -> None:
+    def encode(self, entries: Iterable[T]) -> bytes:
+        """The file's content for ``entries``."""
         lines = [self._format(entry) for entry in entries]
-        text = f"{self.version}\n{len(lines)}\n" + "".join(line + "\n" for line in lines)
-        write_atomically(self.path, text.encode("utf-8"), sync_dir=sync_dir)
+        return (f"{self.version}\n{len(lines)}\n" + "".join(line + "\n" for line in lines)).encode("utf-8")
+
+    def write(self, entries: Iterable[T], sync_dir: bool = True) -> None:
+        write_atomically(self.path, self.encode(entries), sync_dir=sync_dir)
 
     def read(self) -> list[T]:
         """The entries; an empty list when the file does not exist, is empty or stops after its version line
@@ -136,6 +139,9 @@ class LeaderEpochCheckpointFile:
     def __init__(self, path: str) -> None:
         self._file = CheckpointFile(path, lambda e: f"{e[0]} {e[1]}", _parse_epoch_entry)
         self.path = path
+
+    def encode(self, entries: Iterable[tuple[int, int]]) -> bytes:
+        return self._file.encode(entries)
 
     def write(self, entries: Iterable[tuple[int, int]]) -> None:
         self._file.write(entries, sync_dir=False)  # as Kafka 2.8 (see write_atomically)

@@ -3,35 +3,26 @@
 Backed by ``leader-epoch-checkpoint`` (rewritten atomically on every change). Used by followers
 to truncate safely after a leader change (KIP-101/279) and to answer OffsetsForLeaderEpoch.
 
-A checkpoint write is an fsynced file, a rename and an fsynced directory: ~7 ms one after another
-here, ~0.2 ms each when 64 threads write at once (the file system commits their fsyncs together).
-A LeaderAndIsr of thousands of partitions, or a fetch response after a leader change, changes
-thousands of caches, so those callers open ``batched_checkpoints()``: caches changed inside it only
-note that they must be written, and ``write_concurrently()`` writes them all on a pool of threads
-before the caller goes on (answers the controller, fetches again). Everything else writes at once.
+A checkpoint write is an fsynced file and a rename: several ms one after another here, far less each when
+many are written at once (the file system commits their fsyncs together). Callers that change thousands of
+caches at once open ``checkpoint_batch.batched_checkpoints()``: caches changed inside it only join the
+batch, written together afterwards. Everything else writes at once, on the thread that changed the cache.
+
+Caches are changed on the event loop's thread and on others (log recovery, retention, the cleaner), and a
+batch writes off the loop; one writer at a time per file (see ``claim_writer``).
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import contextvars
-import logging
-import os
 import threading
 from bisect import bisect_right
-from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, Iterator, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
+from .checkpoint_batch import current_batch
 from .checkpoints import LeaderEpochCheckpointFile
-from .log_dir_failure import parent_log_dir
 
 if TYPE_CHECKING:
     from .log_dir_failure import LogDirFailureChannel
-
-log = logging.getLogger(__name__)
-
-CHECKPOINT_WRITER_THREADS = 64
 
 UNDEFINED_EPOCH = -1
 UNDEFINED_EPOCH_OFFSET = -1
@@ -47,7 +38,11 @@ class LeaderEpochFileCache:
         self.checkpoint = checkpoint
         self.failure_channel: LogDirFailureChannel | None = None  # its Log's: batched writes report errors there
         self._entries: list[EpochEntry] = [EpochEntry(e, o) for e, o in checkpoint.read()]
-        self._write_lock = threading.Lock()  # a batch's thread and the loop may write the same file
+        # One writer per file (a thread or an in-flight batch: they would share its .tmp). The lock guards
+        # the two flags only and is never held while writing, so the loop never waits on a batch's fsyncs.
+        self._writer_lock = threading.Lock()
+        self._writing = False  # someone is writing the file
+        self._stale = False  # the entries changed after that writer took them: it writes once more
 
     @property
     def entries(self) -> list[EpochEntry]:
@@ -66,16 +61,54 @@ class LeaderEpochFileCache:
         return self._entries[0] if self._entries else None
 
     def _flush(self) -> None:
-        batch = _current_batch.get()
+        batch = current_batch.get()
         if batch is not None:
-            batch.caches[id(self)] = self
+            batch.add(self)
         else:
             self.write_checkpoint()
 
     def write_checkpoint(self) -> None:
-        """Write the entries as they are now (whoever writes last writes the latest state)."""
-        with self._write_lock:
-            self.checkpoint.write(self._entries)
+        """Write the entries now, on this thread; raises OSError. When another thread or a batch is writing
+        the file, it writes the latest entries once more after its write instead (this returns at once)."""
+        if not self.claim_writer():
+            return
+        try:
+            while True:
+                path = self.checkpoint.path
+                self.checkpoint.write(self._entries)
+                if not self.release_writer(path):
+                    return
+        except BaseException:
+            self.abandon_writer()
+            raise
+
+    def checkpoint_data(self) -> bytes:
+        """The checkpoint file's content for the entries as they are now."""
+        return self.checkpoint.encode(self._entries)
+
+    def claim_writer(self) -> bool:
+        """Become the file's only writer; False when someone else is: that writer then writes again."""
+        with self._writer_lock:
+            if self._writing:
+                self._stale = True
+                return False
+            self._writing = True
+            return True
+
+    def release_writer(self, written_path: str) -> bool:
+        """The writer wrote ``written_path``. True when it must write again (still the writer): the entries
+        changed since it took them, or the log's directory moved (Log.rename_dir) so it wrote the old place."""
+        with self._writer_lock:
+            if self._stale or written_path != self.checkpoint.path:
+                self._stale = False
+                return True
+            self._writing = False
+            return False
+
+    def abandon_writer(self) -> None:
+        """The writer failed and stops: the next change writes the file again."""
+        with self._writer_lock:
+            self._writing = self._stale = False
 
     def assign(self, epoch: int, start_offset: int) -> None:
         """Record that ``epoch`` starts at ``start_offset`` (no-op when already the latest epoch).
@@ -134,72 +167,3 @@ class LeaderEpochFileCache:
     def clear_and_flush(self) -> None:
         self._entries = []
         self._flush()
-
-
-class CheckpointBatch:
-    """Leader epoch caches changed inside ``batched_checkpoints()``, to be written together."""
-
-    def __init__(self) -> None:
-        self.caches: dict[int, LeaderEpochFileCache] = {}
-
-    def __len__(self) -> int:
-        return len(self.caches)
-
-    def write(self) -> None:
-        """Write them one after another on this thread."""
-        _write_all(self._take())
-
-    async def write_concurrently(self) -> None:
-        """Write them on the checkpoint writer threads, several at once; returns when all are written."""
-        caches = self._take()
-        if not caches:
-            return
-        loop = asyncio.get_running_loop()
-        threads = min(CHECKPOINT_WRITER_THREADS, len(caches))
-        await asyncio.gather(*(loop.run_in_executor(_writer_pool(), _write_all, caches[i::threads])
-                               for i in range(threads)))
-
-    def _take(self) -> list[LeaderEpochFileCache]:
-        caches, self.caches = list(self.caches.values()), {}
-        return caches
-
-
-@contextlib.contextmanager
-def batched_checkpoints() -> Iterator[CheckpointBatch]:
-    """Within the block (this task or thread only: a context variable), changed caches join the batch
-    instead of writing; the caller must write the batch afterwards."""
-    batch = CheckpointBatch()
-    token = _current_batch.set(batch)
-    try:
-        yield batch
-    finally:
-        _current_batch.reset(token)
-
-
-_current_batch: contextvars.ContextVar[CheckpointBatch | None] = contextvars.ContextVar(
-    "leader_epoch_checkpoint_batch", default=None)
-_pool: ThreadPoolExecutor | None = None
-_pool_lock = threading.Lock()
-
-
-def _writer_pool() -> ThreadPoolExecutor:
-    global _pool
-    with _pool_lock:
-        if _pool is None:
-            _pool = ThreadPoolExecutor(CHECKPOINT_WRITER_THREADS, thread_name_prefix="leader-epoch-checkpoint")
-        return _pool
-
-
-def _write_all(caches: list[LeaderEpochFileCache]) -> None:
-    for cache in caches:
-        try:
-            cache.write_checkpoint()
-        except FileNotFoundError:  # the log was deleted (its directory renamed or removed) meanwhile
-            log.debug("leader epoch checkpoint %s: directory gone", cache.checkpoint.path)
-        except OSError as e:
-            channel = cache.failure_channel
-            if channel is None:
-                log.exception("cannot write the leader epoch checkpoint %s", cache.checkpoint.path)
-            else:
-                channel.mark_offline(parent_log_dir(os.path.dirname(cache.checkpoint.path)),
-                                     f"Error while writing the leader epoch checkpoint {cache.checkpoint.path}", e)
