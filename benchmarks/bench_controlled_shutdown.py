@@ -62,8 +62,8 @@ REPLICATION = 3
 TOPIC_PARTITIONS = 100
 OVERRIDES = {"auto.leader.rebalance.enable": "false",  # the leadership stays as created until the SIGTERM
              "unclean.leader.election.enable": "false"}
-# our controller's per-request build/answer times and the brokers' LeaderAndIsr split (DEBUG lines)
-ODRADEK_LOG_LEVELS = "odradek.controller.channel_manager=DEBUG,odradek.broker.replica_manager=DEBUG"
+# our controller's per-request build/answer times (DEBUG lines of the channel manager)
+ODRADEK_LOG_LEVELS = "odradek.controller.channel_manager=DEBUG"
 
 COLUMNS = (("led", "led"), ("moved_s", "moved s"), ("exit_s", "exit s"), ("ask_s", "ask s"), ("ctrl_s", "ctrl s"),
            ("wait_s", "wait s"), ("apply_s", "apply s"), ("cs_s", "cs s"), ("logs_s", "logs s"), ("tail_s", "tail s"),
@@ -151,7 +151,8 @@ def breakdown(files: dict[str, Path], offsets: dict[str, int], sigterm: float, v
     result["rest_s"] = exited - sigterm - result["cs_s"] - result["logs_s"] - result["tail_s"]
     notes = [line.split("] ", 1)[1] for _, line in everything
              if re.search(r"controlled shutdown of broker \d+ took|built in \d+ ms, answered|shutdown phases:"
-                          r"|Shutdown complete: |Finished LeaderAndIsr request in \d+ms .* for \d{3,} partitions", line)]
+                          r"|Shutdown complete: |Finished LeaderAndIsr request in \d+ms .* for \d{3,} partitions"
+                          r"|LeaderAndIsr of \d{3,} partitions: states applied", line)]
     return result, notes
 
 
