@@ -22,7 +22,9 @@ Java ``ProducerPerformance`` / ``ConsumerPerformance`` (the jars tests/jvm/build
 Rows: produce 100 B and 1 KiB with acks=1 and acks=all, RF 1 and RF 3 (3 partitions, linger.ms 5); consume
 of the same from earliest; end-to-end latency at ``--e2e-rate`` records/s (librdkafka); produce spread
 round-robin over every partition of 100, 1,000 and 10,000 partitions (topics of 100, RF 3, acks=1, one
-record per partition in turn: the tiny batches of the many-partition path); the brokers' CPU per record
+record per partition in turn: the tiny batches of the many-partition path; while one target is measured the
+other targets' brokers are paused, see ``Paused``, and each target's idle draw right after the warm-up pass
+is printed; the rate over the largest point divided by the rate over 1,000); the brokers' CPU per record
 (utime + stime of every broker of the target from /proc/<pid>/stat around the timed window); RSS per broker;
 start-up of one broker after a clean stop; recovery after SIGKILL of the broker holding a topic of
 ``--recovery-mib`` of 1 KiB records (spawn, once ZooKeeper dropped the dead session, until the partition
@@ -40,6 +42,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -59,6 +62,8 @@ from tests.kafka.kafka_cluster import KafkaCluster, kafka_classpath  # noqa: E40
 BROKERS = 3
 PARTITIONS = 3
 SPREAD_TOPIC_PARTITIONS = 100
+IDLE_WINDOW_S = 5.0  # how long a spread point's idle CPU is sampled
+PAUSE_PERIOD_S, PAUSE_BREATH_S = 3.0, 0.25  # the paused targets run 0.25 s in every 3 s (see Paused)
 # Kafka 2.8's default session timeout (18 s): with 6 s, brokers of a loaded shared machine lost their sessions
 # under the 10,000-partition rows. A SIGKILLed broker is restarted once ZooKeeper dropped its session (Kafka
 # 2.8 refuses to register over it), a wait the figure leaves out.
@@ -277,6 +282,13 @@ def measure_spread(targets: list, args: argparse.Namespace, results: dict) -> No
         label = f"librdkafka spread over {point:,} partitions (RF 3, acks=1)"
         for target in clusters:  # every partition's first append (its index loaded, its epoch checkpointed)
             run_client(spread_spec(target, topics, 0), timeout=1800)
+        for target in clusters:
+            # every target stays up through the rows: what one draws idle, holding its partitions, the cores
+            # left to the others' measurement lose
+            idle = idle_cores(target.pids(), IDLE_WINDOW_S)
+            results.setdefault(f"idle CPU of the brokers holding {point:,} partitions (cores)", {}).setdefault(
+                target.name, []).append({"cores": idle})
+            print(f"  idle CPU of {target.name}'s brokers holding {point:,} partitions: {idle:.2f} cores", flush=True)
         for round_ in range(args.rounds):
             for target in (clusters if round_ % 2 == 0 else clusters[::-1]):
                 spec = spread_spec(target, topics, args.spread_records)
@@ -284,8 +296,9 @@ def measure_spread(targets: list, args: argparse.Namespace, results: dict) -> No
                 if profile_dir:
                     profile_dir.mkdir(parents=True, exist_ok=True)
                 try:
-                    with Profiler(profile_dir if target.name != "kafka" else None, "spread",
-                                  dict(enumerate(target.pids()))):
+                    others = [pid for other in clusters if other is not target for pid in other.pids()]
+                    with Paused(others), Profiler(profile_dir if target.name != "kafka" else None, "spread",
+                                                  dict(enumerate(target.pids()))):
                         figures = derived(run_client(spec, timeout=1800))
                 except Exception as exc:  # noqa: BLE001
                     print(f"  {label} round {round_ + 1} {target.name}: FAILED: {exc}", flush=True)
@@ -294,6 +307,67 @@ def measure_spread(targets: list, args: argparse.Namespace, results: dict) -> No
                 results.setdefault(label, {}).setdefault(target.name, []).append(figures)
                 print(f"  {label} round {round_ + 1} {target.name:<8} "
                       + "  ".join(f"{k} {v:,.1f}" for k, v in figures.items()), flush=True)
+    add_spread_scaling(results, args.spread, [t.name for t in clusters])
+
+
+def add_spread_scaling(results: dict, points: list[int], names: list[str]) -> None:
+    """The issue's scaling figure: each target's median rate over the largest point divided by its rate over
+    1,000 partitions (on the same cluster, in the same run)."""
+    if 1000 not in points or max(points) <= 1000:
+        return
+    def rate(point: int, name: str) -> float | None:
+        rounds = results.get(f"librdkafka spread over {point:,} partitions (RF 3, acks=1)", {}).get(name, [])
+        return statistics.median(r["rec/s"] for r in rounds) if rounds else None
+    row = results.setdefault(f"spread rate over {max(points):,} / over 1,000 partitions", {})
+    for name in names:
+        small, large = rate(1000, name), rate(max(points), name)
+        if small and large is not None:
+            row.setdefault(name, []).append({"ratio": large / small})
+
+
+class Paused:
+    """The other targets' brokers stopped (SIGSTOP) for the length of a ``with`` block: holding 10,000 partitions
+    Kafka's draw a core and more while idle, which the measured target would lose. They run for
+    ``PAUSE_BREATH_S`` every ``PAUSE_PERIOD_S`` so that their ZooKeeper sessions (18 s) and their ISRs stay
+    as they were; ZooKeeper itself is never stopped."""
+
+    def __init__(self, pids: list[int]) -> None:
+        self.pids = pids
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self._breathe, daemon=True)
+
+    def _signal(self, sig: int) -> None:
+        for pid in self.pids:
+            try:
+                os.kill(pid, sig)
+            except ProcessLookupError:
+                pass
+
+    def _breathe(self) -> None:
+        while not self.done.wait(PAUSE_PERIOD_S):
+            self._signal(signal.SIGCONT)
+            time.sleep(PAUSE_BREATH_S)
+            if not self.done.is_set():
+                self._signal(signal.SIGSTOP)
+
+    def __enter__(self) -> "Paused":
+        if self.pids:
+            self._signal(signal.SIGSTOP)
+            self.thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.done.set()
+        if self.thread.is_alive():
+            self.thread.join()
+        self._signal(signal.SIGCONT)
+
+
+def idle_cores(pids: list[int], seconds: float) -> float:
+    """The brokers' CPU (all of them together) over ``seconds`` of wall time while no client runs, in cores."""
+    began, cpu = time.monotonic(), brokers_cpu_seconds(pids)
+    time.sleep(seconds)
+    return (brokers_cpu_seconds(pids) - cpu) / (time.monotonic() - began)
 
 
 def spread_spec(target, topics: list[str], count: int) -> dict:
