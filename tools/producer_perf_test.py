@@ -200,8 +200,11 @@ async def produce(opts: argparse.Namespace, payloads: list[bytes] | None) -> Non
     fixed = bytes(random.randint(65, 90) for _ in range(opts.record_size)) if payloads is None else None
     stats: Stats  # started once the producer is connected
     failures: list[BaseException] = []
+    unrecorded = 0  # records sent whose done callback has not run yet
 
     def on_done(future: asyncio.Future, iteration: int, sent_at: float, size: int) -> None:
+        nonlocal unrecorded
+        unrecorded -= 1
         if future.cancelled():
             return
         error = future.exception()
@@ -219,12 +222,15 @@ async def produce(opts: argparse.Namespace, payloads: list[bytes] | None) -> Non
             value = fixed if fixed is not None else random.choice(payloads)  # type: ignore[arg-type]
             sent_at = time.monotonic()
             future = await producer.send(opts.topic, value)
+            unrecorded += 1
             future.add_done_callback(lambda f, i=i, t=sent_at, n=len(value): on_done(f, i, t, n))
             if throttler.should_throttle(i + 1, sent_at):
                 await throttler.throttle()
             elif i % 256 == 255:
                 await asyncio.sleep(0)  # let the sender and the answers in
         await producer.flush()
+        while unrecorded:  # flush returns once every future is done; their callbacks are queued, not yet run
+            await asyncio.sleep(0)
         stats.print_total()  # before the metrics, as Kafka's tool
         if opts.print_metrics:
             print_producer_metrics(stats)
