@@ -122,17 +122,23 @@ class _Gate:
         await asyncio.get_running_loop().run_in_executor(None, self.started.wait, 10)
 
 
+async def _batch_in_flight(caches, gate: _Gate) -> asyncio.Future:
+    """Epoch 1 assigned to each cache in one batch, whose write is started and held at the gate."""
+    with batched_checkpoints() as batch:
+        for cache in caches:
+            cache.assign(1, 0)
+    writing = asyncio.ensure_future(batch.write_concurrently())
+    await gate.in_flight()
+    return writing
+
+
 def test_a_cache_changed_while_its_batch_is_in_flight_ends_with_its_latest_entries(write_files, tmp_path,
                                                                                    monkeypatch):
     caches = _caches(tmp_path, 20)
     gate = _Gate(monkeypatch)
 
     async def main():
-        with batched_checkpoints() as batch:
-            for cache in caches:
-                cache.assign(1, 0)
-        writing = asyncio.ensure_future(batch.write_concurrently())
-        await gate.in_flight()
+        writing = await _batch_in_flight(caches, gate)
         caches[3].assign(2, 5)  # on the loop: no write of its own (the batch owns the file) ...
         assert not os.path.exists(caches[3].checkpoint.path)
         other = threading.Thread(target=caches[7].truncate_from_start, args=(4,))  # ... nor on another thread
@@ -163,10 +169,7 @@ def test_a_log_dir_renamed_while_its_batch_is_in_flight_gets_the_checkpoint_at_i
     old_dir = os.path.dirname(cache.checkpoint.path)
 
     async def main():
-        with batched_checkpoints() as batch:
-            cache.assign(1, 0)
-        writing = asyncio.ensure_future(batch.write_concurrently())
-        await gate.in_flight()
+        writing = await _batch_in_flight([cache], gate)
         new_dir = old_dir + ".moved"
         os.rename(old_dir, new_dir)  # what Log.rename_dir does
         cache.checkpoint.path = cache.checkpoint._file.path = os.path.join(new_dir, "leader-epoch-checkpoint")
@@ -211,11 +214,7 @@ def test_a_cancelled_caller_does_not_stop_the_batch(write_files, tmp_path, monke
     gate = _Gate(monkeypatch)
 
     async def main():
-        with batched_checkpoints() as batch:
-            for cache in caches:
-                cache.assign(1, 0)
-        writing = asyncio.ensure_future(batch.write_concurrently())
-        await gate.in_flight()
+        writing = await _batch_in_flight(caches, gate)
         writing.cancel()
         with pytest.raises(asyncio.CancelledError):
             await writing
