@@ -113,10 +113,11 @@ class MetadataCache:
     async def wait_for_change(self, timeout: float) -> bool:
         """Wait for the next update; False on timeout."""
         event = self._changed
-        try:
-            await asyncio.wait_for(event.wait(), timeout)
+        try:  # asyncio.timeout: 3.11's wait_for can swallow a cancellation that meets the change
+            async with asyncio.timeout(timeout):
+                await event.wait()
             return True
-        except asyncio.TimeoutError:
+        except TimeoutError:
             return False
 
     async def wait_until(self, topics: Iterable[str], ready: Callable[[str], bool], timeout_ms: int) -> list[str]:

@@ -249,9 +249,10 @@ class ReplicaFetcher:
     async def _sleep(self, seconds: float) -> None:
         """Sleep, but wake early when partitions are added."""
         self._wakeup.clear()
-        try:
-            await asyncio.wait_for(self._wakeup.wait(), seconds)
-        except asyncio.TimeoutError:
+        try:  # asyncio.timeout: 3.11's wait_for can swallow a cancellation that meets the wake-up
+            async with asyncio.timeout(seconds):
+                await self._wakeup.wait()
+        except TimeoutError:
             pass
 
     async def _connection(self) -> BrokerConnection:
