@@ -6,6 +6,8 @@ asserted; issue 30).
     python benchmarks/bench_vs_kafka.py --targets odradek,before --before /work/main/.venv/bin/python \\
         --rows spread --spread 1000,10000                        # our broker against another checkout's
     python benchmarks/bench_vs_kafka.py --targets odradek --rows spread --spread 10000 --profile /tmp/prof
+    python benchmarks/bench_vs_kafka.py --targets kafka,odradek --rows throughput --only "java consume 1024" \
+        --kib-records 500000 --rounds 5                          # some throughput rows, larger and more often
 
 Targets, each started once and measured in turn (every row runs ``--rounds`` times, the order of the
 targets reversed every other round; the tables show medians):
@@ -173,6 +175,15 @@ def throughput_rows() -> list[Row]:
                                 client, "consume", size, 1, rf))
     rows += [Row(f"e2e-rf{rf}", f"librdkafka end-to-end RF {rf}", "librdkafka", "e2e", 100, 1, rf) for rf in (1, 3)]
     return rows
+
+
+def selected_rows(only: str | None) -> list[Row]:
+    """The throughput rows, or those whose label holds one of the comma-separated ``only`` parts."""
+    rows = throughput_rows()
+    if not only:
+        return rows
+    parts = [p.strip() for p in only.split(",") if p.strip()]
+    return [row for row in rows if any(part in row.label for part in parts)]
 
 
 def count_of(row: Row, args: argparse.Namespace) -> int:
@@ -498,6 +509,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--rows", default="throughput,spread,state",
                         help="comma-separated, from throughput, spread, state (RSS, start-up, recovery)")
     parser.add_argument("--before", metavar="PYTHON", help="the interpreter of the `before` target's checkout")
+    parser.add_argument("--only", help="comma-separated: run only the throughput rows whose label holds one of "
+                        "these (e.g. 'java consume 1024,end-to-end')")
     parser.add_argument("--rounds", type=int)
     parser.add_argument("--records", type=int, help="100 B records per produce/consume")
     parser.add_argument("--kib-records", type=int, help="1 KiB records per produce/consume")
@@ -519,6 +532,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         if set(given) - accepted:
             parser.error(f"{key}: unknown {', '.join(sorted(set(given) - accepted))}; "
                          f"accepted: {', '.join(sorted(accepted))}")
+    if args.only and not selected_rows(args.only):
+        parser.error(f"--only: no throughput row's label holds any of {args.only!r}; labels look like "
+                     f"'{throughput_rows()[0].label}'")
     if "before" in args.targets and not args.before:
         parser.error("--targets before needs --before PYTHON (e.g. /work/main/.venv/bin/python)")
     quick = {"rounds": 1, "records": 30_000, "kib_records": 10_000, "e2e_seconds": 2, "spread": [100, 1000],
@@ -551,7 +567,7 @@ def main(argv: list[str] | None = None) -> None:
         if "throughput" in args.rows:
             for target in targets:
                 prepare_consume(target, args)
-            measure_rows(throughput_rows(), targets, args, results)
+            measure_rows(selected_rows(args.only), targets, args, results)
         if "state" in args.rows:
             measure_rss(targets, results, "after the throughput rows")
             try:
