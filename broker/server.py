@@ -470,8 +470,9 @@ async def serve(config: KafkaConfig) -> int:
         starting.cancel()
         await asyncio.gather(starting, return_exceptions=True)
         try:
-            await asyncio.wait_for(server.shutdown(), 5)
-        except asyncio.TimeoutError:
+            async with asyncio.timeout(5):
+                await server.shutdown()
+        except TimeoutError:
             pass
         # A blocking ZooKeeper connect may still hold an executor thread, which the loop would wait
         # for on exit: leave without it (nothing was registered or written yet).

@@ -69,7 +69,8 @@ class WriterElection:
         deadline = loop.time() + timeout
         while not self.is_writer and self.writer_url is None and loop.time() < deadline:
             try:
-                await asyncio.wait_for(self.changed.wait(), deadline - loop.time())
+                async with asyncio.timeout(deadline - loop.time()):  # not wait_for (3.11 swallows cancels)
+                    await self.changed.wait()
             except TimeoutError:
                 return
 

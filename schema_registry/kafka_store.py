@@ -80,7 +80,8 @@ class KafkaStore:
     async def wait_for(self, offset: int) -> None:
         """Return once the record at ``offset`` is applied."""
         async with self._advanced:
-            await asyncio.wait_for(self._advanced.wait_for(lambda: self.position > offset), self.timeout)
+            async with asyncio.timeout(self.timeout):  # not wait_for: 3.11's can swallow a cancellation
+                await self._advanced.wait_for(lambda: self.position > offset)
 
     async def catch_up(self) -> None:
         """Apply everything written before this call (the partition's end offset now)."""

@@ -48,7 +48,8 @@ class MetricsEndpoint:
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
-            head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 10.0)
+            async with asyncio.timeout(10.0):  # not wait_for: see DESIGN, "The controller's channel"
+                head = await reader.readuntil(b"\r\n\r\n")
             if len(head) > _MAX_HEADER_BYTES:
                 raise ValueError("header too large")
             method, _, rest = head.split(b"\r\n", 1)[0].decode("latin-1").partition(" ")

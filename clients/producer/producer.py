@@ -298,7 +298,9 @@ class AIOProducer:
         if self._txn is not None and self._started and self._txn.state in (
                 TransactionState.IN_TRANSACTION, TransactionState.ABORTABLE_ERROR, TransactionState.ABORTING_TRANSACTION):
             try:
-                await asyncio.wait_for(self.abort_transaction(), timeout)
+                # asyncio.timeout, not wait_for: 3.11's wait_for can swallow the caller's cancellation
+                async with asyncio.timeout(timeout):
+                    await self.abort_transaction()
             except TimeoutError:
                 log.warning("closing with the transaction still open: its abort did not finish within %s s", timeout)
             except (KafkaError, OSError) as exc:
@@ -308,7 +310,8 @@ class AIOProducer:
             if self._sender_task is not None:
                 self._wake()
                 try:
-                    await asyncio.wait_for(asyncio.shield(self._sender_task), timeout)
+                    async with asyncio.timeout(timeout):
+                        await asyncio.shield(self._sender_task)
                 except TimeoutError:
                     log.warning("producer closed with %d batches unsent", len(self._accumulator.incomplete))
         finally:
