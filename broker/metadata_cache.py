@@ -113,7 +113,7 @@ class MetadataCache:
     async def wait_for_change(self, timeout: float) -> bool:
         """Wait for the next update; False on timeout."""
         event = self._changed
-        try:  # asyncio.timeout: 3.11's wait_for can swallow a cancellation that meets the change
+        try:  # asyncio.timeout, not wait_for: DESIGN.md, "Deadlines"
             async with asyncio.timeout(timeout):
                 await event.wait()
             return True

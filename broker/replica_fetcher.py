@@ -249,7 +249,7 @@ class ReplicaFetcher:
     async def _sleep(self, seconds: float) -> None:
         """Sleep, but wake early when partitions are added."""
         self._wakeup.clear()
-        try:  # asyncio.timeout: 3.11's wait_for can swallow a cancellation that meets the wake-up
+        try:  # asyncio.timeout, not wait_for: DESIGN.md, "Deadlines"
             async with asyncio.timeout(seconds):
                 await self._wakeup.wait()
         except TimeoutError:

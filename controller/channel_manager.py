@@ -86,7 +86,7 @@ class _BrokerSender:
         answered: list[list[Any]] = [[] for _ in requests]
         first = 0  # the first request not wholly answered (and called back)
         while first < len(requests):
-            sends: list[tuple[int, asyncio.Task]] = []
+            sends: dict[int, list[asyncio.Task]] = {}  # request index -> its bodies' sends, in order
             try:
                 conn = await self._connection()
                 timings: dict[int, tuple[float, float]] = {}
@@ -102,14 +102,14 @@ class _BrokerSender:
                         continue
                     timings[index] = (began, time.monotonic())
                     # several requests for one item (StopReplica below v3): after a retry, only the unanswered
-                    for body in (bodies if isinstance(bodies, list) else [bodies])[len(answered[index]):]:
-                        # tasks start in the order they are made: each writes its request in its first step
-                        sends.append((index, asyncio.ensure_future(
-                            conn.send(body, version=version, timeout=self.manager.timeout_s))))
+                    # (tasks start in the order they are made: each writes its request in its first step)
+                    unanswered = (bodies if isinstance(bodies, list) else [bodies])[len(answered[index]):]
+                    timeout = self.manager.timeout_s
+                    sends[index] = [asyncio.ensure_future(conn.send(body, version=version, timeout=timeout))
+                                    for body in unanswered]
                 for index in range(first, len(requests)):
-                    mine = [task for i, task in sends if i == index]
                     if index in timings:
-                        for task in mine:
+                        for task in sends[index]:
                             try:
                                 answered[index].append(await task)
                             except (ConnectionError, TimeoutError, OSError):
@@ -153,17 +153,15 @@ class _BrokerSender:
         conn, self.conn = self.conn, None
         if conn is not None:
             try:
-                # asyncio.timeout, not wait_for: Python 3.11's wait_for swallows a cancellation that meets a
-                # close already done, and the cancelled sender would go on retrying (a hung shutdown)
-                async with asyncio.timeout(1.0):
+                async with asyncio.timeout(1.0):  # not wait_for: DESIGN.md, "Deadlines" (it hung a shutdown)
                     await conn.close()
             except Exception:
                 log.debug("closing the connection to broker %d", self.broker_id, exc_info=True)
 
 
-def _discard(sends: list[tuple[int, asyncio.Task]]) -> None:
+def _discard(sends: dict[int, list[asyncio.Task]]) -> None:
     """Cancel the sends still waiting and take the errors of those that failed (their requests go again)."""
-    for _, task in sends:
+    for task in (task for tasks in sends.values() for task in tasks):
         if not task.done():
             task.cancel()
         elif not task.cancelled():

@@ -69,7 +69,7 @@ class WriterElection:
         deadline = loop.time() + timeout
         while not self.is_writer and self.writer_url is None and loop.time() < deadline:
             try:
-                async with asyncio.timeout(deadline - loop.time()):  # not wait_for (3.11 swallows cancels)
+                async with asyncio.timeout(deadline - loop.time()):  # not wait_for: DESIGN.md, "Deadlines"
                     await self.changed.wait()
             except TimeoutError:
                 return

@@ -80,7 +80,7 @@ class KafkaStore:
     async def wait_for(self, offset: int) -> None:
         """Return once the record at ``offset`` is applied."""
         async with self._advanced:
-            async with asyncio.timeout(self.timeout):  # not wait_for: 3.11's can swallow a cancellation
+            async with asyncio.timeout(self.timeout):  # not wait_for: DESIGN.md, "Deadlines"
                 await self._advanced.wait_for(lambda: self.position > offset)
 
     async def catch_up(self) -> None:

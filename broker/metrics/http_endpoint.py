@@ -48,7 +48,7 @@ class MetricsEndpoint:
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
-            async with asyncio.timeout(10.0):  # not wait_for: see DESIGN, "The controller's channel"
+            async with asyncio.timeout(10.0):  # not wait_for: DESIGN.md, "Deadlines"
                 head = await reader.readuntil(b"\r\n\r\n")
             if len(head) > _MAX_HEADER_BYTES:
                 raise ValueError("header too large")

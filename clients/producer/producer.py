@@ -298,7 +298,7 @@ class AIOProducer:
         if self._txn is not None and self._started and self._txn.state in (
                 TransactionState.IN_TRANSACTION, TransactionState.ABORTABLE_ERROR, TransactionState.ABORTING_TRANSACTION):
             try:
-                # asyncio.timeout, not wait_for: 3.11's wait_for can swallow the caller's cancellation
+                # asyncio.timeout, not wait_for: DESIGN.md, "Deadlines"
                 async with asyncio.timeout(timeout):
                     await self.abort_transaction()
             except TimeoutError:

@@ -34,7 +34,7 @@ class Harness:
     def __init__(self, script, on_close=None) -> None:
         self.on_close = on_close
         self.connections: list[ScriptedConnection] = []
-        self.answers: list[tuple[str, str]] = []
+        self.answers: list[str] = []
         self.script = script
 
     async def connect(self, host, port, client_id=None, timeout=None):
