@@ -64,6 +64,7 @@ class Partition:
         # replica id -> when that follower last fetched from this broker (the replica manager's)
         self.follower_fetch_ms = follower_fetch_ms if follower_fetch_ms is not None else {}
         self.partition = partition
+        self.key = (topic, partition)  # asked several times per request: one tuple, made once
         self.local_broker_id = local_broker_id
         self.log = log
         self.clock = clock
@@ -76,10 +77,6 @@ class Partition:
         self.isr: list[int] = []
         self.replica_states: dict[int, ReplicaState] = {}
         self.pending_isr: list[int] | None = None  # the ISR being written to ZooKeeper (one write at a time)
-
-    @property
-    def key(self) -> tuple[str, int]:
-        return self.topic, self.partition
 
     @property
     def is_leader(self) -> bool:

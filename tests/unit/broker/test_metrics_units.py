@@ -12,8 +12,8 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from odradek.broker.broker_loggers import TRACE
 from odradek.broker.metrics.log_format import parse_levels, setup_logging
-from odradek.broker.metrics.request_metrics import (RequestMetrics, RequestMetricsCollector, Timer, count_errors,
-                                                    error_name, request_name)
+from odradek.broker.metrics.request_metrics import (FOLD_EVERY, RequestMetrics, RequestMetricsCollector, Timer,
+                                                    count_errors, error_name, request_name)
 from odradek.broker.metrics.topic_stats import BrokerTopicMetricsCollector, BrokerTopicStats
 from odradek.protocol.messages import RESPONSES
 from odradek.protocol.header import RequestHeader
@@ -72,6 +72,21 @@ def test_fetch_counts_as_fetch_and_as_follower_or_consumer():
     assert abs(remote - 498.0) < 0.01
     assert samples[("kafka_network_requestmetrics_requests_total",
                     frozenset({("request", "Fetch"), ("version", "12")}))] == 3
+
+
+def test_times_held_between_folds_all_reach_the_timers():
+    metrics = RequestMetrics()
+    n = FOLD_EVERY * 2 + 5  # two folds while recording, the rest at scrape time
+    for i in range(n):
+        request = SimpleNamespace(header=RequestHeader(0, 9, i, "c"), body=None, receive_time=0.0, log_entry=None)
+        metrics.record(request, 0.0, 0.0, 0.0, (i + 1) / 1000.0)  # TotalTimeMs i + 1
+    samples = samples_of(RequestMetricsCollector(metrics, lambda: None))
+    produce = frozenset({("request", "Produce")})
+    assert samples[("kafka_network_requestmetrics_totaltimems_count", produce)] == n
+    assert abs(samples[("kafka_network_requestmetrics_totaltimems_sum", produce)] - n * (n + 1) / 2) < 1e-6
+    assert samples[("kafka_network_requestmetrics_responsesendtimems_sum", produce)] == samples[
+        ("kafka_network_requestmetrics_totaltimems_sum", produce)]  # each value under its own timer
+    assert samples[("kafka_network_requestmetrics_localtimems_count", produce)] == n
 
 
 def test_topic_stats_keep_follower_traffic_apart():
