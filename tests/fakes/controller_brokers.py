@@ -6,7 +6,6 @@ receive and answer without error. Killing one closes its session, so its /broker
 from __future__ import annotations
 
 import asyncio
-import time
 from typing import Any, Callable
 
 from odradek.broker.apis import api_versions
@@ -19,6 +18,8 @@ from odradek.controller.zk_client import KafkaZkClient
 from odradek.controller.zk_data import BrokerInfo, LeaderIsrAndControllerEpoch
 from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.messages import LeaderAndIsrResponse, StopReplicaResponse, UpdateMetadataResponse
+
+from .polling import until
 
 WAIT_S = 30.0  # upper bound for the cluster to converge; never a speed assertion
 
@@ -93,13 +94,7 @@ class FakeBroker:
 
 
 async def eventually(predicate: Callable[[], Any], what: str, timeout: float = WAIT_S) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        await asyncio.sleep(0.02)
-    raise AssertionError(f"not reached within {timeout}s: {what}")
+    return await until(predicate, what, timeout, interval=0.02)
 
 
 class Cluster:

@@ -4,7 +4,6 @@ only the partitions that changed; ``num.replica.fetchers`` spreads partitions ov
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 from types import SimpleNamespace
 
@@ -20,6 +19,7 @@ from odradek.protocol import errors
 from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.messages import FetchRequest
 from tests.fakes.replica_manager import partition_state
+from tests.fakes.polling import until
 
 from .log.helpers import value_batch as batch
 from .network.helpers import make_config, run as run_loop
@@ -59,13 +59,6 @@ def brokers(replica_managers):
 
 def named(request) -> set:
     return {(t.topic, p.partition) for t in request.topics for p in t.partitions}
-
-
-async def until(condition, what: str, timeout: float = 5.0) -> None:
-    deadline = asyncio.get_running_loop().time() + timeout
-    while not condition():
-        assert asyncio.get_running_loop().time() < deadline, what
-        await asyncio.sleep(0.005)
 
 
 def test_follower_fetches_through_a_session_naming_only_what_moved(brokers):

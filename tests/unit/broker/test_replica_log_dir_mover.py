@@ -20,6 +20,7 @@ from odradek.protocol import errors
 from odradek.protocol.messages import AlterReplicaLogDirsRequest, DescribeLogDirsRequest
 from odradek.protocol.records import iter_batches
 from tests.fakes.replica_manager import partition_state
+from tests.fakes.polling import until
 
 from .log.helpers import make_producer_batch
 from .network.helpers import run as run_loop
@@ -86,14 +87,6 @@ def broker(tmp_path):
 
 def run(coro):
     return run_loop(coro, timeout=20)
-
-
-async def wait_for(condition, what: str) -> None:
-    for _ in range(2000):
-        if condition():
-            return
-        await asyncio.sleep(0.005)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def test_a_replica_moves_while_its_producer_appends_and_ends_in_the_new_dir(broker):
@@ -185,7 +178,7 @@ def test_a_restart_in_the_middle_resumes_the_move(broker):
     async def main():
         broker.rm.start()
         broker.lead(epoch=1)  # the replica is back: the copy goes on
-        await wait_for(lambda: broker.lm.future_log(*TP) is None, "the move to end")
+        await until(lambda: broker.lm.future_log(*TP) is None, "the move to end", timeout=10.0)
         assert broker.dir_of() == target
         assert broker.values() == [b"seq-%d" % i for i in range(100)]
     run(main())

@@ -25,6 +25,7 @@ from odradek.clients.producer.sync_producer import Producer
 from odradek.clients.types import KafkaConfigurationError, TopicPartition
 from odradek.protocol.api_keys import ApiKey
 from odradek.protocol.errors import NotEnoughReplicasError, RequestTimedOutError
+from tests.fakes.polling import until
 
 from .fake_cluster import fake_cluster_in_thread
 from .helpers import run
@@ -32,11 +33,6 @@ from .test_producer_sequences import DedupLeader, identity, run_against_leader
 
 NOT_ENOUGH_REPLICAS, REQUEST_TIMED_OUT = NotEnoughReplicasError.code, RequestTimedOutError.code
 # The shortest times the configuration allows: delivery >= linger + request timeout (Kafka's rule).
-async def until(condition, timeout: float = 5.0) -> None:
-    deadline = asyncio.get_running_loop().time() + timeout
-    while not condition():
-        assert asyncio.get_running_loop().time() < deadline, "timed out"
-        await asyncio.sleep(0.005)
 
 
 FAST = {"linger_ms": 0, "request_timeout_ms": 300, "delivery_timeout_ms": 300, "retry_backoff_ms": 20}

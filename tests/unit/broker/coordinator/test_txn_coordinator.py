@@ -15,6 +15,7 @@ from odradek.broker.coordinator.transaction.transaction_metadata import (
     COMPLETE_ABORT, COMPLETE_COMMIT, EMPTY, ONGOING, PREPARE_ABORT, PREPARE_COMMIT)
 from odradek.protocol.records import iter_batches
 from tests.fakes.coordinator_services import LogReplicaManager
+from tests.fakes.polling import until as poll_until
 
 from .helpers import DictConfig, run_in_loop
 
@@ -67,11 +68,8 @@ def make(tmp_path):
 
 
 async def until(condition):
-    for _ in range(200):
-        if condition():
-            return
-        await asyncio.sleep(0)
-    raise AssertionError("condition never held")
+    # one loop turn at a time: the tests look at the coordinator between two of its steps
+    await poll_until(condition, interval=0)
 
 
 async def begin(c, tid="tx", partitions=frozenset({("t", 0), ("t", 1)})):
