@@ -109,7 +109,7 @@ class _BrokerSender:
                                     for body in unanswered]
                 for index in range(first, len(requests)):
                     if index in timings:
-                        for task in sends[index]:
+                        for position, task in enumerate(sends[index]):
                             try:
                                 answered[index].append(await task)
                             except (ConnectionError, TimeoutError, OSError):
@@ -117,6 +117,9 @@ class _BrokerSender:
                             except Exception:  # cannot be encoded or decoded: retrying would not help
                                 log.exception("Controller %d dropped api key %d to broker %d",
                                               self.manager.controller_id, requests[index].api_key, self.broker_id)
+                                # its other bodies are written already: their answers go with it, their
+                                # errors are taken (a failed connection shows again in the next await)
+                                await asyncio.gather(*sends[index][position + 1:], return_exceptions=True)
                                 break
                         self._answered(requests[index], answered[index], *timings[index])
                     first = index + 1

@@ -3,10 +3,13 @@ callbacks run in order, and a connection failure sends the unanswered ones again
 The connection is a scripted stand-in (the real-socket test is tests/integration/test_controller.py)."""
 
 import asyncio
+import gc
+import logging
 
 from odradek.controller.channel_manager import ControllerChannelManager
 from odradek.controller.zk_data import BrokerInfo
 from odradek.protocol.api_keys import ApiKey
+from tests.fakes.polling import until
 
 
 class ScriptedConnection:
@@ -51,14 +54,6 @@ class Harness:
         for name in names:
             channel.send(7, ApiKey.UPDATE_METADATA, lambda version, name=name: f"{name}@v{version}",
                          lambda broker, key, response: self.answers.append(response))
-
-
-async def until(condition, what: str) -> None:
-    for _ in range(500):
-        if condition():
-            return
-        await asyncio.sleep(0.01)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def test_requests_queued_together_are_written_before_the_first_is_answered_and_answered_in_order():
@@ -123,6 +118,43 @@ def test_a_request_that_cannot_be_built_is_dropped_alone():
         await channel.shutdown()
 
     asyncio.run(main())
+
+
+def test_the_other_bodies_of_a_request_dropped_for_an_undecodable_answer_are_awaited():
+    """StopReplica below v3 is one body per partition, all written before the first answer. When one answer
+    cannot be decoded the request is dropped; the failures of its later bodies are taken, not left for
+    asyncio to report as never retrieved, and the next request is still answered."""
+    async def main():
+        loop = asyncio.get_running_loop()
+        unretrieved: list[str] = []
+        loop.set_exception_handler(lambda loop, context: unretrieved.append(context["message"]))
+
+        async def script(connection, body):
+            if body == "s1":
+                raise ValueError("an answer that cannot be decoded")
+            if body == "s2":
+                raise RuntimeError("the second body's answer fails too")
+            return f"answer to {body}"
+
+        harness = Harness(script)
+        channel = harness.channel()
+        channel.send(7, ApiKey.STOP_REPLICA, lambda version: ["s1", "s2"],
+                     lambda broker, key, response: harness.answers.append(response))
+        harness.queue(channel, "next")
+        await until(lambda: harness.answers == ["answer to next@v7"], "the next request's answer")
+        await channel.shutdown()
+        gc.collect()
+        await asyncio.sleep(0)
+        assert [c.written for c in harness.connections] == [["s1", "s2", "next@v7"]]
+        assert not [m for m in unretrieved if "never retrieved" in m]
+
+    # the dropped request's logged traceback would keep the sends alive in pytest's log capture
+    channel_log = logging.getLogger("odradek.controller.channel_manager")
+    channel_log.propagate = False
+    try:
+        asyncio.run(main())
+    finally:
+        channel_log.propagate = True
 
 
 def test_a_sender_cancelled_as_its_failed_connection_finishes_closing_stops():
