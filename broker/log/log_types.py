@@ -72,6 +72,6 @@ class LogAppendInfo:
 
 class FetchDataInfo(NamedTuple):
     fetch_offset: int
-    records: bytes  # whole batches; empty at the log end or under max_offset
+    records: bytes | memoryview  # whole batches; empty at the log end or under max_offset
     segment_base_offset: int
     position: int

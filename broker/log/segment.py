@@ -84,7 +84,7 @@ class SegmentRead(NamedTuple):
     """Whole batches read from a segment: ``records`` starts at ``position`` in the file."""
     first_batch_base_offset: int
     position: int
-    records: bytes
+    records: bytes | memoryview  # a view when the read was cut at a batch boundary
 
 
 def walk_headers(buf: bytes | bytearray | memoryview, start: int = 0, origin: int = 0) -> Iterator[BatchHeader]:
@@ -350,7 +350,8 @@ class LogSegment:
             data = self._pread(first.size, start)
             end = len(data)
         elif end < len(data):
-            data = data[:end]
+            # a view, not a copy: a consumer's read of max bytes almost always ends in a partial batch
+            data = memoryview(data)[:end]
         return SegmentRead(first.base_offset, start, data)
 
     def find_offset_by_timestamp(self, timestamp: int, start_offset: int = 0) -> tuple[int, int] | None:
