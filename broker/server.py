@@ -52,7 +52,7 @@ from .kafka_apis import KafkaApis
 from .log import LogManager
 from .log_dir_failure_handler import LogDirFailureHandler
 from .log.file_handles import HANDLES, budget_for, raise_descriptor_limit
-from .malloc_tuning import MMAP_THRESHOLD, TRIM_THRESHOLD, keep_freed_buffers
+from .memory_tuning import MMAP_THRESHOLD, TRIM_THRESHOLD, freeze_startup_objects, keep_freed_buffers
 from .log.cleaner import CleanerConfig, cleaner_log
 from .log.free_space import CHECK_INTERVAL_MS as FREE_SPACE_CHECK_INTERVAL_MS, FreeSpaceMonitor
 from .log.log_manager import PRODUCER_ID_EXPIRATION_CHECK_INTERVAL_MS
@@ -486,6 +486,8 @@ async def serve(config: KafkaConfig) -> int:
         stopping.cancel()
         await server.shutdown()
         return 1
+    log.info("%d objects built by start-up frozen out of the garbage collector's full collections",
+             freeze_startup_objects())
     await stopping
     await server.shutdown()
     return 0
@@ -506,7 +508,7 @@ def main(argv: list[str] | None = None) -> int:
     HANDLES.configure(budget_for(raised))
     log.info("Open-file limit (ulimit -n) %d%s; up to %d segment files kept open", raised,
              f", raised from {soft}" if raised != soft else "", HANDLES.budget)
-    if keep_freed_buffers():  # read and request buffers reuse the heap (malloc_tuning)
+    if keep_freed_buffers():  # read and request buffers reuse the heap (memory_tuning)
         log.info("malloc: blocks up to %d MiB come from the heap, %d MiB of free heap kept for reuse",
                  MMAP_THRESHOLD >> 20, TRIM_THRESHOLD >> 20)
     # The event loop shares the GIL with kazoo's threads and the leader epoch checkpoint writers; with

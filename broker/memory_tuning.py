@@ -1,6 +1,7 @@
-"""glibc malloc tuned for a broker's large, short-lived buffers.
+"""How the broker's process manages memory: glibc malloc tuned for large short-lived buffers, and the cyclic
+garbage collector kept off what start-up built.
 
-A consumer's fetch reads up to a megabyte per partition into a fresh ``bytes`` (``os.pread``) and frees it once
+**malloc.** A consumer's fetch reads up to a megabyte per partition into a fresh ``bytes`` (``os.pread``) and frees it once
 the answer is written; large produce requests arrive in buffers as large. With glibc's defaults each such
 block above the mmap threshold is mapped and unmapped again, and the top of the heap is trimmed whenever more
 than the trim threshold is free there: every read then page-faults on fresh zeroed pages. ``perf`` on brokers
@@ -9,11 +10,19 @@ clearing and unmapping. Raising both thresholds keeps freed blocks in the heap f
 the peak of those buffers, at most ``TRIM_THRESHOLD`` of it unused). ``MALLOC_MMAP_THRESHOLD_`` or
 ``MALLOC_TRIM_THRESHOLD_`` in the environment, or malloc tunables in ``GLIBC_TUNABLES``, leave the choice to
 the operator.
+
+**The collector.** A full (generation 2) collection walks every tracked object; right after start-up most of
+them are the broker's own machinery (modules, classes, configs, the logs recovered from disk). At 1,000
+end-to-end records/s on RF 3 those collections stopped a broker's event loop for 40-60 ms a few times a
+minute, which was most of the records above the 99th percentile. Start-up ends with one collection and then
+``gc.freeze()``: what is alive then is never walked again (CPython's advice for long-running servers). Cycles
+among those objects that become garbage later are not reclaimed, bounded by what start-up built.
 """
 
 from __future__ import annotations
 
 import ctypes
+import gc
 import os
 
 M_TRIM_THRESHOLD = -1  # glibc's mallopt parameter numbers (malloc.h)
@@ -33,3 +42,11 @@ def keep_freed_buffers(environ: dict[str, str] | os._Environ = os.environ) -> bo
         return False
     mallopt.argtypes = (ctypes.c_int, ctypes.c_int)
     return bool(mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD)) and bool(mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD))
+
+
+def freeze_startup_objects() -> int:
+    """Collect what start-up left as garbage, then put every object alive out of the collector's reach; the
+    number of objects frozen."""
+    gc.collect()
+    gc.freeze()
+    return gc.get_freeze_count()
