@@ -52,7 +52,8 @@ from .kafka_apis import KafkaApis
 from .log import LogManager
 from .log_dir_failure_handler import LogDirFailureHandler
 from .log.file_handles import HANDLES, budget_for, raise_descriptor_limit
-from .memory_tuning import MMAP_THRESHOLD, TRIM_THRESHOLD, freeze_startup_objects, keep_freed_buffers
+from .memory_tuning import (MMAP_THRESHOLD, REFREEZE_CHECK_MS, TRIM_THRESHOLD, Refreezer, freeze_startup_objects,
+                            keep_freed_buffers)
 from .log.cleaner import CleanerConfig, cleaner_log
 from .log.free_space import CHECK_INTERVAL_MS as FREE_SPACE_CHECK_INTERVAL_MS, FreeSpaceMonitor
 from .log.log_manager import PRODUCER_ID_EXPIRATION_CHECK_INTERVAL_MS
@@ -311,6 +312,11 @@ class KafkaServer:
         self._tasks.append(loop.create_task(self._every_on_loop(
             "isr-change-propagation", PROPAGATION_CHECK_INTERVAL_MS, isr.propagate_due_changes),
             name="isr-change-propagation"))
+        # objects of partitions created since start-up out of full collections too (memory_tuning)
+        refreezer = Refreezer(len(rm.partitions), time.monotonic())
+        self._tasks.append(loop.create_task(self._every_on_loop(
+            "gc-refreeze", REFREEZE_CHECK_MS, lambda: refreezer.check(len(rm.partitions), time.monotonic())),
+            name="gc-refreeze"))
         groups = self.group_coordinator
         assert groups is not None
         self._tasks.append(loop.create_task(self._every_on_loop(

@@ -8,11 +8,11 @@ import sys
 
 import pytest
 
-from odradek.broker.memory_tuning import keep_freed_buffers
+from odradek.broker.memory_tuning import REFREEZE_INTERVAL_S, REFREEZE_PARTITIONS, Refreezer, keep_freed_buffers
 
 CHURN = """
 import resource, sys
-from odradek.broker.memory_tuning import keep_freed_buffers
+from odradek.broker.memory_tuning import REFREEZE_INTERVAL_S, REFREEZE_PARTITIONS, Refreezer, keep_freed_buffers
 tuned = keep_freed_buffers() if sys.argv[1] == "tune" else None
 faults = lambda: resource.getrusage(resource.RUSAGE_SELF).ru_minflt
 for _ in range(5):
@@ -73,3 +73,44 @@ def test_start_up_garbage_is_collected_and_what_lives_is_frozen_out_of_full_coll
     frozen_enough, garbage_collected, still_walked = out.split()
     assert garbage_collected == "True"  # collected before the freeze, not kept forever
     assert frozen_enough == "True" and still_walked == "False"
+
+
+def test_a_refreeze_is_due_after_a_thousand_partitions_came_or_went_or_ten_minutes():
+    froze: list[int] = []
+    refreezer = Refreezer(partitions_now=10, now=0.0, freeze=lambda: froze.append(1) or 0)
+    assert not refreezer.check(10 + REFREEZE_PARTITIONS - 1, 1.0)
+    assert refreezer.check(10 + REFREEZE_PARTITIONS, 2.0) and froze == [1]
+    assert not refreezer.check(10 + REFREEZE_PARTITIONS, 3.0)  # counted from the last freeze
+    assert refreezer.check(10, 4.0)  # as many deleted
+    assert refreezer.check(10, 4.0 + REFREEZE_INTERVAL_S)
+    assert froze == [1, 1, 1]
+
+
+REFREEZE = """
+import gc, weakref
+from odradek.broker.memory_tuning import freeze_startup_objects, refreeze
+gc.disable()
+
+
+class Node:
+    pass
+
+
+cycle = Node()
+cycle.self = cycle  # alive at the freeze, garbage later
+died = []
+weakref.finalize(cycle, died.append, True)
+freeze_startup_objects()
+del cycle
+gc.collect()
+after_collect = list(died)
+refreeze()
+print(after_collect == [], died == [True])
+"""
+
+
+def test_a_refreeze_reclaims_cycles_that_died_among_frozen_objects():
+    out = subprocess.run([sys.executable, "-c", REFREEZE], capture_output=True, text=True, check=True).stdout
+    missed_by_a_plain_collection, reclaimed = out.split()
+    assert missed_by_a_plain_collection == "True"  # frozen: full collections do not see it
+    assert reclaimed == "True"
