@@ -175,7 +175,7 @@ class DelayedFetch(DelayedOperation):
         if self.future.done():  # the client went away; nothing to read for
             return
         specs = self.specs if self.to_read is None else self.to_read()
-        _resolve(self.future, self.replica_manager.read_from_local_log(specs, self.params, record_follower=False))
+        _resolve(self.future, self.replica_manager.read_from_local_log(specs, self.params))
 
     def on_error(self, exc: BaseException) -> None:
         _fail(self.future, exc)

@@ -544,22 +544,23 @@ class ReplicaManager:
         self.fetch_purgatory.try_complete_else_watch(op, keys, tried=not params.committed_only)
         return future
 
-    def read_from_local_log(self, specs: list[FetchSpec], params: FetchParams, record_follower: bool = True
+    def read_from_local_log(self, specs: list[FetchSpec], params: FetchParams
                             ) -> dict[tuple[str, int], FetchPartitionResult]:
         """Kafka's readFromLocalLog: the first batch may exceed the limits (KIP-74) unless Fetch v0-2.
 
         Each partition is read under its own guard: whatever goes wrong with one (a negative partition
         max bytes, a storage failure, a bug) is that partition's error, never the request's.
-        ``record_follower``: a follower's fetch offsets are its position (updateFollowerFetchState). Kafka
-        records them once, as the fetch arrives; a parked fetch's answer (DelayedFetch.onComplete) only
-        reads, and so does ours (the offsets are the same, the high watermark cannot move on them again)."""
+
+        A follower's position is recorded on every read, a parked fetch's answer included: Kafka records it
+        once per fetch, but Kafka's incremental session reads every partition of the session at every fetch,
+        while ours reads only those that changed. A follower whose ISR expansion was held back by a write in
+        flight is retried from here; without it, it never rejoined (test_election_safety.py)."""
         results: dict[tuple[str, int], FetchPartitionResult] = {}
         limit = params.max_bytes
         min_one = not params.hard_max_bytes_limit
         committed_only = params.committed_only
         read_committed = params.read_committed
-        record_follower = record_follower and not committed_only
-        if record_follower and params.replica_id >= 0:
+        if not committed_only and params.replica_id >= 0:
             self.follower_fetch_ms[params.replica_id] = self.clock()
         for spec in specs:
             key = (spec.topic, spec.partition)
@@ -599,7 +600,6 @@ class ReplicaManager:
                     if data.records and self.should_leader_throttle(partition, params.replica_id):
                         data = data._replace(records=b"")  # Kafka: throttled and over the quota: no records
                         self.replication_quotas.leader.throttle_events += 1
-                if record_follower:
                     self._update_follower(partition, params.replica_id, spec.fetch_offset, leader_end,
                                           spec.log_start_offset, params.previous_fetch_ms)
                 log_ = partition.log
