@@ -1,8 +1,8 @@
 """How the broker's process manages memory: glibc malloc tuned for large short-lived buffers, and the cyclic
 garbage collector kept off what start-up built.
 
-**malloc.** A consumer's fetch reads up to a megabyte per partition into a fresh ``bytes`` (``os.pread``) and frees it once
-the answer is written; large produce requests arrive in buffers as large. With glibc's defaults each such
+**malloc.** A consumer's fetch reads up to a megabyte per partition into a fresh ``bytes`` (``os.pread``) and
+frees it once the answer is written; large produce requests arrive in buffers as large. With glibc's defaults each such
 block above the mmap threshold is mapped and unmapped again, and the top of the heap is trimmed whenever more
 than the trim threshold is free there: every read then page-faults on fresh zeroed pages. ``perf`` on brokers
 answering Kafka's ConsumerPerformance (1 KiB records) put a quarter of their CPU in page faults, page
@@ -54,9 +54,9 @@ def keep_freed_buffers(environ: dict[str, str] | os._Environ = os.environ) -> bo
     return bool(mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD)) and bool(mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD))
 
 
-def freeze_startup_objects() -> int:
-    """Collect what start-up left as garbage, then put every object alive out of the collector's reach; the
-    number of objects frozen."""
+def collect_and_freeze() -> int:
+    """Collect what is garbage now (start-up's, at the end of start-up), then put every object alive out of the
+    collector's reach; the number of objects frozen."""
     gc.collect()
     gc.freeze()
     return gc.get_freeze_count()
@@ -85,4 +85,4 @@ class Refreezer:
 def refreeze() -> int:
     """Thaw, collect everything (the frozen included: their dead cycles too) and freeze what is left."""
     gc.unfreeze()
-    return freeze_startup_objects()
+    return collect_and_freeze()

@@ -52,11 +52,11 @@ from .kafka_apis import KafkaApis
 from .log import LogManager
 from .log_dir_failure_handler import LogDirFailureHandler
 from .log.file_handles import HANDLES, budget_for, raise_descriptor_limit
-from .memory_tuning import (MMAP_THRESHOLD, REFREEZE_CHECK_MS, TRIM_THRESHOLD, Refreezer, freeze_startup_objects,
-                            keep_freed_buffers)
 from .log.cleaner import CleanerConfig, cleaner_log
 from .log.free_space import CHECK_INTERVAL_MS as FREE_SPACE_CHECK_INTERVAL_MS, FreeSpaceMonitor
 from .log.log_manager import PRODUCER_ID_EXPIRATION_CHECK_INTERVAL_MS
+from .memory_tuning import (MMAP_THRESHOLD, REFREEZE_CHECK_MS, TRIM_THRESHOLD, Refreezer, collect_and_freeze,
+                            keep_freed_buffers)
 from .log.scheduler import Scheduler
 from .metadata_cache import MetadataCache
 from .broker_state import BrokerState
@@ -493,7 +493,7 @@ async def serve(config: KafkaConfig) -> int:
         await server.shutdown()
         return 1
     log.info("%d objects built by start-up frozen out of the garbage collector's full collections",
-             freeze_startup_objects())
+             collect_and_freeze())
     await stopping
     await server.shutdown()
     return 0

@@ -81,11 +81,6 @@ class Timer:
         self.count = 0
         self.total = 0.0
 
-    def update(self, ms: float) -> None:
-        self.samples.append(ms)
-        self.count += 1
-        self.total += ms
-
     def update_all(self, values: tuple[float, ...] | list[float]) -> None:
         self.samples.extend(values)
         self.count += len(values)

@@ -48,7 +48,7 @@ def test_an_operators_malloc_settings_are_left_alone():
 
 FREEZE = """
 import gc, weakref
-from odradek.broker.memory_tuning import freeze_startup_objects
+from odradek.broker.memory_tuning import collect_and_freeze
 gc.disable()  # only the call under test collects
 
 
@@ -62,7 +62,7 @@ cycle.self = cycle  # start-up garbage that only the cyclic collector can free
 collected = []
 weakref.finalize(cycle, collected.append, True)
 del cycle
-frozen = freeze_startup_objects()
+frozen = collect_and_freeze()
 tracked = {id(o) for o in gc.get_objects()}
 print(frozen >= 1000, collected == [True], any(id(node) in tracked for node in kept))
 """
@@ -88,7 +88,7 @@ def test_a_refreeze_is_due_after_a_thousand_partitions_came_or_went_or_ten_minut
 
 REFREEZE = """
 import gc, weakref
-from odradek.broker.memory_tuning import freeze_startup_objects, refreeze
+from odradek.broker.memory_tuning import collect_and_freeze, refreeze
 gc.disable()
 
 
@@ -100,7 +100,7 @@ cycle = Node()
 cycle.self = cycle  # alive at the freeze, garbage later
 died = []
 weakref.finalize(cycle, died.append, True)
-freeze_startup_objects()
+collect_and_freeze()
 del cycle
 gc.collect()
 after_collect = list(died)
