@@ -18,11 +18,12 @@ minute, which was most of the records above the 99th percentile. Start-up ends w
 ``gc.freeze()``: what is alive then is never walked again (CPython's advice for long-running servers).
 
 Partitions created later (10,000 of them: ~350,000 more objects) made full collections of 0.1-0.5 s, 11-23
-of them in 45 s on a broker at 1,000 end-to-end records/s (p99 52-102 ms). ``Refreezer`` therefore thaws,
-collects and freezes again once the partition count moved by ``REFREEZE_PARTITIONS`` since the last time, and
-every ``REFREEZE_INTERVAL_S`` whatever happened: one full collection then, instead of one every few seconds,
-and cycles that died among frozen objects (a deleted partition's, a closed connection's) are reclaimed
-there, so freezing never leaks for longer than that interval.
+of them in 45 s on a broker at 1,000 end-to-end records/s (p99 52-102 ms). ``Refreezer`` therefore freezes
+what is new once the partition count grew by ``REFREEZE_PARTITIONS``: a collection of the young generations
+(milliseconds) and ``gc.freeze()``, which only moves lists. It thaws, collects everything and freezes again
+(a full collection: 0.3-0.6 s at 10,000 partitions) when as many partitions went away and every
+``REFREEZE_INTERVAL_S`` whatever happened, so that cycles that died among frozen objects (a deleted
+partition's, a closed connection's) are reclaimed and freezing never leaks for longer than that interval.
 """
 
 from __future__ import annotations
@@ -63,23 +64,35 @@ def collect_and_freeze() -> int:
 
 
 class Refreezer:
-    """When to freeze again: the partition count moved by ``REFREEZE_PARTITIONS``, or ``REFREEZE_INTERVAL_S``
-    went by. ``check`` is the periodic job; it returns whether it froze."""
+    """When to freeze again: what is new once the partition count grew by ``REFREEZE_PARTITIONS``; everything,
+    after a full collection, once as many went away or ``REFREEZE_INTERVAL_S`` went by. ``check`` is the
+    periodic job; it returns "new", "all" or None (nothing done)."""
 
-    def __init__(self, partitions_now: int, now: float, freeze: Callable[[], int] | None = None) -> None:
-        self.partitions, self.frozen_at = partitions_now, now
-        self.freeze = freeze or refreeze
+    def __init__(self, partitions_now: int, now: float, freeze_new: Callable[[], int] | None = None,
+                 refreeze_all: Callable[[], int] | None = None) -> None:
+        self.partitions, self.refrozen_at = partitions_now, now
+        self.freeze_new = freeze_new or freeze_young
+        self.refreeze_all = refreeze_all or refreeze
 
-    def due(self, partitions_now: int, now: float) -> bool:
-        return (abs(partitions_now - self.partitions) >= REFREEZE_PARTITIONS
-                or now - self.frozen_at >= REFREEZE_INTERVAL_S)
+    def check(self, partitions_now: int, now: float) -> str | None:
+        grown = partitions_now - self.partitions
+        if grown <= -REFREEZE_PARTITIONS or now - self.refrozen_at >= REFREEZE_INTERVAL_S:
+            self.refreeze_all()
+            self.partitions, self.refrozen_at = partitions_now, now
+            return "all"
+        if grown >= REFREEZE_PARTITIONS:
+            self.freeze_new()
+            self.partitions = partitions_now
+            return "new"
+        return None
 
-    def check(self, partitions_now: int, now: float) -> bool:
-        if not self.due(partitions_now, now):
-            return False
-        self.freeze()
-        self.partitions, self.frozen_at = partitions_now, now
-        return True
+
+def freeze_young() -> int:
+    """Collect the young generations only, then freeze every object alive: what partitions created since the last
+    freeze built leaves full collections without one being run now (garbage already old waits for ``refreeze``)."""
+    gc.collect(1)
+    gc.freeze()
+    return gc.get_freeze_count()
 
 
 def refreeze() -> int:

@@ -75,15 +75,58 @@ def test_start_up_garbage_is_collected_and_what_lives_is_frozen_out_of_full_coll
     assert frozen_enough == "True" and still_walked == "False"
 
 
-def test_a_refreeze_is_due_after_a_thousand_partitions_came_or_went_or_ten_minutes():
-    froze: list[int] = []
-    refreezer = Refreezer(partitions_now=10, now=0.0, freeze=lambda: froze.append(1) or 0)
-    assert not refreezer.check(10 + REFREEZE_PARTITIONS - 1, 1.0)
-    assert refreezer.check(10 + REFREEZE_PARTITIONS, 2.0) and froze == [1]
-    assert not refreezer.check(10 + REFREEZE_PARTITIONS, 3.0)  # counted from the last freeze
-    assert refreezer.check(10, 4.0)  # as many deleted
-    assert refreezer.check(10, 4.0 + REFREEZE_INTERVAL_S)
-    assert froze == [1, 1, 1]
+def test_growth_freezes_what_is_new_and_shrinking_or_ten_minutes_refreeze_everything():
+    done: list[str] = []
+    refreezer = Refreezer(partitions_now=10, now=0.0, freeze_new=lambda: done.append("new") or 0,
+                          refreeze_all=lambda: done.append("all") or 0)
+    assert refreezer.check(10 + REFREEZE_PARTITIONS - 1, 1.0) is None
+    assert refreezer.check(10 + REFREEZE_PARTITIONS, 2.0) == "new" and done == ["new"]
+    assert refreezer.check(10 + REFREEZE_PARTITIONS, 3.0) is None  # counted from the last freeze
+    assert refreezer.check(10, 4.0) == "all"  # as many deleted: their dead cycles are among the frozen
+    assert refreezer.check(10 + 2 * REFREEZE_PARTITIONS, REFREEZE_INTERVAL_S - 1) == "new"
+    # the interval runs from the last full refreeze (at 4.0), not from the last freeze of what was new
+    assert refreezer.check(10 + 2 * REFREEZE_PARTITIONS, 4.0 + REFREEZE_INTERVAL_S - 1) is None
+    assert refreezer.check(10 + 2 * REFREEZE_PARTITIONS, 4.0 + REFREEZE_INTERVAL_S) == "all"
+    assert done == ["new", "all", "new", "all"]
+
+
+FREEZE_YOUNG = """
+import gc, weakref
+from odradek.broker.memory_tuning import collect_and_freeze, freeze_young
+gc.disable()
+
+
+class Node:
+    pass
+
+
+collect_and_freeze()
+old = Node()
+old.self = old
+old_died = []
+weakref.finalize(old, old_died.append, True)
+gc.collect()  # survives into the oldest generation, alive
+del old        # now old garbage: only a full collection of it would free it
+young = Node()
+young.self = young
+young_died = []
+weakref.finalize(young, young_died.append, True)
+del young      # young garbage
+kept = [Node() for _ in range(1000)]
+before = gc.get_freeze_count()
+freeze_young()
+tracked = {id(o) for o in gc.get_objects()}
+print(young_died == [True], old_died == [], gc.get_freeze_count() - before >= 1000,
+      any(id(node) in tracked for node in kept))
+"""
+
+
+def test_freezing_what_is_new_collects_the_young_garbage_and_leaves_old_garbage_for_the_refreeze():
+    out = subprocess.run([sys.executable, "-c", FREEZE_YOUNG], capture_output=True, text=True, check=True).stdout
+    young_collected, old_left, new_frozen, still_walked = out.split()
+    assert young_collected == "True"
+    assert old_left == "True"  # no full collection ran: that is the point (it is refreeze's job)
+    assert new_frozen == "True" and still_walked == "False"
 
 
 REFREEZE = """
