@@ -47,6 +47,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+ISR_CHECK_STEP = 1000  # partitions the periodic lag check looks at between two turns of the event loop
+
 # A LeaderAndIsr of thousands of partitions is applied in slices of about this much event-loop time, so the
 # broker keeps answering other requests meanwhile (Kafka applies it on a request handler thread of its own).
 LEADER_AND_ISR_SLICE_S = 0.02
@@ -679,22 +681,42 @@ class ReplicaManager:
             self._change_isr(partition, new_isr)
 
     def maybe_shrink_isr(self, max_lag_ms: int) -> int:
-        """The periodic lag check (every replica.lag.time.max.ms / 2); returns how many ISRs shrank."""
+        """The lag check over every partition in one go; returns how many ISRs shrank."""
+        shrunk = [partition.key for partition in list(self.partitions.values())
+                  if self._shrink_if_lagging(partition, max_lag_ms)]
+        self._log_shrunk(shrunk, max_lag_ms)
+        return len(shrunk)
+
+    async def shrink_lagging_isrs(self, max_lag_ms: int, step: int = ISR_CHECK_STEP) -> int:
+        """The periodic lag check (every replica.lag.time.max.ms / 2), ``step`` partitions at a time with the
+        event loop free in between: in one go it held the loop 20-35 ms at 10,000 partitions (Kafka runs it on
+        its scheduler thread). A partition replaced or removed meanwhile is skipped."""
+        partitions = list(self.partitions.values())
         shrunk = []
-        for partition in list(self.partitions.values()):
-            new_isr = partition.isr_to_shrink(max_lag_ms)
-            if new_isr is None:
-                continue
-            log.debug("[Partition %s-%d broker=%d] shrinking ISR from %s to %s (not caught up within %d ms)",
-                      *partition.key, self.broker_id, partition.isr, new_isr, max_lag_ms)
-            self.isr_shrinks += 1
-            self._change_isr(partition, new_isr)
-            shrunk.append(partition.key)
+        for start in range(0, len(partitions), step):
+            if start:
+                await asyncio.sleep(0)
+            for partition in partitions[start:start + step]:
+                if self.partitions.get(partition.key) is partition and self._shrink_if_lagging(partition, max_lag_ms):
+                    shrunk.append(partition.key)
+        self._log_shrunk(shrunk, max_lag_ms)
+        return len(shrunk)
+
+    def _shrink_if_lagging(self, partition: Partition, max_lag_ms: int) -> bool:
+        new_isr = partition.isr_to_shrink(max_lag_ms)
+        if new_isr is None:
+            return False
+        log.debug("[Partition %s-%d broker=%d] shrinking ISR from %s to %s (not caught up within %d ms)",
+                  *partition.key, self.broker_id, partition.isr, new_isr, max_lag_ms)
+        self.isr_shrinks += 1
+        self._change_isr(partition, new_isr)
+        return True
+
+    def _log_shrunk(self, shrunk: list[tuple[str, int]], max_lag_ms: int) -> None:
         if shrunk:
             log.info("[Broker %d] shrinking the ISRs of %d partitions whose followers did not catch up within %d ms: "
                      "%s%s", self.broker_id, len(shrunk), max_lag_ms, ", ".join(f"{t}-{p}" for t, p in shrunk[:10]),
                      " ..." if len(shrunk) > 10 else "")
-        return len(shrunk)
 
     def _change_isr(self, partition: Partition, new_isr: list[int]) -> None:
         if self.isr_manager is not None:

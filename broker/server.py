@@ -308,7 +308,7 @@ class KafkaServer:
         assert rm is not None and isr is not None
         lag_ms = cfg.get("replica.lag.time.max.ms")
         self._tasks.append(loop.create_task(self._every_on_loop(
-            "isr-expiration", max(1, lag_ms // 2), lambda: rm.maybe_shrink_isr(lag_ms)), name="isr-expiration"))
+            "isr-expiration", max(1, lag_ms // 2), lambda: rm.shrink_lagging_isrs(lag_ms)), name="isr-expiration"))
         self._tasks.append(loop.create_task(self._every_on_loop(
             "isr-change-propagation", PROPAGATION_CHECK_INTERVAL_MS, isr.propagate_due_changes),
             name="isr-change-propagation"))

@@ -110,6 +110,32 @@ def test_isr_shrinks_only_after_the_lag_time_without_catching_up(make_rm, clock)
     assert p.partition_epoch == 1
 
 
+def test_the_periodic_lag_check_lets_the_loop_run_between_steps_and_skips_partitions_gone_meanwhile(
+        replica_managers, clock):
+    rm = replica_managers.make(LEADER, {"min.insync.replicas": "1"}, clock=clock)
+    keys = [("t", i) for i in range(3)]
+    states = [("t", partition_state(i, leader=LEADER, replicas=(LEADER, F1, F2))) for i in range(3)]
+    assert rm.become_leader_or_follower(1, states, {}) == dict.fromkeys(keys, 0)
+    params = {f: FetchParams(replica_id=f, max_wait_ms=0, min_bytes=1, max_bytes=1 << 20) for f in (F1, F2)}
+    for topic, index in keys:
+        rm.append_records(1, 1000, {(topic, index): batch(b"a")})
+        rm.fetch_messages(params[F1], [FetchSpec(topic, index, 1, 1 << 20)])  # caught up
+        rm.fetch_messages(params[F2], [FetchSpec(topic, index, 0, 1 << 20)])  # lags
+    clock.now += LAG_MS + 1
+
+    async def check_while_a_partition_goes():
+        task = asyncio.ensure_future(rm.shrink_lagging_isrs(LAG_MS, step=1))
+        await asyncio.sleep(0)  # the check's first step ran, then it gave the loop back
+        between = [rm.online_partition(*key).isr for key in keys[:2]]
+        gone = rm.partitions.pop(keys[2])  # as a StopReplica would between two steps
+        return between, await task, gone
+
+    between, shrunk, gone = run(check_while_a_partition_goes())
+    assert between == [[LEADER, F1], [LEADER, F1, F2]]
+    assert shrunk == 2 and rm.online_partition(*keys[1]).isr == [LEADER, F1]
+    assert gone.isr == [LEADER, F1, F2]  # no longer this broker's: left alone
+
+
 def test_a_follower_that_caught_up_at_its_previous_fetch_counts_from_then(make_rm, clock):
     rm = make_rm(isr=(LEADER, F1))
     p = rm.online_partition(*KEY)
@@ -329,6 +355,47 @@ def test_an_isr_write_whose_answer_was_lost_is_retried_until_its_outcome_is_know
         # the first write was applied, its answer lost; the retry met a version conflict and found its own ISR
         assert [version for _, _, version in zk.writes] == [0, 0, 0] and zk.znodes[KEY][1] == 1
         assert p.isr == [LEADER, F1, F2] and p.partition_epoch == 1
+    run(main())
+
+
+class HeldZk(FakeZk):
+    """ZooKeeper whose ISR writes wait until ``release`` is set."""
+
+    def __init__(self, znodes) -> None:
+        super().__init__(znodes)
+        self.release = threading.Event()
+
+    def update_partition_states(self, updates, epoch_zk_version=None):
+        self.release.wait(5)
+        return super().update_partition_states(updates, epoch_zk_version)
+
+
+def test_a_follower_held_back_by_an_isr_write_in_flight_joins_when_its_parked_fetch_is_answered(make_rm, clock):
+    """One ISR write at a time: F2, caught up while F1's expansion is in flight, is not proposed then. Kafka's
+    incremental session reads every partition at every fetch, so F2's next fetch would propose it; ours reads only
+    the partitions that changed, so the answer to F2's parked fetch is where it is tried again (read_from_local_log
+    records a follower's position on that read too; test_election_safety.py shows a follower that never rejoined
+    without it)."""
+    async def main():
+        zk = HeldZk({KEY: (LeaderIsrAndControllerEpoch(LEADER, 0, [LEADER], 0), 0)})
+        rm = make_rm(isr=(LEADER,))
+        rm.start()  # the purgatories' timers: the parked fetch expires
+        rm.isr_manager = IsrManager(zk, LEADER, clock, on_isr_changed=rm.on_isr_changed)
+        p = rm.online_partition(*KEY)
+        follower_fetch(rm, F1, 0)  # proposes [LEADER, F1]; ZooKeeper holds its answer
+        assert p.isr_update_in_flight
+        params = FetchParams(replica_id=F2, max_wait_ms=100, min_bytes=1, max_bytes=1 << 20)
+        parked = rm.fetch_messages(params, [FetchSpec("t", 0, 0, 1 << 20)])
+        assert isinstance(parked, Completion)  # caught up too, held back, and waiting for records
+        zk.release.set()
+        while p.isr_update_in_flight:
+            await asyncio.sleep(0.01)
+        assert p.isr == [LEADER, F1]
+        await parked  # expires: its answer reads the partition again
+        while p.isr_update_in_flight:
+            await asyncio.sleep(0.01)
+        assert p.isr == [LEADER, F1, F2]
+        assert [w[1].isr for w in zk.writes] == [[LEADER, F1], [LEADER, F1, F2]]
     run(main())
 
 
