@@ -26,7 +26,8 @@ of the same from earliest; end-to-end latency at ``--e2e-rate`` records/s (librd
 round-robin over every partition of 100, 1,000 and 10,000 partitions (topics of 100, RF 3, acks=1, one
 record per partition in turn: the tiny batches of the many-partition path; while one target is measured the
 other targets' brokers are paused, see ``Paused``, and each target's idle draw right after the warm-up pass
-is printed; the rate over the largest point divided by the rate over 1,000); the brokers' CPU per record
+is printed; the rate over the largest point divided by the rate over 1,000; then the end-to-end RF 3 row
+again on the clusters still holding the largest point's partitions); the brokers' CPU per record
 (utime + stime of every broker of the target from /proc/<pid>/stat around the timed window); RSS per broker;
 start-up of one broker after a clean stop; recovery after SIGKILL of the broker holding a topic of
 ``--recovery-mib`` of 1 KiB records (spawn, once ZooKeeper dropped the dead session, until the partition
@@ -319,6 +320,28 @@ def measure_spread(targets: list, args: argparse.Namespace, results: dict) -> No
                 print(f"  {label} round {round_ + 1} {target.name:<8} "
                       + "  ".join(f"{k} {v:,.1f}" for k, v in figures.items()), flush=True)
     add_spread_scaling(results, args.spread, [t.name for t in clusters])
+    measure_e2e_holding(clusters, max(args.spread), args, results)
+
+
+def measure_e2e_holding(clusters: list, held: int, args: argparse.Namespace, results: dict) -> None:
+    """The end-to-end RF 3 row again on clusters still holding the spread's ``held`` partitions (others
+    paused, as the spread rows): what the periodic work over every partition (checkpoints, lag checks, the
+    collector) does to the latency of the few partitions in use."""
+    row = Row("e2e-holding", f"librdkafka end-to-end RF 3 holding {held:,} partitions", "librdkafka", "e2e", 100, 1, 3)
+    for round_ in range(args.rounds):
+        for target in (clusters if round_ % 2 == 0 else clusters[::-1]):
+            others = [pid for other in clusters if other is not target for pid in other.pids()]
+            try:
+                with Paused(others):
+                    figures = derived(run_client(spec_for(row, target, f"{row.key}-{round_}", args,
+                                                          count_of(row, args))))
+            except Exception as exc:  # noqa: BLE001 - one failure must not end the run
+                print(f"  {row.label} round {round_ + 1} {target.name}: FAILED: {exc}", flush=True)
+                continue
+            figures = {k: figures[k] for k in ("broker µs/rec", "p50 ms", "p99 ms")}
+            results.setdefault(row.label, {}).setdefault(target.name, []).append(figures)
+            print(f"  {row.label} round {round_ + 1} {target.name:<8} "
+                  + "  ".join(f"{k} {v:,.2f}" for k, v in figures.items()), flush=True)
 
 
 def add_spread_scaling(results: dict, points: list[int], names: list[str]) -> None:

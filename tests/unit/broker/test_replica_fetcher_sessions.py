@@ -13,6 +13,7 @@ from odradek.broker.apis.fetch import FetchApi
 from odradek.broker.apis.services import BrokerServices
 from odradek.broker.fetch_session import INITIAL_EPOCH
 from odradek.broker.fetch_session_handler import FetchSessionHandler
+from odradek.broker import replica_fetcher
 from odradek.broker.replica_fetcher import FetcherSettings, ReplicaFetcherManager, fetcher_id_for
 from odradek.broker.replica_manager import follower_watch_key
 from odradek.protocol import errors
@@ -111,6 +112,49 @@ def test_follower_fetches_through_a_session_naming_only_what_moved(brokers):
         assert named(restart) == every
         leader.append_records(1, 1000, {("t", 3): batch(b"third")})
         await until(lambda: follower.partitions[("t", 3)].log_end_offset == 2, "replication after the new session")
+        await manager.shutdown()
+
+    run_loop(main(), timeout=20)
+
+
+def test_log_start_offsets_moved_unannounced_reach_the_leader_a_slice_of_partitions_per_fetch(brokers, monkeypatch):
+    """Our own retention moves a follower's log start offset without telling its fetcher: every
+    PARAMS_REFRESH_S the fetcher computes every partition's parameters afresh, PARAMS_REFRESH_SLICE of them
+    per round (all at once held the event loop 20-60 ms for 3,333 partitions)."""
+    monkeypatch.setattr(replica_fetcher, "PARAMS_REFRESH_S", 0.05)
+    monkeypatch.setattr(replica_fetcher, "PARAMS_REFRESH_SLICE", 10)
+    leader, follower = brokers
+
+    async def main():
+        leader.start()
+        follower.start()
+        unused = dict.fromkeys(("admin", "zk", "producer_ids", "controller", "group_coordinator",
+                                "transaction_coordinator", "dynamic_config", "client_quotas"))
+        conn = Loopback(FetchApi(BrokerServices(make_config(), LEADER, leader.metadata_cache, leader, lambda: 1,
+                                                **unused)))
+
+        async def connect(*args, **kwargs):
+            return conn
+
+        manager = ReplicaFetcherManager(follower, FetcherSettings(FOLLOWER, wait_max_ms=20, backoff_ms=10,
+                                                                  connect=connect))
+        follower.fetcher_manager = manager
+        states = [("t", state(p)) for p in range(PARTITIONS)]
+        leader.become_leader_or_follower(1, states, {})
+        for p in range(PARTITIONS):
+            leader.append_records(1, 1000, {("t", p): batch(b"first-%d" % p)})
+        follower.become_leader_or_follower(1, states, {}, {LEADER: ("leader", 9092)})
+        every = {("t", p) for p in range(PARTITIONS)}
+        await until(lambda: all(follower.partitions[k].high_watermark == 1 for k in every), "replicated, committed")
+        before = len(conn.fetches)
+        for key in every:  # as retention would, unannounced
+            assert follower.partitions[key].log.maybe_increment_log_start_offset(1)
+
+        def moved() -> list[set]:
+            return [{(t.topic, p.partition) for t in r.topics for p in t.partitions if p.log_start_offset == 1}
+                    for r in conn.fetches[before:]]
+        await until(lambda: set().union(*moved()) == every, "every moved log start offset sent")
+        assert max(len(named) for named in moved()) <= 10
         await manager.shutdown()
 
     run_loop(main(), timeout=20)
