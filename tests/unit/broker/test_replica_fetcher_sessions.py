@@ -62,28 +62,35 @@ def named(request) -> set:
     return {(t.topic, p.partition) for t in request.topics for p in t.partitions}
 
 
+def replicating(leader, follower) -> tuple[Loopback, ReplicaFetcherManager]:
+    """Both started (on the running loop), PARTITIONS partitions led by ``leader`` with one record each, and
+    ``follower`` fetching them through a Loopback to the leader's Fetch handler."""
+    leader.start()
+    follower.start()
+    unused = dict.fromkeys(("admin", "zk", "producer_ids", "controller", "group_coordinator",
+                            "transaction_coordinator", "dynamic_config", "client_quotas"))  # Fetch reads none
+    conn = Loopback(FetchApi(BrokerServices(make_config(), LEADER, leader.metadata_cache, leader, lambda: 1, **unused)))
+
+    async def connect(*args, **kwargs):
+        return conn
+
+    manager = ReplicaFetcherManager(follower, FetcherSettings(FOLLOWER, wait_max_ms=20, backoff_ms=10,
+                                                              connect=connect))
+    follower.fetcher_manager = manager
+    states = [("t", state(p)) for p in range(PARTITIONS)]
+    leader.become_leader_or_follower(1, states, {})
+    for p in range(PARTITIONS):
+        leader.append_records(1, 1000, {("t", p): batch(b"first-%d" % p)})
+    follower.become_leader_or_follower(1, states, {}, {LEADER: ("leader", 9092)})
+    return conn, manager
+
+
 def test_follower_fetches_through_a_session_naming_only_what_moved(brokers):
     leader, follower = brokers
 
     async def main():
-        leader.start()
-        follower.start()
-        unused = dict.fromkeys(("admin", "zk", "producer_ids", "controller", "group_coordinator",
-                                "transaction_coordinator", "dynamic_config", "client_quotas"))  # Fetch reads none
-        fetch_api = FetchApi(BrokerServices(make_config(), LEADER, leader.metadata_cache, leader, lambda: 1, **unused))
-        conn = Loopback(fetch_api)
-
-        async def connect(*args, **kwargs):
-            return conn
-
-        manager = ReplicaFetcherManager(follower, FetcherSettings(FOLLOWER, wait_max_ms=20, backoff_ms=10,
-                                                                  connect=connect))
-        follower.fetcher_manager = manager
-        states = [("t", state(p)) for p in range(PARTITIONS)]
-        leader.become_leader_or_follower(1, states, {})
-        for p in range(PARTITIONS):
-            leader.append_records(1, 1000, {("t", p): batch(b"first-%d" % p)})
-        follower.become_leader_or_follower(1, states, {}, {LEADER: ("leader", 9092)})
+        conn, manager = replicating(leader, follower)
+        fetch_api = conn.fetch_api
         every = {("t", p) for p in range(PARTITIONS)}
         await until(lambda: all(follower.partitions[k].log_end_offset == 1 for k in every), "first replication")
         first = conn.fetches[0]
@@ -126,24 +133,7 @@ def test_log_start_offsets_moved_unannounced_reach_the_leader_a_slice_of_partiti
     leader, follower = brokers
 
     async def main():
-        leader.start()
-        follower.start()
-        unused = dict.fromkeys(("admin", "zk", "producer_ids", "controller", "group_coordinator",
-                                "transaction_coordinator", "dynamic_config", "client_quotas"))
-        conn = Loopback(FetchApi(BrokerServices(make_config(), LEADER, leader.metadata_cache, leader, lambda: 1,
-                                                **unused)))
-
-        async def connect(*args, **kwargs):
-            return conn
-
-        manager = ReplicaFetcherManager(follower, FetcherSettings(FOLLOWER, wait_max_ms=20, backoff_ms=10,
-                                                                  connect=connect))
-        follower.fetcher_manager = manager
-        states = [("t", state(p)) for p in range(PARTITIONS)]
-        leader.become_leader_or_follower(1, states, {})
-        for p in range(PARTITIONS):
-            leader.append_records(1, 1000, {("t", p): batch(b"first-%d" % p)})
-        follower.become_leader_or_follower(1, states, {}, {LEADER: ("leader", 9092)})
+        conn, manager = replicating(leader, follower)
         every = {("t", p) for p in range(PARTITIONS)}
         await until(lambda: all(follower.partitions[k].high_watermark == 1 for k in every), "replicated, committed")
         before = len(conn.fetches)
