@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
+from odradek.broker import fetch_session
 from odradek.broker.delayed_ops import FetchSpec
 from odradek.broker.fetch_session import (
     EVICTION_MS, FINAL_EPOCH, INITIAL_EPOCH, INVALID_SESSION_ID, MAX_EPOCH, CachedPartition, FetchManager,
@@ -324,3 +325,33 @@ def test_incremental_fetch_reads_what_changed_what_it_names_and_what_was_held_ba
     assert read(7) == []
     clock.now += 60_000                                    # once in a while the whole session
     assert len(read(8)) == 100
+
+
+def test_the_read_of_the_whole_session_is_spread_over_fetches_a_slice_at_a_time(monkeypatch):
+    """A follower session of 3,333 partitions read at once held the leader's loop 40-60 ms every 30 s."""
+    monkeypatch.setattr(fetch_session, "FULL_READ_SLICE", 30)
+    clock, changes = ManualClock(), Changes()
+    fm = FetchManager(FetchSessionCache(10, rng=random.Random(7)), clock, changes)
+    keys = [("t", i) for i in range(100)]
+    sid = fm.new_context(0, INITIAL_EPOCH, [spec(*k) for k in keys], [], is_follower=True).answer(
+        results_for(keys)).session_id
+    epoch = 1
+
+    def read() -> list:
+        nonlocal epoch
+        ctx = fm.new_context(sid, epoch, [], [], is_follower=True)
+        epoch += 1
+        keys_read = [(s.topic, s.partition) for s in ctx.to_read()]
+        ctx.answer(results_for(keys_read))
+        return keys_read
+
+    assert read() == []
+    clock.now += fetch_session.FULL_READ_MS
+    changes.note(("t", 0))
+    slices = [read() for _ in range(5)]
+    assert [len(s) for s in slices] == [31, 30, 30, 10, 0]  # the first also holds the change
+    assert set().union(*slices) == set(keys)
+    clock.now += fetch_session.FULL_READ_MS - 1
+    assert read() == []                                    # the next pass is counted from the last one's start
+    clock.now += 1
+    assert len(read()) == 30
