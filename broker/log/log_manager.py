@@ -545,6 +545,14 @@ class LogManager:
                 self.failure_channel.mark_offline(dest_dir, f"Error while renaming the future log of {topic}-"
                                                             f"{partition} in dir {dest_dir}", e)
                 raise KafkaStorageError(f"cannot rename the future log of {topic}-{partition}: {e}") from e
+            # Until the old one is renamed too, a crash leaves the partition in both dirs and the restart stops
+            # (as Kafka's): nothing else happens in between, the cleaner's checkpoint writes come after.
+            _close_handlers(source)  # the future log holds it all now: nothing of the old one is written or synced
+            rename_error = None
+            try:
+                self._delete_async(source)
+            except OSError as e:
+                rename_error = e
             dest.update_high_watermark(source.high_watermark)
             del self._future_logs[tp]
             dest.on_truncated = self._on_truncated
@@ -552,12 +560,10 @@ class LogManager:
             self._dir_of[tp] = dest_dir
             if self.cleaner is not None:  # what it had cleaned of the partition is now recorded in the new dir
                 self.cleaner.on_log_moved(tp, source_dir, dest_dir)
-            _close_handlers(source)  # the future log holds it all now: nothing of the old one is written or synced
-            try:
-                self._delete_async(source)
-            except OSError as e:  # the partition is safe in its new dir; the old one goes offline
+            if rename_error is not None:  # the partition is safe in its new dir; the old one goes offline
                 self.failure_channel.mark_offline(source_dir, f"Error while renaming the replaced log of {topic}-"
-                                                              f"{partition} in dir {source_dir} for deletion", e)
+                                                              f"{partition} in dir {source_dir} for deletion",
+                                                  rename_error)
             # the source dir's checkpoints no longer name the partition
             self._checkpoint_dir(source_dir, RECOVERY_POINT_CHECKPOINT, lambda log_: log_.recovery_point)
             self._checkpoint_dir(source_dir, LOG_START_OFFSET_CHECKPOINT, lambda log_: log_.log_start_offset)
