@@ -4,6 +4,7 @@ SECURITY_DISABLED to the ACL calls, and only the ACL panel says so."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from aiohttp import web
@@ -49,12 +50,22 @@ async def acls(request: web.Request) -> dict[str, Any]:
                            key=lambda a: (a["resource_type"], a["name"], a["principal"], a["operation"]))}
 
 
+# How long an added ACL may take to show in the list: the page lists ACLs right after the answer, from whichever
+# broker the admin client asks, and a broker that did not create it learns of it from ZooKeeper's change
+# notification a moment later (Kafka's AclAuthorizer the same).
+ACL_LISTED_WITHIN_S = 5.0
+
+
 @endpoint
 async def add_acl(request: web.Request) -> dict[str, Any]:
     binding = _binding(await body(request))
-    outcome = await console_of(request).admin.create_acls([binding])
+    admin = console_of(request).admin
+    outcome = await admin.create_acls([binding])
     if outcome["failed"]:
         raise outcome["failed"][0][1]
+    deadline = asyncio.get_running_loop().time() + ACL_LISTED_WITHIN_S
+    while binding not in await admin.describe_acls() and asyncio.get_running_loop().time() < deadline:
+        await asyncio.sleep(0.05)
     return {"created": _binding_json(binding)}
 
 
