@@ -16,6 +16,7 @@ fsync, as every checkpoint of Kafka 2.8 does: at worst a machine crash leaves th
 from __future__ import annotations
 
 import os
+import threading
 from typing import Callable, Generic, Iterable, TypeVar
 
 CHECKPOINT_VERSION = 0
@@ -125,6 +126,36 @@ class OffsetCheckpointFile:
 
     def read(self) -> dict[tuple[str, int], int]:
         return dict(self._file.read())
+
+
+class CheckpointSequencer:
+    """Orders the writes of checkpoint files made from several threads. A write reads its content under the
+    caller's lock and takes a ticket there (``take``); it then writes without that lock, and is dropped when a
+    later ticket of the same file was written first: the file already holds newer content. Writes of one file
+    never overlap."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._issued: dict[str, int] = {}
+        self._written: dict[str, int] = {}
+        self._file_locks: dict[str, threading.Lock] = {}
+
+    def take(self, path: str) -> int:
+        with self._lock:
+            ticket = self._issued[path] = self._issued.get(path, 0) + 1
+            self._file_locks.setdefault(path, threading.Lock())
+            return ticket
+
+    def write_if_newest(self, path: str, ticket: int, write: Callable[[], None]) -> bool:
+        """Run ``write`` unless a later ticket of ``path`` was written; True when it ran."""
+        with self._lock:
+            file_lock = self._file_locks[path]
+        with file_lock:
+            if ticket <= self._written.get(path, 0):
+                return False
+            write()
+            self._written[path] = ticket
+            return True
 
 
 def _parse_epoch_entry(fields: list[str]) -> tuple[int, int]:

@@ -33,7 +33,7 @@ from typing import Any, Callable, Iterable, Mapping, TypeVar
 
 from .checkpoints import (
     LOG_START_OFFSET_CHECKPOINT, RECOVERY_POINT_CHECKPOINT, REPLICATION_OFFSET_CHECKPOINT, CheckpointError,
-    OffsetCheckpointFile, write_atomically,
+    CheckpointSequencer, OffsetCheckpointFile, write_atomically,
 )
 from .cleaner import CleanerConfig, LogCleaner
 from ...protocol.errors import KafkaStorageError, LogDirNotFoundError  # type: ignore[attr-defined]
@@ -126,6 +126,7 @@ class LogManager:
         # AlterReplicaLogDirs for a replica not here yet, or to start a move: where its log goes next
         self._preferred_dirs: dict[TopicPartition, str] = {}
         self._lock_fds: list[int] = []
+        self._sequencer = CheckpointSequencer()
         self.had_clean_shutdown: dict[str, bool] = {}
         # I/O errors take a directory offline (KIP-112): its logs are dropped, the others go on
         self.failure_channel = failure_channel if failure_channel is not None else LogDirFailureChannel()
@@ -574,16 +575,25 @@ class LogManager:
     # -- checkpoints ------------------------------------------------------------------------------
 
     def _checkpoint(self, filename: str, value: Callable[[Log], int]) -> None:
-        with self._lock:
-            for d in self.live_log_dirs:
-                self._checkpoint_dir(d, filename, value)
+        for d in self.live_log_dirs:
+            self._checkpoint_dir(d, filename, value)
 
     def _checkpoint_dir(self, d: str, filename: str, value: Callable[[Log], int]) -> None:
-        """One dir's checkpoint: its current logs and the future logs moving into it (Kafka's logsByDir)."""
-        offsets = {tp: value(log_) for tp, log_ in self._logs.items() if self._dir_of[tp] == d}
-        offsets.update((tp, value(log_)) for tp, log_ in self._future_logs.items() if os.path.dirname(log_.dir) == d)
+        """One dir's checkpoint: its current logs and the future logs moving into it (Kafka's logsByDir).
+
+        The offsets are read under the manager's lock (the event loop changes the maps); the file is written
+        after it is released, as Kafka's checkpoints are written without its log creation lock: at 10,000
+        partitions a write and its fsync take up to 100 ms, which a partition created meanwhile (on the
+        event loop) would otherwise wait out. ``_sequencer`` keeps an older snapshot from landing after a
+        newer one (a periodic write that lost the race to a log dir move would name the moved partition)."""
+        path = os.path.join(d, filename)
+        with self._lock:
+            offsets = {tp: value(log_) for tp, log_ in self._logs.items() if self._dir_of[tp] == d}
+            offsets.update((tp, value(log_)) for tp, log_ in self._future_logs.items()
+                           if os.path.dirname(log_.dir) == d)
+            ticket = self._sequencer.take(path)
         try:
-            OffsetCheckpointFile(os.path.join(d, filename)).write(offsets)
+            self._sequencer.write_if_newest(path, ticket, lambda: OffsetCheckpointFile(path).write(offsets))
         except OSError as e:
             self.failure_channel.mark_offline(d, f"Error while writing {filename} in dir {d}", e)
 

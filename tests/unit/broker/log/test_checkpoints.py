@@ -80,3 +80,16 @@ def test_leader_epoch_truncation_and_non_monotonic_assign(tmp_path):
     cache.assign(4, 11)  # an earlier start offset removes entries that would overlap it
     assert cache.entries == [(4, 11)]
     assert LeaderEpochFileCache(LeaderEpochCheckpointFile(str(tmp_path / "c"))).entries == [(4, 11)]
+
+
+def test_the_sequencer_drops_a_snapshot_older_than_the_one_written(tmp_path):
+    path = str(tmp_path / "replication-offset-checkpoint")
+    sequencer = checkpoints.CheckpointSequencer()
+    older, newer = sequencer.take(path), sequencer.take(path)
+    file = checkpoints.OffsetCheckpointFile(path)
+    assert sequencer.write_if_newest(path, newer, lambda: file.write({("t", 0): 7}))
+    assert not sequencer.write_if_newest(path, older, lambda: file.write({("t", 0): 3}))
+    assert file.read() == {("t", 0): 7}
+    # another file keeps its own order
+    other = str(tmp_path / "recovery-point-offset-checkpoint")
+    assert sequencer.write_if_newest(other, sequencer.take(other), lambda: None)

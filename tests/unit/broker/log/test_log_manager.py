@@ -1,9 +1,11 @@
 import os
+import threading
 import time
 
 import pytest
 
 from odradek.broker.log import InconsistentBrokerMetadataError, LogDirLockedError, LogManager
+from odradek.broker.log import log_manager
 from odradek.broker.log.log_manager import read_properties
 
 from odradek.protocol.records import RecordBatchBuilder
@@ -189,4 +191,33 @@ def test_a_deleted_log_gets_no_producer_snapshot_on_its_way_out(tmp_path):
     log.producer_state.take_snapshot = lambda *a, **k: snapshots.append(a)
     assert manager.delete_log("gone", 0)
     assert snapshots == []
+    manager.shutdown()
+
+
+def test_a_partition_is_created_while_a_checkpoint_is_being_written(tmp_path, monkeypatch):
+    """The fsync of a checkpoint at 10,000 partitions takes up to 100 ms: the manager's lock is not held
+    through it, so the event loop's log creation does not wait for it."""
+    manager = LogManager([str(tmp_path / "d")], broker_id=0)
+    manager.get_or_create_log("t", 0)
+    writing, release = threading.Event(), threading.Event()
+    real_write = log_manager.OffsetCheckpointFile.write
+
+    def slow_write(self, offsets):
+        writing.set()
+        assert release.wait(10)
+        real_write(self, offsets)
+
+    monkeypatch.setattr(log_manager.OffsetCheckpointFile, "write", slow_write)
+    checkpoint = threading.Thread(target=manager.checkpoint_high_watermarks)
+    checkpoint.start()
+    assert writing.wait(10)
+    created = threading.Thread(target=manager.get_or_create_log, args=("t", 1))
+    created.start()
+    created.join(5)
+    still_creating = created.is_alive()
+    release.set()
+    checkpoint.join(10)
+    created.join(10)
+    assert not still_creating
+    assert manager.get_log("t", 1) is not None
     manager.shutdown()
