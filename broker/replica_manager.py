@@ -680,17 +680,10 @@ class ReplicaManager:
             self.isr_expands += 1
             self._change_isr(partition, new_isr)
 
-    def maybe_shrink_isr(self, max_lag_ms: int) -> int:
-        """The lag check over every partition in one go; returns how many ISRs shrank."""
-        shrunk = [partition.key for partition in list(self.partitions.values())
-                  if self._shrink_if_lagging(partition, max_lag_ms)]
-        self._log_shrunk(shrunk, max_lag_ms)
-        return len(shrunk)
-
     async def shrink_lagging_isrs(self, max_lag_ms: int, step: int = ISR_CHECK_STEP) -> int:
         """The periodic lag check (every replica.lag.time.max.ms / 2), ``step`` partitions at a time with the
         event loop free in between: in one go it held the loop 20-35 ms at 10,000 partitions (Kafka runs it on
-        its scheduler thread). A partition replaced or removed meanwhile is skipped."""
+        its scheduler thread). A partition replaced or removed meanwhile is skipped. Returns how many ISRs shrank."""
         partitions = list(self.partitions.values())
         shrunk = []
         for start in range(0, len(partitions), step):

@@ -102,9 +102,9 @@ def test_isr_shrinks_only_after_the_lag_time_without_catching_up(make_rm, clock)
     follower_fetch(rm, F1, 2)  # F1 is at the log end: caught up now
     follower_fetch(rm, F2, 0)  # F2 lags
     clock.now += LAG_MS
-    assert rm.maybe_shrink_isr(LAG_MS) == 0 and p.isr == [LEADER, F1, F2]
+    assert run(rm.shrink_lagging_isrs(LAG_MS)) == 0 and p.isr == [LEADER, F1, F2]
     clock.now += 1
-    assert rm.maybe_shrink_isr(LAG_MS) == 1
+    assert run(rm.shrink_lagging_isrs(LAG_MS)) == 1
     assert p.isr == [LEADER, F1]  # F1 has the log end offset: in sync however long ago it fetched
     assert p.high_watermark == 2  # the ISR without F2 has everything
     assert p.partition_epoch == 1
@@ -145,7 +145,7 @@ def test_a_follower_that_caught_up_at_its_previous_fetch_counts_from_then(make_r
     clock.now += LAG_MS // 2
     follower_fetch(rm, F1, 1)           # reached the previous end: caught up as of the previous fetch
     clock.now += LAG_MS // 2 + 1
-    assert rm.maybe_shrink_isr(LAG_MS) == 1 and p.isr == [LEADER]
+    assert run(rm.shrink_lagging_isrs(LAG_MS)) == 1 and p.isr == [LEADER]
 
 
 def test_isr_expands_when_the_follower_reaches_the_high_watermark(make_rm):
@@ -173,7 +173,7 @@ def test_acks_all_needs_min_insync_replicas_before_and_after_appending(make_rm, 
         pending = rm2.append_records(-1, 5000, {KEY: batch(b"a")})
         assert isinstance(pending, Completion)
         clock.now += LAG_MS + 1
-        rm2.maybe_shrink_isr(LAG_MS)  # F1 leaves; the HW reaches the record, but only one replica has it
+        await rm2.shrink_lagging_isrs(LAG_MS)  # F1 leaves; the HW reaches the record, but only one replica has it
         assert p.isr == [LEADER]
         result = (await pending)[KEY]
         assert result.error_code == errors.NotEnoughReplicasAfterAppendError.code
@@ -284,7 +284,7 @@ def test_a_version_conflict_gives_the_isr_change_up(make_rm, clock):
         rm.append_records(1, 1000, {KEY: batch(b"a")})
         follower_fetch(rm, F1, 0)
         clock.now += LAG_MS + 1
-        assert rm.maybe_shrink_isr(LAG_MS) == 1
+        assert await rm.shrink_lagging_isrs(LAG_MS) == 1
         while p.isr_update_in_flight:
             await asyncio.sleep(0.01)
         assert p.isr == [LEADER, F1] and p.partition_epoch == 0
@@ -427,11 +427,11 @@ def test_a_partition_a_fetch_session_left_unread_keeps_its_followers_in_sync_whe
         rm.follower_fetch_ms[F1] = rm.follower_fetch_ms[F2] = clock()
     rm.append_records(1, 1000, {KEY: batch(b"b")})
     clock.now += 1
-    assert rm.maybe_shrink_isr(LAG_MS) == 0
+    assert run(rm.shrink_lagging_isrs(LAG_MS)) == 0
     assert rm.online_partition(*KEY).isr == [LEADER, F1, F2]
     # a follower that stopped fetching does fall out, LAG_MS after its last fetch
     clock.now += LAG_MS
     rm.follower_fetch_ms[F1] = clock()
     follower_fetch(rm, F1, 2)
-    assert rm.maybe_shrink_isr(LAG_MS) == 1
+    assert run(rm.shrink_lagging_isrs(LAG_MS)) == 1
     assert rm.online_partition(*KEY).isr == [LEADER, F1]
