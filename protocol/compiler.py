@@ -3,7 +3,8 @@
 The generated code is plain Python over ``struct``: consecutive fixed-width fields become one
 precompiled ``Struct`` call, varint lengths take an inline one-byte fast path, nested structs and
 arrays are unrolled into the same function (no call per field), and ``records`` fields come out as
-``memoryview`` slices of the frame (never copied).
+``memoryview`` slices of the frame (never copied). A struct array given as an ``EncodedArray`` (its
+elements encoded ahead, see ``Message.element_encoder``) is written as its bytes.
 
     decoder(data: memoryview, pos: int) -> (message, pos)
     encoder(message, append) -> None          # appends bytes-like parts
@@ -21,7 +22,7 @@ from typing import Any, Callable
 
 from . import types
 from .errors import ProtocolError, UnsupportedVersionError
-from .fields import MISSING, ZERO_UUID, Field
+from .fields import MISSING, ZERO_UUID, EncodedArray, Field
 
 # Arrays of fixed-width numbers (replica lists, partition ids) are read and written in one call,
 # through Structs prebuilt for the usual small counts.
@@ -76,7 +77,7 @@ def _base_namespace(fields: tuple[Field, ...]) -> dict[str, Any]:
         "_wtags": types.write_tag_section, "_ProtocolError": ProtocolError,
         "_Truncated": types.TruncatedError, "_Unsupported": UnsupportedVersionError,
         "_ZERO_UUID": ZERO_UUID, "_UUID": uuid.UUID, "_MISSING": MISSING, "_spack": struct.pack,
-        "_Struct": struct.Struct, "_rutags": types.read_unknown_tag_section,
+        "_Struct": struct.Struct, "_rutags": types.read_unknown_tag_section, "_Encoded": EncodedArray,
     })
     return namespace
 
@@ -443,6 +444,10 @@ class _EncoderBuilder:
             src.emit(depth, f"if {count}: {out}(({table}[{count}] if {count} < {_TABLE_SIZE} else _Struct('>%d{fast}' % {count}).pack)(*{holder}))")
             return
         element = src.var("el")
+        if f.struct_name is not None:
+            src.emit(depth, f"if type({holder}) is _Encoded: {out}({holder}.data)")  # see EncodedArray
+            src.emit(depth, "else:")
+            depth += 1
         src.emit(depth, f"for {element} in {holder}:")
         if f.struct_name is not None:
             self.refuse_null(element, f.name, depth + 1)

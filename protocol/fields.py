@@ -58,6 +58,26 @@ class _Missing:
 MISSING: Any = _Missing()
 
 
+class EncodedArray:
+    """The elements of a struct array already encoded at the message's version: their bytes, joined, and
+    their count. The generated encoders write ``data`` as it is (after the array's length), so a response
+    can reuse the encoding of elements that did not change between answers (``Message.element_encoder``).
+    ``error_counts``: the error codes in those elements, for what walks a response for them."""
+
+    __slots__ = ("data", "count", "error_counts")
+
+    def __init__(self, data: bytes, count: int, error_counts: dict[int, int] | None = None) -> None:
+        self.data = data
+        self.count = count
+        self.error_counts = error_counts or {}
+
+    def __len__(self) -> int:
+        return self.count
+
+    def __repr__(self) -> str:
+        return f"EncodedArray({self.count} elements, {len(self.data)} bytes)"
+
+
 class Field:
     """One field of a message or struct, as declared."""
 

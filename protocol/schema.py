@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import struct
 import uuid
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from .errors import ProtocolError
 # The field declarations live in fields.py, below both this module and the compiler that reads them.
@@ -123,6 +123,7 @@ class Message:
         self.fields = tuple(fields)
         self._decoders: dict[int, Any] = {}
         self._encoders: dict[int, Any] = {}
+        self._element_encoders: dict[tuple[str, int], Callable[[Any], bytes]] = {}
         self.cls = self._make_classes()
 
     @property
@@ -183,6 +184,27 @@ class Message:
             from .compiler import compile_encoder
             encoder = self._encoders[version] = compile_encoder(
                 self.fields, f"{self.name} v{version}", version, self.is_flexible(version))
+        return encoder
+
+    def element_encoder(self, field_name: str, version: int) -> Callable[[Any], bytes]:
+        """``encode(element) -> bytes`` for one element of the message's top-level struct array
+        ``field_name`` at ``version``: the parts of an ``EncodedArray`` for that field."""
+        key = (field_name, version)
+        encoder = self._element_encoders.get(key)
+        if encoder is None:
+            self._check_version(version)
+            field = next((f for f in self.fields if f.name == field_name and f.is_array and f.fields), None)
+            if field is None:
+                raise ValueError(f"{self.name} has no struct array {field_name}")
+            from .compiler import compile_encoder
+            compiled = compile_encoder(field.fields, f"{self.name}.{field.struct_name} v{version}", version,
+                                       self.is_flexible(version))
+
+            def encoder(element: Any) -> bytes:
+                parts: list[Any] = []
+                compiled(element, parts.append)
+                return b"".join(parts)
+            self._element_encoders[key] = encoder
         return encoder
 
     def decode_from(self, data: memoryview, pos: int, version: int) -> tuple[Any, int]:

@@ -25,6 +25,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 
 from ...protocol.api_keys import ApiKey
 from ...protocol.errors import for_code
+from ...protocol.fields import EncodedArray
 from .request_log import describe_response, log_completed
 
 if TYPE_CHECKING:
@@ -68,6 +69,9 @@ def count_errors(body: Any, counts: dict[int, int]) -> dict[int, int]:
         if type(value) is list:
             for item in value:
                 count_errors(item, counts)
+        elif type(value) is EncodedArray:  # elements encoded ahead: their codes were counted then
+            for code, n in value.error_counts.items():
+                counts[code] = counts.get(code, 0) + n
         elif value is not None:
             count_errors(value, counts)
     return counts

@@ -65,3 +65,28 @@ def test_known_tagged_field_is_sent_only_when_not_default():
     assert decoded.responses[0].partitions[0].diverging_epoch.epoch == 3
     assert FetchResponse.decode(FetchResponse(responses=[FetchResponse.FetchableTopicResponse(
         topic="t", partitions=[plain])]).encode(12), 12).responses[0].partitions[0].diverging_epoch.epoch == -1
+
+
+@pytest.mark.parametrize("message,version", CASES, ids=[f"{m.name}-v{v}" for m, v in CASES])
+def test_a_struct_array_given_encoded_ahead_encodes_to_the_same_bytes(message, version):
+    from odradek.protocol.fields import EncodedArray
+
+    arrays = [f for f in message.fields if f.is_array and f.fields and f.present_in(version)]
+    for seed in range(2):
+        original = sample(message, version, seed)
+        expected = message.encode(original, version)
+        for f in arrays:
+            elements = getattr(original, f.name)
+            if elements is None:
+                continue
+            encode = message.element_encoder(f.name, version)
+            ahead = sample(message, version, seed)
+            setattr(ahead, f.name, EncodedArray(b"".join(encode(e) for e in elements), len(elements)))
+            assert message.encode(ahead, version) == expected
+
+
+def test_only_a_struct_array_has_an_element_encoder():
+    from odradek.protocol.messages import MetadataResponse
+
+    with pytest.raises(ValueError, match="no struct array"):
+        MetadataResponse.MESSAGE.element_encoder("cluster_id", 9)
