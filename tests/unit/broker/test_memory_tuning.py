@@ -8,11 +8,15 @@ import sys
 
 import pytest
 
-from odradek.broker.memory_tuning import REFREEZE_INTERVAL_S, REFREEZE_PARTITIONS, Refreezer, keep_freed_buffers
+from odradek.broker.memory_tuning import (
+    REFREEZE_INTERVAL_S, REFREEZE_OLD_OBJECTS, REFREEZE_PARTITIONS, Refreezer, keep_freed_buffers, old_objects,
+)
 
 CHURN = """
 import resource, sys
-from odradek.broker.memory_tuning import REFREEZE_INTERVAL_S, REFREEZE_PARTITIONS, Refreezer, keep_freed_buffers
+from odradek.broker.memory_tuning import (
+    REFREEZE_INTERVAL_S, REFREEZE_OLD_OBJECTS, REFREEZE_PARTITIONS, Refreezer, keep_freed_buffers, old_objects,
+)
 tuned = keep_freed_buffers() if sys.argv[1] == "tune" else None
 faults = lambda: resource.getrusage(resource.RUSAGE_SELF).ru_minflt
 for _ in range(5):
@@ -78,7 +82,7 @@ def test_start_up_garbage_is_collected_and_what_lives_is_frozen_out_of_full_coll
 def test_growth_freezes_what_is_new_and_shrinking_or_ten_minutes_refreeze_everything():
     done: list[str] = []
     refreezer = Refreezer(partitions_now=10, now=0.0, freeze_new=lambda: done.append("new") or 0,
-                          refreeze_all=lambda: done.append("all") or 0)
+                          refreeze_all=lambda: done.append("all") or 0, count_old=lambda: 0)
     assert refreezer.check(10 + REFREEZE_PARTITIONS - 1, 1.0) is None
     assert refreezer.check(10 + REFREEZE_PARTITIONS, 2.0) == "new" and done == ["new"]
     assert refreezer.check(10 + REFREEZE_PARTITIONS, 3.0) is None  # counted from the last freeze
@@ -88,6 +92,37 @@ def test_growth_freezes_what_is_new_and_shrinking_or_ten_minutes_refreeze_everyt
     assert refreezer.check(10 + 2 * REFREEZE_PARTITIONS, 4.0 + REFREEZE_INTERVAL_S - 1) is None
     assert refreezer.check(10 + 2 * REFREEZE_PARTITIONS, 4.0 + REFREEZE_INTERVAL_S) == "all"
     assert done == ["new", "all", "new", "all"]
+
+
+def test_survivors_piling_up_in_the_oldest_generation_are_collected_and_frozen():
+    done: list[str] = []
+    old = [REFREEZE_OLD_OBJECTS - 1]
+    refreezer = Refreezer(partitions_now=10, now=0.0, freeze_new=lambda: done.append("new") or 0,
+                          refreeze_all=lambda: done.append("all") or 0, freeze_old=lambda: done.append("old") or 0,
+                          count_old=lambda: old[0])
+    assert refreezer.check(10, 1.0) is None
+    old[0] = REFREEZE_OLD_OBJECTS
+    assert refreezer.check(10, 2.0) == "old"
+    assert refreezer.check(10 + REFREEZE_PARTITIONS, 3.0) == "new"  # growth first: its freeze takes them too
+    assert done == ["old", "new"]
+
+
+def test_the_oldest_generation_is_counted_without_the_frozen():
+    out = subprocess.run([sys.executable, "-c", OLD_COUNT], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["True", "True"]
+
+
+OLD_COUNT = """
+import gc
+from odradek.broker.memory_tuning import collect_and_freeze, old_objects
+gc.disable()
+collect_and_freeze()
+kept = [[] for _ in range(5000)]
+gc.collect()  # the lists survive into the oldest generation
+grown = old_objects()
+collect_and_freeze()
+print(grown >= 5000, old_objects() < 100)
+"""
 
 
 FREEZE_YOUNG = """
