@@ -668,10 +668,11 @@ class ReplicaManager:
         DeleteRecords), and maybe a bigger ISR."""
         if partition.update_follower_position(replica_id, fetch_offset, leader_end, log_start_offset,
                                               previous_fetch_ms):
-            # The high watermark moved: acks=-1 produces and consumers waiting for it can go on.
+            # The high watermark moved: consumers and acks=-1 produces waiting for it can go on; the
+            # consumers first, as Kafka's tryCompleteDelayedRequests (the records reach them sooner).
             self.note_change(partition.key)
-            self.produce_purgatory.check_and_complete(partition.key)
             self._wake_fetches(partition.key)
+            self.produce_purgatory.check_and_complete(partition.key)
         self.delete_records_purgatory.check_and_complete(partition.key)
         new_isr = partition.isr_to_expand(replica_id)
         if new_isr is not None:
@@ -721,5 +722,5 @@ class ReplicaManager:
     def on_isr_changed(self, partition: Partition) -> None:
         """A new ISR may move the high watermark, or fail waiting produces (too few replicas left)."""
         self.note_change(partition.key)
-        self.produce_purgatory.check_and_complete(partition.key)
         self._wake_fetches(partition.key)
+        self.produce_purgatory.check_and_complete(partition.key)
