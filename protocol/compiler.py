@@ -444,16 +444,15 @@ class _EncoderBuilder:
             src.emit(depth, f"if {count}: {out}(({table}[{count}] if {count} < {_TABLE_SIZE} else _Struct('>%d{fast}' % {count}).pack)(*{holder}))")
             return
         element = src.var("el")
-        if f.struct_name is not None:
-            src.emit(depth, f"if type({holder}) is _Encoded: {out}({holder}.data)")  # see EncodedArray
-            src.emit(depth, "else:")
-            depth += 1
-        src.emit(depth, f"for {element} in {holder}:")
-        if f.struct_name is not None:
-            self.refuse_null(element, f.name, depth + 1)
-            self.struct(f.fields, element, depth + 1, out)  # type: ignore[arg-type]
-        else:
+        if f.struct_name is None:
+            src.emit(depth, f"for {element} in {holder}:")
             self.primitive(f.element, f.name, element, False, depth + 1, out)
+            return
+        src.emit(depth, f"if type({holder}) is _Encoded: {out}({holder}.data)")  # see EncodedArray
+        src.emit(depth, "else:")
+        src.emit(depth + 1, f"for {element} in {holder}:")
+        self.refuse_null(element, f.name, depth + 2)
+        self.struct(f.fields, element, depth + 2, out)  # type: ignore[arg-type]
 
 
 def compile_encoder(fields: tuple[Field, ...], where: str, version: int,

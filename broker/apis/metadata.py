@@ -16,7 +16,7 @@ operations fields when asked (every supported operation when there is no authori
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from ...protocol.acl import AclOperation
 from ...protocol.api_keys import ApiKey
@@ -133,14 +133,15 @@ class MetadataApi:
                 topics.append(self._entry(name, listener, version, live))
         body = request.body
         with_operations = version >= 8 and body.include_topic_authorized_operations
-        if with_operations or request.log_entry is not None:  # structs: filled in, or logged as JSON
+        structs = with_operations or request.log_entry is not None  # filled in, or logged as JSON
+        if structs:
             topics = [t.fresh_topic() if type(t) is _TopicEntry else t for t in topics]
             if with_operations:
                 for topic in topics:
                     topic.topic_authorized_operations = self.auth.authorized_operations(request, TOPIC, topic.name)
         topics += [_Topic(error_code=TopicAuthorizationFailedError.code, name=name, topic_id=ZERO_UUID,
                           is_internal=internal, partitions=[]) for name, internal in refused]
-        if not with_operations and request.log_entry is None:
+        if not structs:
             topics = _encoded(topics, version)
         controller = cache.controller_id if cache.controller_id is not None else -1
         response = MetadataResponse(throttle_time_ms=0, brokers=brokers, cluster_id=cache.cluster_id,
@@ -160,7 +161,7 @@ class MetadataApi:
         entry = memo.get(topic)
         if entry is None or entry.parts is not parts or entry.live != live or entry.topic_id != topic_id:
             entry = memo[topic] = _TopicEntry(topic, topic_id, parts, live,
-                                              self._build_partitions(topic, listener, version))
+                                              self._build_partitions(parts, listener, version))
         return entry
 
     def _forget_deleted_topics(self) -> None:
@@ -170,10 +171,11 @@ class MetadataApi:
                 for topic in [t for t in memo if not self.cache.contains_topic(t)]:
                     del memo[topic]
 
-    def _build_partitions(self, topic: str, listener: str, version: int) -> list[Any]:
+    def _build_partitions(self, parts: dict[int, Any], listener: str, version: int) -> list[Any]:
+        """The entries of a topic's partitions (``parts``, the metadata cache's map of them)."""
         cache = self.cache
         result = []
-        for index, p in sorted(cache.topic_partitions(topic).items()):
+        for index, p in sorted(parts.items()):
             replicas, isr = p.replicas, p.isr
             leader_alive = cache.endpoint(p.leader, listener) is not None
             error = 0 if leader_alive else LeaderNotAvailableError.code
@@ -203,13 +205,14 @@ class _TopicEntry:
         return _Topic(error_code=0, name=self.name, topic_id=self.topic_id, is_internal=self.name in INTERNAL_TOPICS,
                       partitions=self.partitions)
 
-    def encoded(self, version: int) -> bytes:
+    def encoded(self, encode: Callable[[Any], bytes]) -> bytes:
+        """Its bytes by ``encode`` (the topic element encoder of its version), once."""
         if self.data is None:
             counts = {0: 1}
             for p in self.partitions:
                 counts[p.error_code] = counts.get(p.error_code, 0) + 1
             self.error_counts = counts
-            self.data = MetadataResponse.MESSAGE.element_encoder("topics", version)(self.fresh_topic())
+            self.data = encode(self.fresh_topic())
         return self.data
 
 
@@ -219,7 +222,7 @@ def _encoded(topics: list[Any], version: int) -> EncodedArray:
     parts, counts = [], {}
     for topic in topics:
         if type(topic) is _TopicEntry:
-            parts.append(topic.encoded(version))
+            parts.append(topic.encoded(encode))
             for code, n in topic.error_counts.items():
                 counts[code] = counts.get(code, 0) + n
         else:
