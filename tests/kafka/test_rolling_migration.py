@@ -161,6 +161,7 @@ def test_rolling_migration_from_kafka_2_8_in_place(kafka3):
     txn = TransactionalLoad(cluster.bootstrap_servers)
     reader = GroupReader(cluster.bootstrap_servers)
     swaps: list[tuple[int, float, float, float]] = []  # broker, seconds: Kafka stopping, Odradek starting, in sync
+    elections: list[float] = []  # seconds each preferred leader election took
     try:
         load.wait_for_more()
         txn.wait_for_more()
@@ -180,7 +181,7 @@ def test_rolling_migration_from_kafka_2_8_in_place(kafka3):
             swaps.append((broker, stopped - started, registered - stopped, time.monotonic() - registered))
             # give the new broker its preferred leaderships back, so Odradek leads Kafka followers too
             for topic in (TOPIC, TXN_TOPIC):
-                elect_preferred(cluster, topic, range(PARTITIONS))
+                elections.append(elect_preferred(cluster, topic, range(PARTITIONS)))
             load.wait_for_more(200)
             txn.wait_for_more(20)
             reader.wait_for_more(100)
@@ -195,7 +196,7 @@ def test_rolling_migration_from_kafka_2_8_in_place(kafka3):
         wait_until(lambda: in_sync(cluster, 4), f"every partition in sync with broker {back} back on Kafka", 120.0)
         way_back = time.monotonic() - started
         for topic in (TOPIC, TXN_TOPIC):
-            elect_preferred(cluster, topic, range(PARTITIONS))
+            elections.append(elect_preferred(cluster, topic, range(PARTITIONS)))
         load.wait_for_more(200)
         txn.wait_for_more(20)
         reader.wait_for_more(100)
@@ -217,7 +218,8 @@ def test_rolling_migration_from_kafka_2_8_in_place(kafka3):
           f"{len(txn.committed)} records committed, {len(txn_lost)} lost, {txn_duplicated} duplicated, "
           f"{len(txn.aborted)} aborted ({len(aborted_seen)} visible), {len(txn.unknown)} unknown; group member "
           f"read {reader.read} records ({len(reader.values)} distinct); seconds per swap (Kafka stopping + Odradek "
-          f"starting + all in sync): {swap_figures}; broker {back} back to Kafka in {way_back:.1f} s")
+          f"starting + all in sync): {swap_figures}; broker {back} back to Kafka in {way_back:.1f} s; preferred "
+          f"elections took (s) {', '.join(f'{e:.2f}' for e in elections)}")
     assert not lost, f"{len(lost)} acknowledged records lost, e.g. {sorted(lost)[:5]}"
     assert duplicated == 0, f"{duplicated} records written twice"
     assert not txn_lost, f"{len(txn_lost)} committed transactional records lost, e.g. {sorted(txn_lost)[:5]}"

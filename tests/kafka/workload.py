@@ -9,7 +9,10 @@ import time
 from typing import Callable, Iterable
 
 from odradek.clients import Producer
+from odradek.protocol.errors import NONE, for_code, for_name
 from odradek.protocol.messages import ElectLeadersRequest
+
+ELECTION_NOT_NEEDED = for_name("ELECTION_NOT_NEEDED").code
 
 
 def wait_until(condition: Callable[[], object], what: str, timeout: float = 90.0) -> object:
@@ -90,9 +93,40 @@ def consume_all(cluster, topic: str, partitions: Iterable[int]) -> list[bytes]:
     return values
 
 
-def elect_preferred(cluster, topic: str, partitions: Iterable[int]) -> None:
-    """Ask the controller for a preferred leader election of ``topic``'s ``partitions`` (ElectLeaders v1)."""
-    with cluster.client() as client:
-        boss = client.metadata(topics=[]).controller_id
-        client.send(boss, ElectLeadersRequest(election_type=0, timeout_ms=30000, topic_partitions=[
-            ElectLeadersRequest.TopicPartitions(topic=topic, partitions=list(partitions))]), version=1)
+def elect_preferred(cluster, topic: str, partitions: Iterable[int], timeout: float = 90.0) -> float:
+    """Ask the controller for a preferred leader election of ``topic``'s ``partitions`` (ElectLeaders v1) until
+    each one is elected or needed none; returns the seconds it took.
+
+    Kafka holds the answer until its own metadata cache shows the new leaders (DelayedElectLeader), up to the
+    request's ``timeout_ms``, and answers a partition it could not elect yet with a retriable error (the
+    preferred replica not yet back in the ISR, a controller move, the request's own time-out): those are asked
+    again, as kafka-leader-election.sh's users would. Kafka 2.8 can miss the UpdateMetadata that completes
+    its wait (it looks for waiting elections before this one is counted as waiting) and then holds the answer
+    the whole ``timeout_ms``: hence 10 s per request rather than 30."""
+    started = time.monotonic()
+    pending = set(partitions)
+    last_errors: dict[int, object] = {}  # partition -> error code (-1: the request failed)
+    while pending:
+        left = timeout - (time.monotonic() - started)
+        if left <= 0:
+            raise AssertionError(f"preferred leaders of {topic} not elected within {timeout:g} s: {last_errors}")
+        request_ms = int(min(10.0, left) * 1000)
+        try:
+            with cluster.client() as client:
+                boss = client.metadata(topics=[]).controller_id
+                answer = client.send(boss, ElectLeadersRequest(election_type=0, timeout_ms=request_ms,
+                                                               topic_partitions=[ElectLeadersRequest.TopicPartitions(
+                                                                   topic=topic, partitions=sorted(pending))]),
+                                     version=1, timeout=request_ms / 1000.0 + 10.0)
+        except (OSError, TimeoutError) as exc:  # the controller moving or restarting
+            last_errors = {-1: repr(exc)}
+            time.sleep(0.2)
+            continue
+        last_errors = {p.partition_id: p.error_code for result in answer.replica_election_results
+                       for p in result.partition_result if p.error_code not in (NONE, ELECTION_NOT_NEEDED)}
+        unretriable = {p: e for p, e in last_errors.items() if not for_code(e).retriable}
+        assert not unretriable, f"preferred leader election of {topic} refused: {unretriable}"
+        pending = set(last_errors)
+        if pending:
+            time.sleep(0.2)
+    return time.monotonic() - started
