@@ -401,6 +401,14 @@ _BROKER_KEYS: list[Key] = [
       at_least(0)),
     K("replication.quota.window.num", I, 11, "Samples kept for replication quotas", at_least(1)),
     K("replication.quota.window.size.seconds", I, 1, "Time span of each replication quota sample", at_least(1)),
+    # Moves of replicas between this broker's log dirs (broker/replica_log_dir_mover.py): the rate is
+    # dynamic-only in Kafka 2.8 too; kafka-reassign-partitions' --replica-alter-log-dirs-throttle sets it.
+    K("replica.alter.log.dirs.io.max.bytes.per.second", L, LONG_MAX, "Bytes/s copied by moves of replicas "
+      "between this broker's log dirs", at_least(0)),
+    K("alter.log.dirs.replication.quota.window.num", I, 11, "Samples kept for the log dir move quota",
+      at_least(1)),
+    K("alter.log.dirs.replication.quota.window.size.seconds", I, 1, "Time span of each log dir move quota "
+      "sample", at_least(1)),
     # Client quotas (broker/quota/). The two static defaults are deprecated in Kafka 2.8 (dynamic <default>
     # quotas replace them) but still honoured, at the client-id level.
     K("quota.producer.default", L, LONG_MAX, "Deprecated: producer bytes/s of a client-id without a quota",
@@ -480,13 +488,12 @@ BROKER_KEYS: dict[str, Key] = {k.name: k for k in _BROKER_KEYS}
 # Real Kafka keys (or prefixes) Odradek does not implement: reported as unsupported, not as typos.
 UNSUPPORTED_PREFIXES = ("ssl.", "sasl.", "zookeeper.ssl.", "zookeeper.clientCnxnSocket",
                         "authorizer.", "principal.builder.class", "security.providers",
-                        "quota.", "alter.log.dirs.replication.quota.", "client.quota.",
+                        "quota.", "client.quota.",
                         "metric.reporters", "kafka.metrics.", "metrics.recording.level", "create.topic.policy.",
                         "alter.config.policy.", "password.encoder.", "delegation.token.",
                         "host.name", "port", "advertised.host.name", "advertised.port", "process.roles",
                         "node.id", "controller.", "metadata.", "client.",
                         "max.connection.creation.rate", "num.quota.samples", "num.replica.alter.log.dirs.threads",
-                        "replica.alter.log.dirs.io.max.bytes.per.second",
                         "zookeeper.sync.time.ms", "broker.heartbeat.", "broker.session.")
 
 def is_unsupported(key: str) -> bool:

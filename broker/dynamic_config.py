@@ -53,7 +53,8 @@ DYNAMIC_BROKER_KEYS: frozenset[str] = frozenset(
     {syn for syn in TOPIC_SYNONYMS.values() if syn is not None and syn != "log.message.format.version"}
     | {"log.roll.hours", "log.roll.jitter.hours", "log.retention.minutes", "log.retention.hours",
        "log.flush.scheduler.interval.ms"}
-    | {"leader.replication.throttled.rate", "follower.replication.throttled.rate"}
+    | {"leader.replication.throttled.rate", "follower.replication.throttled.rate",
+       "replica.alter.log.dirs.io.max.bytes.per.second"}
     | CLEANER_RECONFIGURABLE_KEYS)
 
 

@@ -15,6 +15,11 @@ else changes, and the swap needs no retry. The future log catches up with an app
 at least twice what was appended since the previous one. A truncation of the current log (a follower's) truncates the future
 log at once (LogManager._on_truncated), as Kafka's thread truncates its future replica.
 
+The copy is throttled by ``replica.alter.log.dirs.io.max.bytes.per.second`` (the ``alter_log_dirs`` quota of
+broker/replication_quota.py): each step's bytes are recorded, and while the measured rate is above the bound no
+step runs, so no swap either (Kafka's thread builds no fetch then). A bound below the partition's append rate
+keeps the move from ever catching up, as in Kafka: the operator raises it or removes it.
+
 A restart resumes a move (the future log is loaded as such and the copy starts when the replica is created
 again); StopReplica with delete removes the future log with the current one, without delete it stays and
 resumes; a log dir going offline ends the moves into it and out of it.
@@ -40,6 +45,7 @@ from .log.log_types import UnexpectedAppendOffsetError
 if TYPE_CHECKING:
     from .log import Log
     from .partition import Partition
+    from .replication_quota import ReplicationQuotaManager
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +54,9 @@ Key = tuple[str, int]
 # quarter of that: each step costs the requests waiting for the loop ~4 times less (bench_log_dir_move.py), for the
 # same CPU per byte.
 DEFAULT_STEP_BYTES = 256 << 10
+# While throttled, a move looks at its quota again after at most this long (Kafka's fetcher backs off
+# replica.fetch.backoff.ms, 1 s by default, when its quota leaves it nothing to fetch)
+THROTTLED_RECHECK_MS = 1000
 # A name longer than this cannot be a directory name (Kafka refuses the move: KAFKA-4893)
 _MAX_NAME = 255
 _UUID_AND_SUFFIX = 32 + len("-future")
@@ -66,10 +75,13 @@ class HostedReplicas(Protocol):
 
 
 class ReplicaLogDirMover:
-    def __init__(self, replica_manager: HostedReplicas, step_bytes: int = DEFAULT_STEP_BYTES) -> None:
+    def __init__(self, replica_manager: HostedReplicas, step_bytes: int = DEFAULT_STEP_BYTES,
+                 quota: "ReplicationQuotaManager | None" = None) -> None:
         self.replica_manager = replica_manager
         self.log_manager = replica_manager.log_manager
         self.step_bytes = max(step_bytes, 1)
+        self.quota = quota  # None: unthrottled
+        self.throttled_waits = 0  # times a step waited for the quota (tests, and the operator's debugging)
         self._tasks: dict[Key, asyncio.Task] = {}
         self._sizes: dict[Key, int] = {}  # the current log's size at each move's previous step
 
@@ -143,6 +155,17 @@ class ReplicaLogDirMover:
         if task is not None:
             task.cancel()
 
+    def lags(self) -> dict[Key, int]:
+        """Each running move's lag, in records: the current log's high watermark minus the future log's end
+        (Kafka's ReplicaAlterLogDirsThread lag, reported as the manager's MaxLag)."""
+        lags = {}
+        for key in list(self._tasks):
+            partition = self.replica_manager.partitions.get(key)
+            future = self.log_manager.future_log(*key)
+            if partition is not None and future is not None:
+                lags[key] = max(0, partition.log.high_watermark - future.log_end_offset)
+        return lags
+
     def shutdown(self) -> None:
         for key in list(self._tasks):
             self.stop(key)
@@ -150,6 +173,11 @@ class ReplicaLogDirMover:
     async def _run(self, key: Key) -> None:
         try:
             while True:
+                wait_ms = self.quota.wait_ms(THROTTLED_RECHECK_MS) if self.quota is not None else 0
+                if wait_ms:
+                    self.throttled_waits += 1
+                    await asyncio.sleep(wait_ms / 1000)
+                    continue
                 partition = self.replica_manager.partitions.get(key)
                 future = self.log_manager.future_log(*key)
                 if partition is None or future is None or self.step(partition, future):
@@ -173,7 +201,9 @@ class ReplicaLogDirMover:
         grew = max(0, size - self._sizes.get(partition.key, size))
         self._sizes[partition.key] = size
         if future.log_end_offset < current.log_end_offset:
-            self._copy(current, future, max(self.step_bytes, 2 * grew))
+            copied = self._copy(current, future, max(self.step_bytes, 2 * grew))
+            if self.quota is not None:
+                self.quota.record(copied)
         future.update_high_watermark(current.high_watermark)
         if start > future.log_start_offset and start <= future.high_watermark:
             future.maybe_increment_log_start_offset(start)
@@ -183,20 +213,21 @@ class ReplicaLogDirMover:
         self._sizes.pop(partition.key, None)
         return True
 
-    def _copy(self, current: "Log", future: "Log", max_bytes: int) -> None:
-        """Up to ``max_bytes`` (at least one batch), across segments if need be."""
+    def _copy(self, current: "Log", future: "Log", max_bytes: int) -> int:
+        """Up to ``max_bytes`` (at least one batch), across segments if need be; the bytes copied."""
         copied = 0
         while copied < max_bytes and future.log_end_offset < current.log_end_offset:
             try:
                 data = current.read(future.log_end_offset, max_bytes - copied, min_one_batch=copied == 0)
             except OffsetOutOfRangeError:
                 future.truncate_fully_and_start_at(current.log_start_offset)
-                return
+                return copied
             records = memoryview(data.records)
             if not records:
-                return
+                return copied
             self._append(future, records)
             copied += len(records)
+        return copied
 
     @staticmethod
     def _append(future: "Log", records: memoryview) -> None:

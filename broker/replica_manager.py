@@ -156,7 +156,7 @@ class ReplicaManager:
         self._purgatories = (self.fetch_purgatory, self.produce_purgatory, self.delete_records_purgatory)
         self._drivers = [AsyncTimerDriver(p.timer) for p in self._purgatories]
         # replicas being moved between this broker's log dirs (AlterReplicaLogDirs)
-        self.log_dir_mover = ReplicaLogDirMover(self)
+        self.log_dir_mover = ReplicaLogDirMover(self, quota=self.replication_quotas.alter_log_dirs)
 
     def attach_replication(self, fetcher_manager: FollowerFetchers, isr_manager: IsrManager) -> None:
         """The one-time wiring of the replication pieces. Their lifetimes form a true cycle, so they

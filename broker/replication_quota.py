@@ -13,6 +13,10 @@ Throttled bytes are recorded into a rate measured as Kafka's SimpleRate over
 exceeded while that rate is above the configured bound. The replica manager (leader side) and the
 replica fetcher (follower side) ask ``is_throttled`` / ``is_quota_exceeded`` and ``record`` what they
 move; replicas in the ISR are never throttled (Kafka's shouldLeaderThrottle / shouldFollowerThrottle).
+A third quota, Kafka's QuotaType.AlterLogDirs, bounds the copy of replicas moved between this broker's log
+dirs (``replica.alter.log.dirs.io.max.bytes.per.second``, dynamic, set by kafka-reassign-partitions'
+``--replica-alter-log-dirs-throttle``): every byte copied is recorded, and no copy step runs while the rate is
+above the bound (Kafka's ReplicaAlterLogDirsThread.buildFetch / processPartitionData).
 Everything runs on the broker's event loop: no locks.
 """
 
@@ -21,6 +25,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
+from .quota.manager import throttle_time_ms
 from .quota.stats import SimpleRate, monotonic_ms
 
 if TYPE_CHECKING:
@@ -32,6 +37,7 @@ LEADER_RATE = "leader.replication.throttled.rate"
 FOLLOWER_RATE = "follower.replication.throttled.rate"
 LEADER_REPLICAS = "leader.replication.throttled.replicas"
 FOLLOWER_REPLICAS = "follower.replication.throttled.replicas"
+ALTER_LOG_DIRS_RATE = "replica.alter.log.dirs.io.max.bytes.per.second"
 UNTHROTTLED = 2**63 - 1  # Kafka's QuotaBytesPerSecondDefault (Long.MAX_VALUE)
 ALL_REPLICAS = "*"       # Kafka's AllReplicas wildcard: every partition of the topic
 
@@ -76,6 +82,17 @@ class ReplicationQuotaManager:
             return False
         return self.rate.measure(self.clock()) > self.bound
 
+    def wait_ms(self, longest_ms: int) -> int:
+        """0 while the quota is not exceeded; else how long until the measured rate is back at the bound
+        (Kafka's QuotaUtils.throttleTime), at least 1 ms and at most ``longest_ms``."""
+        if self.bound >= UNTHROTTLED:
+            return 0
+        now = self.clock()
+        observed, window_ms = self.rate.measure_with_window(now)
+        if observed <= self.bound:
+            return 0
+        return max(1, min(longest_ms, throttle_time_ms(observed, self.bound, window_ms)))
+
     def record(self, nbytes: int) -> None:
         if nbytes <= 0:
             return
@@ -101,23 +118,30 @@ def parse_throttled_partitions(value: str | None, broker_id: int) -> frozenset[i
 
 
 class ReplicationQuotas:
-    """The leader and follower quota managers of one broker (Kafka's QuotaManagers.leader/.follower)."""
+    """The leader, follower and log dir move quota managers of one broker (Kafka's QuotaManagers.leader,
+    .follower and .alterLogDirs)."""
 
     def __init__(self, broker_id: int, num_samples: int = 11, window_seconds: float = 1,
-                 clock: Callable[[], float] = monotonic_ms) -> None:
+                 clock: Callable[[], float] = monotonic_ms, alter_log_dirs_samples: int = 11,
+                 alter_log_dirs_window_seconds: float = 1) -> None:
         self.broker_id = broker_id
         self.leader = ReplicationQuotaManager("Leader", num_samples, window_seconds, clock)
         self.follower = ReplicationQuotaManager("Follower", num_samples, window_seconds, clock)
+        self.alter_log_dirs = ReplicationQuotaManager("AlterLogDirs", alter_log_dirs_samples,
+                                                      alter_log_dirs_window_seconds, clock)
 
     @classmethod
     def from_config(cls, config: KafkaConfig, broker_id: int) -> "ReplicationQuotas":
         return cls(broker_id, config.get("replication.quota.window.num"),
-                   config.get("replication.quota.window.size.seconds"))
+                   config.get("replication.quota.window.size.seconds"),
+                   alter_log_dirs_samples=config.get("alter.log.dirs.replication.quota.window.num"),
+                   alter_log_dirs_window_seconds=config.get("alter.log.dirs.replication.quota.window.size.seconds"))
 
     def apply_broker_config(self, config: KafkaConfig) -> None:
         """The rates in force (``config.get``); absent = unthrottled."""
         self.leader.update_quota(_rate(config, LEADER_RATE))
         self.follower.update_quota(_rate(config, FOLLOWER_RATE))
+        self.alter_log_dirs.update_quota(_rate(config, ALTER_LOG_DIRS_RATE))
 
     def apply_topic_config(self, topic: str, overrides: Mapping[str, Any]) -> None:
         """Kafka's TopicConfigHandler.updateThrottledList for both directions; an absent or empty list

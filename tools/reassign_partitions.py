@@ -5,13 +5,14 @@ AlterPartitionReassignments / ListPartitionReassignments APIs:
 
 - ``--generate --topics-to-move-json-file f --broker-list 0,1,2`` prints the current assignment and a
   proposal (Kafka's rack-unaware AdminUtils placement, random start as Kafka's);
-- ``--execute --reassignment-json-file f [--throttle B/s] [--additional]`` prints the current assignment
-  (to keep for a rollback) and starts the moves; a replica given a log dir other than "any" is then moved to
-  that dir of its broker (AlterReplicaLogDirs, KIP-113), asked again every 100 ms while its broker answers
+- ``--execute --reassignment-json-file f [--throttle B/s] [--replica-alter-log-dirs-throttle B/s] [--additional]``
+  prints the current assignment (to keep for a rollback) and starts the moves; a replica given a log dir other
+  than "any" is then moved to that dir of its broker (AlterReplicaLogDirs, KIP-113), asked again every 100 ms while its broker answers
   REPLICA_NOT_AVAILABLE (it is not there yet), up to ``--timeout`` ms (Kafka's executeMoves);
 - ``--verify`` prints each partition's status, then each log dir move's (Kafka's replicaMoveStatesToString, from
   DescribeLogDirs), and, once nothing is moving, clears the throttles;
-- ``--list`` prints the reassignments in progress, ``--cancel`` reverts those of the file.
+- ``--list`` prints the reassignments in progress, ``--cancel`` reverts those of the file and sends each log dir
+  move under way back to its current dir.
 
 JSON as Kafka's: ``{"version":1,"topics":[{"topic":"foo"}]}`` and ``{"version":1,"partitions":[{"topic":
 "foo","partition":0,"replicas":[1,2],"log_dirs":["any","any"]}]}``. A usage mistake prints one line on
@@ -19,7 +20,9 @@ stderr and exits 1; a failed command prints Kafka's message on stdout and exits 
 
 ``--throttle`` writes Kafka's leader/follower.replication.throttled.replicas topic configs and the
 leader/follower.replication.throttled.rate broker configs of the brokers involved (Kafka's
-modifyInterBrokerThrottle); ``--verify`` clears both once nothing moves (clearAllThrottles).
+modifyInterBrokerThrottle); ``--replica-alter-log-dirs-throttle`` writes replica.alter.log.dirs.io.max.bytes.per.second
+on the brokers given a log dir (modifyLogDirThrottle); ``--verify`` clears them all once nothing moves
+(clearAllThrottles).
 """
 
 from __future__ import annotations
@@ -46,7 +49,9 @@ __all__ = ["main", "parse_args", "parse_reassignment", "parse_replica_moves", "p
 _ACTIONS = ("generate", "execute", "verify", "list", "cancel")
 ANY_LOG_DIR = "any"
 LEADER_THROTTLE, FOLLOWER_THROTTLE = "leader.replication.throttled.replicas", "follower.replication.throttled.replicas"
-BROKER_THROTTLE_RATES = ("leader.replication.throttled.rate", "follower.replication.throttled.rate")
+INTER_BROKER_RATES = ("leader.replication.throttled.rate", "follower.replication.throttled.rate")
+LOG_DIR_RATE = "replica.alter.log.dirs.io.max.bytes.per.second"
+BROKER_THROTTLE_RATES = INTER_BROKER_RATES + (LOG_DIR_RATE,)  # what --verify clears (Kafka's brokerLevelThrottles)
 CANNOT_EXECUTE = ("Cannot execute because there is an existing partition assignment.  Use --additional to override "
                   "this and create a new partition assignment in addition to the existing one. The --additional "
                   "flag can also be used to change the throttle by resubmitting the current reassignment.")
@@ -55,6 +60,7 @@ VERIFY_PERIODICALLY = ("Warning: You must run --verify periodically, until the r
 
 Plan = dict[TopicPartition, list[int]]
 Moves = dict[TopicPartitionReplica, str]  # replica -> the log dir it goes to
+DYNAMIC_BROKER_CONFIG = 2  # DescribeConfigs' source of a rate set on one broker
 MOVE_RETRY_S = 0.1  # Kafka's executeMoves: a replica not on its new broker yet is asked for again this often
 
 
@@ -91,7 +97,10 @@ def build_parser() -> argparse.ArgumentParser:
     add("--additional", action="store_true",
         help="Execute this reassignment in addition to any other ongoing ones.")
     add("--preserve-throttles", action="store_true", help="Do not modify broker or topic throttles.")
-    add("--replica-alter-log-dirs-throttle", type=int, default=-1, help=argparse.SUPPRESS)  # refused below
+    add("--replica-alter-log-dirs-throttle", type=int, default=-1, metavar="<Long: replicaAlterLogDirsThrottle>",
+        help="The movement of replicas between log directories on the same broker will be throttled to this value "
+             "(bytes/sec). This option can be included with --execute when a reassignment is started, and it can "
+             "be altered by resubmitting the current reassignment along with the --additional flag.")
     add("--timeout", type=int, default=10000, metavar="<Long: timeout>",
         help="The maximum time in ms to wait for log directory replica assignment to begin.")
     return parser
@@ -101,9 +110,6 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     opts = parse_known(build_parser(), argv)
     if opts.zookeeper is not None:
         raise UsageError("zookeeper is not a recognized option")  # administered through brokers (Kafka 3.0)
-    if opts.replica_alter_log_dirs_throttle != -1:
-        raise UsageError("--replica-alter-log-dirs-throttle is not supported: moves between the log dirs of a broker "
-                         "run unthrottled (Kafka's default)")
     actions = [a for a in _ACTIONS if getattr(opts, a)]
     if len(actions) != 1:
         raise UsageError("Command must include exactly one action: --execute, --verify, --generate, --cancel, "
@@ -117,13 +123,15 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
         if getattr(opts, option.replace("-", "_")) is None:
             raise UsageError(f'Missing required argument "[{option}]"')
     allowed = {"generate": {"topics-to-move-json-file", "broker-list", "disable-rack-aware"},
-               "execute": {"reassignment-json-file", "throttle", "additional", "timeout"},
+               "execute": {"reassignment-json-file", "throttle", "replica-alter-log-dirs-throttle", "additional",
+                           "timeout"},
                "verify": {"reassignment-json-file", "preserve-throttles"},
                "cancel": {"reassignment-json-file", "preserve-throttles", "timeout"}, "list": set()}[action]
     given = {"reassignment-json-file": opts.reassignment_json_file is not None,
              "topics-to-move-json-file": opts.topics_to_move_json_file is not None,
              "broker-list": opts.broker_list is not None, "disable-rack-aware": opts.disable_rack_aware,
-             "throttle": opts.throttle != -1, "additional": opts.additional,
+             "throttle": opts.throttle != -1,
+             "replica-alter-log-dirs-throttle": opts.replica_alter_log_dirs_throttle != -1, "additional": opts.additional,
              "preserve-throttles": opts.preserve_throttles, "timeout": opts.timeout != 10000}
     for option, present in given.items():
         if present and option not in allowed:
@@ -332,15 +340,22 @@ async def _execute(admin: AIOAdmin, opts: argparse.Namespace) -> None:
     print("Current partition replica assignment\n\n"
           f"{reassignment_json({tp: r for tp, r in current.items() if tp in plan})}\n\n"
           "Save this to use as the --reassignment-json-file option during rollback")
-    if opts.throttle >= 0:
+    if opts.throttle >= 0 or opts.replica_alter_log_dirs_throttle >= 0:
         print(VERIFY_PERIODICALLY)
+    if opts.throttle >= 0:
         await _set_throttled_replicas(admin, plan, current)
         brokers = {b for tp in plan for b in plan[tp] + current.get(tp, [])}  # calculateReassigningBrokers
         await admin.incremental_alter_configs({
             ConfigResource(ConfigResourceType.BROKER, str(b)): [AlterConfigOp(k, str(opts.throttle))
-                                                                for k in BROKER_THROTTLE_RATES]
+                                                                for k in INTER_BROKER_RATES]
             for b in sorted(brokers)})
         print(f"The inter-broker throttle limit was set to {opts.throttle} B/s")
+    if opts.replica_alter_log_dirs_throttle >= 0:  # Kafka's modifyLogDirThrottle: the brokers given a log dir
+        await admin.incremental_alter_configs({
+            ConfigResource(ConfigResourceType.BROKER, str(b)): [AlterConfigOp(LOG_DIR_RATE,
+                                                                              str(opts.replica_alter_log_dirs_throttle))]
+            for b in sorted({r.broker_id for r in moves})})
+        print(f"The replica-alter-dir throttle limit was set to {opts.replica_alter_log_dirs_throttle} B/s")
     errors = {tp: e for tp, e in (await admin.alter_partition_reassignments(plan)).items() if e is not None}
     if errors:
         raise CommandFailed("Error reassigning partition(s):\n" + "\n".join(
@@ -408,11 +423,12 @@ async def _set_throttled_replicas(admin: AIOAdmin, plan: Plan, current: Plan) ->
     await admin.incremental_alter_configs(changes)
 
 
-async def _clear_throttles(admin: AIOAdmin, topics: set[str]) -> None:
-    # Kafka clears the rates of every live broker and target replica each time. We do it only when a
-    # topic still lists throttled replicas (our --throttle sets both), so a reassignment run without
-    # --throttle never waits on a broker that does not answer; and only on live brokers.
-    if await _has_throttled_replicas(admin, topics):
+async def _clear_throttles(admin: AIOAdmin, topics: set[str], moves: Moves) -> None:
+    # Kafka clears the rates of every live broker and target replica each time. We do it only when a topic
+    # still lists throttled replicas (our --throttle sets both) or a broker given a log dir has a rate set
+    # (--replica-alter-log-dirs-throttle), so a reassignment run without a throttle never waits on a broker
+    # that does not answer; and only on live brokers.
+    if await _has_throttled_replicas(admin, topics) or await _has_broker_rates(admin, {r.broker_id for r in moves}):
         brokers = sorted(b.node_id for b in (await admin.describe_cluster()).brokers)
         print(f"Clearing broker-level throttles on broker{'' if len(brokers) == 1 else 's'} "
               f"{','.join(map(str, brokers))}")
@@ -425,6 +441,14 @@ async def _clear_throttles(admin: AIOAdmin, topics: set[str]) -> None:
         ConfigResource(ConfigResourceType.TOPIC, topic): [AlterConfigOp(key, None, AlterConfigOpType.DELETE)
                                                           for key in (LEADER_THROTTLE, FOLLOWER_THROTTLE)]
         for topic in sorted(topics)})
+
+
+async def _has_broker_rates(admin: AIOAdmin, brokers: set[int]) -> bool:
+    """A throttle rate set on one of ``brokers`` (per broker; the cluster default is not the tool's to clear)."""
+    configs = await admin.describe_configs([ConfigResource(ConfigResourceType.BROKER, str(b))
+                                            for b in sorted(brokers)])
+    return any(entries.get(key) is not None and entries[key].source == DYNAMIC_BROKER_CONFIG
+               for entries in configs.values() for key in BROKER_THROTTLE_RATES)
 
 
 async def _has_throttled_replicas(admin: AIOAdmin, topics: set[str]) -> bool:
@@ -444,7 +468,7 @@ async def _verify(admin: AIOAdmin, opts: argparse.Namespace) -> None:
     print("\n".join(move_status_lines(moves, found)))  # Kafka prints this block, empty without moves
     moving = any(found.get(replica, (None, None))[1] is not None for replica in moves)  # Kafka's ActiveMoveState
     if not ongoing and not moving and not opts.preserve_throttles:
-        await _clear_throttles(admin, {tp.topic for tp in plan})
+        await _clear_throttles(admin, {tp.topic for tp in plan}, moves)
 
 
 async def _list(admin: AIOAdmin, opts: argparse.Namespace) -> None:
@@ -452,7 +476,9 @@ async def _list(admin: AIOAdmin, opts: argparse.Namespace) -> None:
 
 
 async def _cancel(admin: AIOAdmin, opts: argparse.Namespace) -> None:
-    plan = parse_reassignment(_read_json(opts.reassignment_json_file, "reassignment-json-file"))
+    document = _read_json(opts.reassignment_json_file, "reassignment-json-file")
+    plan = parse_reassignment(document)
+    moves = parse_replica_moves(document)
     moving = sorted(tp for tp, r in (await admin.list_partition_reassignments(list(plan))).items()
                     if r.adding_replicas or r.removing_replicas)
     if moving:
@@ -465,8 +491,17 @@ async def _cancel(admin: AIOAdmin, opts: argparse.Namespace) -> None:
               + ",".join(_name(tp) for tp in moving))
     else:
         print("None of the specified partition reassignments are active.")
+    # Kafka's cancelAssignment: a log dir move under way (a future replica beside the current one) is asked
+    # back to the current dir, which drops the future replica
+    found = await _log_dir_moves(admin, moves)
+    back = {replica: current for replica, (current, future) in found.items()
+            if replica in moves and current is not None and future is not None}
+    if back:
+        await _execute_moves(admin, back, opts.timeout)
+    else:
+        print("None of the specified partition moves are active.")
     if not opts.preserve_throttles:
-        await _clear_throttles(admin, {tp.topic for tp in plan})
+        await _clear_throttles(admin, {tp.topic for tp in plan}, moves)
 
 
 _RUN = {"generate": _generate, "execute": _execute, "verify": _verify, "list": _list, "cancel": _cancel}

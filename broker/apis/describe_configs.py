@@ -64,7 +64,8 @@ _CONFIG_TYPES = {Type.BOOLEAN: 1, Type.STRING: 2, Type.INT: 3, Type.SHORT: 4, Ty
 # Broker keys that are not KafkaConfig's (the authorizer's; the replication throttles, which Kafka keeps as
 # dynamic-only configs): listed only when the properties or a dynamic config set them, as Kafka lists them.
 _LISTED_WHEN_SET = frozenset({"super.users", "allow.everyone.if.no.acl.found", "leader.replication.throttled.rate",
-                              "follower.replication.throttled.rate"})
+                              "follower.replication.throttled.rate",
+                              "replica.alter.log.dirs.io.max.bytes.per.second"})
 # The order Kafka 2.8.2 lists a topic's configs in (its LogConfig's hash map order), which the tools show.
 _KAFKA_TOPIC_ORDER = (
     "compression.type", "leader.replication.throttled.replicas", "message.downconversion.enable",

@@ -2,6 +2,7 @@
 
 Names are what the JMX exporter makes of Kafka's MBeans: ``kafka.server:type=ReplicaManager,...``,
 ``kafka.server:type=DelayedOperationPurgatory,...``, ``kafka.server:type=ReplicaFetcherManager,name=MaxLag``,
+``kafka.server:type=ReplicaAlterLogDirsManager,name=MaxLag``,
 ``kafka.server:type=FetcherLagMetrics,name=ConsumerLag`` and ``kafka.log:type=Log,...``.
 """
 
@@ -92,6 +93,14 @@ class ReplicaManagerCollector:
         family.add_metric(["Replica"], max_lag)
         yield family
         yield lag
+        rm = getattr(self.server, "replica_manager", None)
+        mover = getattr(rm, "log_dir_mover", None)
+        if mover is not None:
+            moves = mover.lags()
+            family = GaugeMetricFamily("kafka_server_replicaalterlogdirsmanager_maxlag", "Largest lag of a replica "
+                                       "being moved between this broker's log dirs, in records", labels=["clientId"])
+            family.add_metric(["ReplicaAlterLogDirs"], max(moves.values(), default=0))
+            yield family
 
 
 def _log_metrics(partitions: list[Any]) -> Iterator[Metric]:

@@ -21,7 +21,6 @@ from .runner import check_scenario, sides
 # Kafka 2.8.2's broker keys Odradek does not list, each for the reason ACCEPTED.md gives ("Broker keys").
 KAFKA_ONLY_BROKER_KEYS = {
     "port", "sasl.jaas.config", "socket.connection.setup.timeout.ms", "socket.connection.setup.timeout.max.ms",
-    "alter.log.dirs.replication.quota.window.num", "alter.log.dirs.replication.quota.window.size.seconds",
     "num.replica.alter.log.dirs.threads",
     *(f"sasl.kerberos.{k}" for k in ("kinit.cmd", "min.time.before.relogin", "principal.to.local.rules",
                                      "service.name", "ticket.renew.jitter", "ticket.renew.window.factor")),

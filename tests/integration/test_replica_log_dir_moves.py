@@ -8,7 +8,8 @@ once at contiguous offsets, no delivery error, the data ends in the new dir and 
 DescribeLogDirs and ``--verify`` show the replicas there. The closing note prints the move time and what the
 consumer saw (its longest wait between records while the producer wrote).
 Then broker 0 is SIGKILLed right after accepting the move of a partition it alone holds: the restart resumes the
-move from its future log and every record is read back from the new dir.
+move from its future log and every record is read back from the new dir. Last, a move throttled with
+``--replica-alter-log-dirs-throttle`` waits for its quota until the rate is raised, and ``--verify`` clears it.
 """
 
 from __future__ import annotations
@@ -22,10 +23,11 @@ from pathlib import Path
 
 import pytest
 
-from odradek.clients.admin.client import Admin, NewTopic
+from odradek.clients.admin.client import Admin, ConfigResource, ConfigResourceType, NewTopic
 from odradek.clients.admin.log_dirs import ReplicaInfo, TopicPartitionReplica
 from odradek.protocol import errors
 from odradek.tools.local_cluster import LocalCluster
+from odradek.tools.reassign_partitions import LOG_DIR_RATE
 from tests.conftest import module_cluster
 
 from .helpers import IdempotentProducerLoad, console_tool, wait_until
@@ -335,3 +337,82 @@ def test_a_replica_added_by_a_reassignment_is_created_in_the_dir_asked_for(clust
 
     verify = wait_until(verified, WAIT_S, "the reassignment to complete")
     assert f"Reassignment of replica {topic}-0-0 completed successfully." in verify
+
+
+def test_a_throttled_move_waits_for_its_quota_and_verify_or_cancel_clears_it(cluster, tmp_path, capsys):
+    """``--replica-alter-log-dirs-throttle`` (Kafka's replica.alter.log.dirs.io.max.bytes.per.second on the brokers
+    given a log dir): at 1 B/s broker 0 copies at most one step of the move and then waits; resubmitted with
+    ``--additional`` and a high rate the move completes and ``--verify`` clears the rate. A second move held the
+    same way is sent back by ``--cancel`` (Kafka's cancelAssignment), which clears the rate too."""
+    topic = "jbod-throttled"
+    bootstrap = cluster.bootstrap_servers
+    broker_0 = ConfigResource(ConfigResourceType.BROKER, "0")
+    with Admin(bootstrap_servers=bootstrap) as admin:
+        admin.create_topics([NewTopic(topic, replica_assignments={0: [0]})])
+        fill(bootstrap, 1, topic)
+        [source] = broker_0_replicas(admin, topic)[0]
+        target = next(str(d) for d in broker_0_dirs(cluster) if str(d) != source)
+
+        def rate() -> str | None:
+            entry = admin.describe_configs([broker_0])[broker_0].get(LOG_DIR_RATE)
+            return None if entry is None else entry.value
+
+        def reassign(*args: str) -> str:
+            return console_tool("reassign-partitions", "--bootstrap-server", bootstrap, *args).stdout
+
+        def start_held_move(to: str) -> tuple[Path, list[tuple[int, int]]]:
+            """Move the replica to ``to`` at 1 B/s; the sizes (current, future) seen while it is held."""
+            # The rate in force on broker 0 before the move starts, so that no step runs ahead of it (the tool
+            # writes it just before asking for the move, and a broker applies it when ZooKeeper tells it).
+            console_tool("configs", "--bootstrap-server", bootstrap, "--alter", "--entity-type", "brokers",
+                         "--entity-name", "0", "--add-config", f"{LOG_DIR_RATE}=1")
+            wait_until(lambda: rate() == "1", WAIT_S, "broker 0 applying the move throttle")
+            plan = tmp_path / f"to-{Path(to).name}.json"
+            plan.write_text(json.dumps({"version": 1, "partitions": [
+                {"topic": topic, "partition": 0, "replicas": [0], "log_dirs": [to]}]}))
+            started = reassign("--execute", "--reassignment-json-file", str(plan),
+                               "--replica-alter-log-dirs-throttle", "1")
+            assert "You must run --verify periodically" in started
+            assert "The replica-alter-dir throttle limit was set to 1 B/s" in started
+            here = next(d for d in (source, target) if d != to)
+
+            def sizes() -> tuple[int, int]:
+                found = broker_0_replicas(admin, topic)[0]
+                assert found.keys() == {here, to} and found[to].is_future, f"the move was not held: {found}"
+                return found[here].size, found[to].size
+
+            # The copy's first step takes at most one batch of the fill (1 MiB) or 256 KiB (nothing if the bytes
+            # of an earlier move are still in the quota's 11 s window); after it the rate is far above 1 B/s, so
+            # each of these looks (each a request the broker's loop answers between steps) finds the copy where
+            # it stopped.
+            looks = [sizes() for _ in range(5)]
+            assert all(copied <= (1 << 20) + (64 << 10) < whole for whole, copied in looks), looks
+            return plan, looks
+
+        plan, looks = start_held_move(target)
+        verify = reassign("--verify", "--reassignment-json-file", str(plan))
+        assert f"Reassignment of replica {topic}-0-0 is still in progress." in verify
+        assert "Clearing broker-level throttles" not in verify and rate() == "1"
+        raised = reassign("--execute", "--additional", "--reassignment-json-file", str(plan),
+                          "--replica-alter-log-dirs-throttle", "100000000")
+        assert "The replica-alter-dir throttle limit was set to 100000000 B/s" in raised
+
+        def verified() -> str | None:
+            out = reassign("--verify", "--reassignment-json-file", str(plan))
+            return out if f"Reassignment of replica {topic}-0-0 completed successfully." in out else None
+
+        done = wait_until(verified, WAIT_S, "the throttled move to complete once the rate was raised")
+        assert "Clearing broker-level throttles on brokers 0,1" in done and rate() is None
+        assert {d: i.is_future for d, i in broker_0_replicas(admin, topic)[0].items()} == {target: False}
+
+        back, _ = start_held_move(source)
+        cancelled = reassign("--cancel", "--reassignment-json-file", str(back))
+        assert "None of the specified partition reassignments are active." in cancelled
+        assert f"Successfully started log directory move for: {topic}-0-0" in cancelled
+        assert "Clearing broker-level throttles on brokers 0,1" in cancelled and rate() is None
+        wait_until(lambda: {d: i.is_future for d, i in broker_0_replicas(admin, topic)[0].items()} == {target: False},
+                   WAIT_S, "the cancelled move's future replica gone")
+    with capsys.disabled():
+        print(f"\n[jbod] a move throttled to 1 B/s held at {max(c for _, c in looks)} of {looks[0][0]} bytes "
+              f"through {len(looks)} looks and a --verify; raised to 100 MB/s it completed; a second one was "
+              f"cancelled")

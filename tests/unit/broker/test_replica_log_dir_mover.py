@@ -15,10 +15,14 @@ from odradek.broker.apis.describe_log_dirs import DescribeLogDirsApi
 from odradek.broker.log import LogManager
 from odradek.broker.log.log_types import FUTURE_DIR_SUFFIX
 from odradek.broker.metadata_cache import MetadataCache
+from odradek.broker.metrics.replica_metrics import ReplicaManagerCollector
+from odradek.broker import replica_log_dir_mover as mover_module
 from odradek.broker.replica_manager import ReplicaManager
+from odradek.broker.replication_quota import UNTHROTTLED
 from odradek.protocol import errors
 from odradek.protocol.messages import AlterReplicaLogDirsRequest, DescribeLogDirsRequest
 from odradek.protocol.records import iter_batches
+from tests.fakes.clock import ManualClock
 from tests.fakes.replica_manager import partition_state
 from tests.fakes.polling import until
 
@@ -115,6 +119,36 @@ def test_a_replica_moves_while_its_producer_appends_and_ends_in_the_new_dir(brok
         assert retry.error_code == 0 and retry.base_offset == len(expected) - 5
         broker.produce(1, sequence)
         assert len(broker.values()) == len(expected) + 5
+    run(main())
+
+
+def test_the_move_quota_holds_the_copy_until_it_is_raised(broker, monkeypatch):
+    monkeypatch.setattr(mover_module, "THROTTLED_RECHECK_MS", 5)
+    quota = broker.rm.replication_quotas.alter_log_dirs
+    assert broker.rm.log_dir_mover.quota is quota
+    clock = ManualClock(1_000_000.0)  # stands still: only what the test records leaves the rate
+    quota.clock = clock
+
+    async def main():
+        quota.update_quota(1000)  # B/s, as replica.alter.log.dirs.io.max.bytes.per.second=1000
+        source, target = broker.start_move(200, step_bytes=4096)
+        future = broker.lm.future_log(*TP)
+        await until(lambda: broker.rm.log_dir_mover.throttled_waits >= 3, "the copy waiting for its quota")
+        held = future.log_end_offset
+        assert 0 < held < broker.rm.partitions[TP].log.log_end_offset  # one step of 4 KiB, then nothing
+        assert quota.throttled_bytes == future.size
+        await until(lambda: broker.rm.log_dir_mover.throttled_waits >= 6, "more waits")
+        assert future.log_end_offset == held
+        # the held move's lag, as ReplicaAlterLogDirsManager's MaxLag reports it
+        lag = broker.rm.partitions[TP].log.high_watermark - held
+        assert lag > 0 and broker.rm.log_dir_mover.lags() == {TP: lag}
+        families = {f.name: f for f in ReplicaManagerCollector(SimpleNamespace(replica_manager=broker.rm)).collect()}
+        assert [(s.labels, s.value) for s in families["kafka_server_replicaalterlogdirsmanager_maxlag"].samples] == [
+            ({"clientId": "ReplicaAlterLogDirs"}, lag)]
+        quota.update_quota(UNTHROTTLED)  # the operator raises it (or --verify removes it)
+        await until(lambda: broker.lm.future_log(*TP) is None, "the move to finish")
+        assert broker.dir_of() == target
+        assert quota.throttled_bytes == broker.rm.partitions[TP].log.size  # every byte copied was counted
     run(main())
 
 

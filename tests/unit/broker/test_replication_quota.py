@@ -69,6 +69,24 @@ def test_quota_is_exceeded_only_above_its_bound():
     assert quota.throttled_bytes == 10**9 + 501
 
 
+def test_the_wait_is_until_the_rate_is_back_at_the_bound():
+    clock = ManualClock(0.0)
+    quota = ReplicationQuotaManager("AlterLogDirs", clock=clock)
+    quota.record(4000)
+    assert quota.wait_ms(1000) == 0  # unthrottled
+    quota.update_quota(1000)
+    # 4000 B in one 1 s window: 4000 B/s; Kafka's QuotaUtils.throttleTime, (4000 - 1000) / 1000 windows
+    assert quota.wait_ms(10_000) == 3000
+    assert quota.wait_ms(1000) == 1000  # capped
+    clock.now = 3000  # the sample spans 3 s, not the window plus the wait: 1333 B/s, another 1000 ms
+    assert quota.wait_ms(10_000) == 1000
+    clock.now = 4000
+    assert quota.wait_ms(10_000) == 0
+    quota.update_quota(3999)
+    clock.now = 0
+    assert quota.wait_ms(10_000) == 1  # a fraction of a millisecond still waits one
+
+
 def test_throttled_partitions_are_parsed_for_this_broker_only():
     assert parse_throttled_partitions("0:1,1:2,2:1", 1) == {0, 2}
     assert parse_throttled_partitions(" 0:3 , 4:3", 3) == {0, 4}
@@ -120,6 +138,20 @@ def test_rates_come_from_the_dynamic_broker_config():
     assert (quotas.leader.bound, quotas.follower.bound) == (500, 700)  # per-broker over the cluster default
     quotas.apply_broker_config(merged_config(static, {}, {}))
     assert quotas.leader.bound == UNTHROTTLED
+
+
+def test_the_log_dir_move_quota_has_its_own_rate_and_windows():
+    static = KafkaConfig({"zookeeper.connect": "localhost:2181", "broker.id": "1",
+                          "alter.log.dirs.replication.quota.window.num": "5",
+                          "alter.log.dirs.replication.quota.window.size.seconds": "2"})
+    quotas = ReplicationQuotas.from_config(static, 1)
+    assert (quotas.alter_log_dirs.rate.num_samples, quotas.alter_log_dirs.rate.window_ms) == (5, 2000)
+    assert (quotas.leader.rate.num_samples, quotas.leader.rate.window_ms) == (11, 1000)
+    quotas.apply_broker_config(merged_config(static, {"replica.alter.log.dirs.io.max.bytes.per.second": "9000"},
+                                             {"leader.replication.throttled.rate": "500"}))
+    assert (quotas.alter_log_dirs.bound, quotas.leader.bound, quotas.follower.bound) == (9000, 500, UNTHROTTLED)
+    quotas.apply_broker_config(merged_config(static, {}, {}))
+    assert quotas.alter_log_dirs.bound == UNTHROTTLED
 
 
 # -- the leader side in a real ReplicaManager ---------------------------------------------------

@@ -47,7 +47,11 @@ def test_move_lines_say_what_kafka_says():
     ]
 
 
-def test_the_log_dir_throttle_is_refused_in_one_line():
-    with pytest.raises(UsageError, match="--replica-alter-log-dirs-throttle is not supported"):
-        parse_args(["--bootstrap-server", "h:1", "--execute", "--reassignment-json-file", "p.json",
+def test_the_log_dir_throttle_goes_with_execute_only():
+    opts = parse_args(["--bootstrap-server", "h:1", "--execute", "--reassignment-json-file", "p.json",
+                       "--replica-alter-log-dirs-throttle", "1000"])
+    assert opts.replica_alter_log_dirs_throttle == 1000
+    with pytest.raises(UsageError, match=r'Option "\[replica-alter-log-dirs-throttle\]" can\'t be used with option '
+                                         r'"\[verify\]"'):
+        parse_args(["--bootstrap-server", "h:1", "--verify", "--reassignment-json-file", "p.json",
                     "--replica-alter-log-dirs-throttle", "1000"])
