@@ -20,6 +20,9 @@ broker/replication_quota.py): each step's bytes are recorded, and while the meas
 step runs, so no swap either (Kafka's thread builds no fetch then). A bound below the partition's append rate
 keeps the move from ever catching up, as in Kafka: the operator raises it or removes it.
 
+The log cleaner leaves the partition alone from the future log's creation to the swap (Kafka's
+abortAndPauseCleaning / resumeCleaning); a move stopped or redirected resumes it.
+
 A restart resumes a move (the future log is loaded as such and the copy starts when the replica is created
 again); StopReplica with delete removes the future log with the current one, without delete it stays and
 resumes; a log dir going offline ends the moves into it and out of it.
@@ -84,6 +87,7 @@ class ReplicaLogDirMover:
         self.throttled_waits = 0  # times a step waited for the quota (tests, and the operator's debugging)
         self._tasks: dict[Key, asyncio.Task] = {}
         self._sizes: dict[Key, int] = {}  # the current log's size at each move's previous step
+        self._cleaning_paused: set[Key] = set()  # moves holding a pause of the log cleaner (one each)
 
     # -- AlterReplicaLogDirs --------------------------------------------------------------------------
 
@@ -139,6 +143,11 @@ class ReplicaLogDirMover:
             self._start(partition)
 
     def _start(self, partition: "Partition") -> None:
+        # Kafka pauses the partition's cleaning from the future log's creation to the swap
+        # (ReplicaManager.alterReplicaLogDirs, LogManager.replaceCurrentWithFutureLog)
+        if partition.key not in self._cleaning_paused:
+            self._cleaning_paused.add(partition.key)
+            self.log_manager.pause_cleaning(*partition.key)
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:  # no event loop (a unit test driving the replica manager): step() by hand
@@ -152,8 +161,14 @@ class ReplicaLogDirMover:
         """The replica stopped here (StopReplica, its dir offline) or the move was redirected: no more copying."""
         task = self._tasks.pop(key, None)
         self._sizes.pop(key, None)
+        self._resume_cleaning(key)
         if task is not None:
             task.cancel()
+
+    def _resume_cleaning(self, key: Key) -> None:
+        if key in self._cleaning_paused:
+            self._cleaning_paused.discard(key)
+            self.log_manager.resume_cleaning(*key)
 
     def lags(self) -> dict[Key, int]:
         """Each running move's lag, in records: the current log's high watermark minus the future log's end
@@ -249,4 +264,5 @@ class ReplicaLogDirMover:
                 if entry.epoch > future.latest_epoch:
                     future.leader_epoch_cache.assign(entry.epoch, entry.start_offset)
             partition.log = self.log_manager.replace_current_with_future(topic, index)
+        self._resume_cleaning(partition.key)
         self.replica_manager.note_change(partition.key)

@@ -372,6 +372,15 @@ class LogManager:
             self.cleaner = LogCleaner(config, self.live_log_dirs, self.logs_by_partition, self.failure_channel)
             self.cleaner.startup()
 
+    def pause_cleaning(self, topic: str, partition: int) -> None:
+        """Kafka's abortAndPauseCleaning (a replica being moved to another dir); nothing without a cleaner."""
+        if self.cleaner is not None:
+            self.cleaner.abort_and_pause((topic, partition))
+
+    def resume_cleaning(self, topic: str, partition: int) -> None:
+        if self.cleaner is not None:
+            self.cleaner.resume_cleaning((topic, partition))
+
     def reconfigure_cleaner(self, config: CleanerConfig) -> None:
         if self.cleaner is not None:
             self.cleaner.reconfigure(config)

@@ -302,6 +302,12 @@ class LogCleaner:
     def abort_cleaning(self, tp: TopicPartition) -> None:
         self.manager.abort_cleaning(tp)
 
+    def abort_and_pause(self, tp: TopicPartition) -> None:
+        self.manager.abort_and_pause(tp)
+
+    def resume_cleaning(self, tp: TopicPartition) -> None:
+        self.manager.resume_cleaning(tp)
+
     def _abort_threads(self, tp: TopicPartition) -> None:
         for thread in list(self.threads):
             thread.abort(tp)

@@ -12,6 +12,9 @@ One state per partition while a cleaner thread works on it: in progress, or abor
 deletion makes the running cleaning void: the swap is refused and nothing is checkpointed). Locks are
 taken in one order: a log's, then the manager's. Kafka's
 abortAndPauseCleaning waits for the cleaner thread to stop; here nothing waits, the swap refuses.
+A partition may also be paused (Kafka's LogCleaningPaused, counted): a move of its replica to another log dir
+pauses it from the future log's creation to the swap, so the cleaner does not rewrite what is being copied;
+no cleaning or compacted retention starts on it until each pause is resumed.
 Partitions whose cleaning failed unexpectedly are uncleanable until restart, as Kafka's.
 
 Kafka 2.8 stops the dirty section at the first unstable offset, which may lie above the high watermark;
@@ -131,6 +134,7 @@ class LogCleanerManager:
         self._checkpoint_files = {os.path.abspath(d): OffsetCheckpointFile(os.path.join(d, CLEANER_OFFSET_CHECKPOINT))
                                   for d in log_dirs}
         self._in_progress: dict[TopicPartition, str] = {}
+        self._paused: dict[TopicPartition, int] = {}  # partition -> pauses not yet resumed
         self._uncleanable: dict[str, set[TopicPartition]] = {}
         self.dirtiest_ratio = 0.0  # max-dirty-percent
         self.time_of_last_run_ms = now_ms()  # time-since-last-run-ms counts from start-up, as Kafka's
@@ -203,7 +207,7 @@ class LogCleanerManager:
         self.time_of_last_run_ms = now
         last_clean = self.all_cleaner_checkpoints()
         with self._lock:
-            busy = set(self._in_progress)
+            busy = set(self._in_progress) | set(self._paused)
         dirty: list[LogToClean] = []
         for tp, log_ in self.logs().items():
             if not log_.config.compact_enabled or tp in busy or self.is_uncleanable(log_, tp):
@@ -216,7 +220,8 @@ class LogCleanerManager:
                      or c.cleanable_ratio > c.log.config.min_cleanable_ratio]
         pre_clean.cleanable_partitions = len(cleanable)
         with self._lock:
-            cleanable = [c for c in cleanable if c.topic_partition not in self._in_progress]
+            cleanable = [c for c in cleanable
+                         if c.topic_partition not in self._in_progress and c.topic_partition not in self._paused]
             if not cleanable:
                 return None
             filthiest = max(cleanable, key=lambda c: c.cleanable_ratio)
@@ -241,7 +246,7 @@ class LogCleanerManager:
         on the cleaner threads, so it never races a cleaning); marked in progress until done_deleting."""
         with self._lock:
             chosen = [(tp, log_) for tp, log_ in self.logs().items()
-                      if tp not in self._in_progress and log_.config.compact_enabled
+                      if tp not in self._in_progress and tp not in self._paused and log_.config.compact_enabled
                       and not self.is_uncleanable(log_, tp)]
             for tp, _ in chosen:
                 self._in_progress[tp] = IN_PROGRESS
@@ -270,6 +275,26 @@ class LogCleanerManager:
             self._in_progress[tp] = ABORTED
         if self.on_abort is not None:
             self.on_abort(tp)
+
+    def abort_and_pause(self, tp: TopicPartition) -> None:
+        """Kafka's abortAndPauseCleaning, without the wait: a cleaning under way is void (its swap refused), and
+        none starts until ``resume_cleaning`` was called as often as this."""
+        with self._lock:
+            self._paused[tp] = self._paused.get(tp, 0) + 1
+        self.abort_cleaning(tp)
+
+    def resume_cleaning(self, tp: TopicPartition) -> None:
+        """Kafka's resumeCleaning: one pause less; the partition is cleanable again after the last."""
+        with self._lock:
+            left = self._paused.get(tp, 0) - 1
+            if left > 0:
+                self._paused[tp] = left
+            else:
+                self._paused.pop(tp, None)
+
+    def is_paused(self, tp: TopicPartition) -> bool:
+        with self._lock:
+            return tp in self._paused
 
     def done_cleaning(self, tp: TopicPartition, directory: str, end_offset: int) -> None:
         """Kafka's doneCleaning: checkpoint the new first dirty offset unless the cleaning was aborted."""

@@ -13,6 +13,7 @@ from odradek.broker.apis.alter_replica_log_dirs import AlterReplicaLogDirsApi
 from odradek.broker.apis.authorization import AuthHelper
 from odradek.broker.apis.describe_log_dirs import DescribeLogDirsApi
 from odradek.broker.log import LogManager
+from odradek.broker.log.cleaner.config import CleanerConfig
 from odradek.broker.log.log_types import FUTURE_DIR_SUFFIX
 from odradek.broker.metadata_cache import MetadataCache
 from odradek.broker.metrics.replica_metrics import ReplicaManagerCollector
@@ -150,6 +151,21 @@ def test_the_move_quota_holds_the_copy_until_it_is_raised(broker, monkeypatch):
         assert broker.dir_of() == target
         assert quota.throttled_bytes == broker.rm.partitions[TP].log.size  # every byte copied was counted
     run(main())
+
+
+def test_the_cleaner_leaves_a_moving_partition_alone_until_the_swap_or_a_redirect(broker):
+    broker.lm.start_cleaner(CleanerConfig(backoff_ms=10, isolation="thread"))
+    paused = lambda: broker.lm.cleaner.manager.is_paused(TP)  # noqa: E731
+    source, target = broker.start_move(20, step_bytes=4096)  # no loop: stepped by hand below
+    assert paused()
+    assert broker.rm.log_dir_mover.alter_replica_log_dirs({TP: source}) == {TP: 0}  # back: the move is dropped
+    assert not paused() and broker.lm.future_log(*TP) is None
+    assert broker.rm.log_dir_mover.alter_replica_log_dirs({TP: target}) == {TP: 0}
+    assert paused()
+    mover, partition = broker.rm.log_dir_mover, broker.rm.partitions[TP]
+    while not mover.step(partition, broker.lm.future_log(*TP)):
+        assert paused()
+    assert broker.dir_of() == target and not paused()
 
 
 def test_the_errors_kafka_answers(broker):

@@ -88,3 +88,28 @@ def test_a_deleted_log_leaves_the_checkpoint_and_uncleanable_partitions_are_skip
     logs.clear()
     manager.update_checkpoints(str(tmp_path), remove=("topic", 0))
     assert manager.all_cleaner_checkpoints() == {}
+
+
+def test_a_paused_partition_is_neither_cleaned_nor_retained_until_every_pause_is_resumed(tmp_path):
+    log = four_keys_log(tmp_path)
+    tp = ("topic", 0)
+    manager = LogCleanerManager([str(tmp_path)], lambda: {tp: log})
+    aborted = []
+    manager.on_abort = aborted.append
+    manager.abort_and_pause(tp)
+    manager.abort_and_pause(tp)  # two moves' worth (Kafka's LogCleaningPaused(2))
+    assert aborted == []  # nothing was running
+    assert manager.grab_filthiest_compacted_log(NOW) is None and manager.deletable_logs() == []
+    manager.resume_cleaning(tp)
+    assert manager.is_paused(tp) and manager.grab_filthiest_compacted_log(NOW) is None
+    manager.resume_cleaning(tp)
+    assert not manager.is_paused(tp)
+    grabbed = manager.grab_filthiest_compacted_log(NOW)
+    assert grabbed is not None and grabbed.topic_partition == tp
+    manager.abort_and_pause(tp)  # a pause during a cleaning voids it
+    assert aborted == [tp] and manager.is_aborted(tp)
+    manager.done_cleaning(tp, str(tmp_path), 40)
+    assert tp not in manager.all_cleaner_checkpoints()  # the aborted cleaning checkpointed nothing
+    assert manager.grab_filthiest_compacted_log(NOW) is None  # and the pause still holds
+    manager.resume_cleaning(tp)
+    assert manager.grab_filthiest_compacted_log(NOW) is not None
