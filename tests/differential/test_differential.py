@@ -45,6 +45,10 @@ OPEN: set[str] = set()
     strict=True, reason="open differences, see ACCEPTED.md")) if name in OPEN else name for name in SCENARIOS])
 def test_same_answers(name, kafka_broker, odradek_broker):
     check_scenario(SCENARIOS[name], kafka_broker, odradek_broker)
+    _passed_here.add(name)
+
+
+_passed_here: set[str] = set()  # scenarios that passed in this process (the coverage below is per process)
 
 
 def test_broker_keys_are_kafkas(kafka_broker, odradek_broker):
@@ -68,6 +72,10 @@ async def _broker_configs(side: Side) -> dict[str, tuple]:
 
 
 def test_every_advertised_version_was_compared():
-    """Runs last: the scenarios above sent every (api key, version) we advertise to both brokers."""
+    """Runs last: the scenarios above sent every (api key, version) we advertise to both brokers. Only a
+    process that ran them all can tell (pytest -k, or xdist spreading this module's tests, leaves some out);
+    a scenario that failed fails on its own."""
+    if _passed_here != set(SCENARIOS) - OPEN:
+        pytest.skip(f"{len(set(SCENARIOS) - OPEN - _passed_here)} scenarios did not pass in this process")
     missing = sorted(advertised() - covered())
     assert not missing, f"{len(missing)} advertised (api key, version) pairs no scenario compared: {missing}"
