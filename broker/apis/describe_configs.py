@@ -63,9 +63,11 @@ _CONFIG_TYPES = {Type.BOOLEAN: 1, Type.STRING: 2, Type.INT: 3, Type.SHORT: 4, Ty
                  Type.LIST: 7, "password": 9}  # 0: UNKNOWN
 # Broker keys that are not KafkaConfig's (the authorizer's; the replication throttles, which Kafka keeps as
 # dynamic-only configs): listed only when the properties or a dynamic config set them, as Kafka lists them.
-_LISTED_WHEN_SET = frozenset({"super.users", "allow.everyone.if.no.acl.found", "leader.replication.throttled.rate",
-                              "follower.replication.throttled.rate",
-                              "replica.alter.log.dirs.io.max.bytes.per.second"})
+# The throttle rates are Kafka's DynamicConfig.Broker keys, not KafkaConfig's: it lists them read-only (they are
+# not in its reconfigurable set, though AlterConfigs changes them) and without a default synonym.
+_DYNAMIC_ONLY = frozenset({"leader.replication.throttled.rate", "follower.replication.throttled.rate",
+                           "replica.alter.log.dirs.io.max.bytes.per.second"})
+_LISTED_WHEN_SET = frozenset({"super.users", "allow.everyone.if.no.acl.found"}) | _DYNAMIC_ONLY
 # The order Kafka 2.8.2 lists a topic's configs in (its LogConfig's hash map order), which the tools show.
 _KAFKA_TOPIC_ORDER = (
     "compression.type", "leader.replication.throttled.replicas", "message.downconversion.enable",
@@ -213,7 +215,8 @@ class DescribeConfigsApi:
         sensitive = is_sensitive(name)
         spec = BROKER_KEYS.get(name)
         return _entry(version, name, value, _CONFIG_TYPES.get(config_type(name), 0),
-                      spec.doc if spec is not None else None, name not in DYNAMIC_BROKER_KEYS, sensitive,
+                      spec.doc if spec is not None else None,
+                      name not in DYNAMIC_BROKER_KEYS or name in _DYNAMIC_ONLY, sensitive,
                       self._broker_synonyms(name, per_broker), include_synonyms, include_docs)
 
     def _broker_synonyms(self, broker_key: str, per_broker: bool = True) -> list[Any]:
@@ -232,7 +235,7 @@ class DescribeConfigsApi:
                     for layer, source in layers for k in keys if k in layer]
         for k in keys:
             spec = BROKER_KEYS.get(k)
-            if spec is not None and spec.default is not None and not spec.required:
+            if spec is not None and spec.default is not None and not spec.required and k not in _DYNAMIC_ONLY:
                 synonyms.append(_Synonym(name=k, value=_format(spec.default), source=DEFAULT_CONFIG))
         # Kafka's configSynonyms ends with dropWhile(_.name != name): synonyms before the first one of the key
         # itself go (retention.ms with only log.retention.hours' default has none)

@@ -5,6 +5,7 @@ DescribeLogDirs, ElectLeaders, partition reassignments), every advertised versio
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 from odradek.protocol.api_keys import ApiKey as K
 
@@ -229,6 +230,39 @@ async def describe_after_alter(side: Side) -> None:
         for name in (TOPIC, f"{TOPIC}-v0", f"{TOPIC}-v1", f"{TOPIC}-v2", f"{TOPIC}-v3")], "include_synonyms": True})
 
 
+THROTTLE_RATES = ("leader.replication.throttled.rate", "follower.replication.throttled.rate",
+                  "replica.alter.log.dirs.io.max.bytes.per.second")
+
+
+async def broker_throttle_rates(side: Side) -> None:
+    """The rates kafka-reassign-partitions sets on a broker (dynamic-only keys in Kafka 2.8): refused below 0,
+    listed with their synonyms once the broker applied them, gone once deleted."""
+    def change(label: str, operation: int, value: str | None) -> Any:
+        return side.call(label, K.INCREMENTAL_ALTER_CONFIGS, 1, {"validate_only": False, "resources": [
+            {"resource_type": BROKER_RESOURCE, "resource_name": "0", "configs": [
+                {"name": key, "config_operation": operation, "value": value} for key in THROTTLE_RATES]}]})
+
+    describe = {"resources": [{"resource_type": BROKER_RESOURCE, "resource_name": "0", "configuration_keys": [
+        *THROTTLE_RATES, "alter.log.dirs.replication.quota.window.num",
+        "alter.log.dirs.replication.quota.window.size.seconds"]}], "include_synonyms": True}
+
+    async def applied(count: int) -> None:  # a broker applies its dynamic configs when ZooKeeper tells it
+        for _ in range(300):
+            answer = await side.call("poll", K.DESCRIBE_CONFIGS, 1, describe, record=False)
+            if sum(c.name in THROTTLE_RATES for c in answer.results[0].configs) == count:
+                return
+            await asyncio.sleep(0.05)
+        raise AssertionError(f"{side.name}: {count} throttle rates not described")
+
+    await change("below zero", 0, "-1")
+    await change("set", 0, "1000000")
+    await applied(3)
+    await side.call("described", K.DESCRIBE_CONFIGS, 1, describe)
+    await change("deleted", 1, None)
+    await applied(0)
+    await side.call("described after delete", K.DESCRIBE_CONFIGS, 1, describe)
+
+
 async def describe_log_dirs(side: Side) -> None:
     for v in versions(K.DESCRIBE_LOG_DIRS):
         await side.call(f"v{v} some", K.DESCRIBE_LOG_DIRS, v, {"topics": [
@@ -265,4 +299,4 @@ async def reassignments(side: Side) -> None:
 
 SCENARIOS = {f.__name__: f for f in (
     api_versions, create_topics, metadata, describe_cluster, create_partitions, delete_topics, describe_configs,
-    alter_configs, incremental_alter_configs, describe_log_dirs, elect_leaders, reassignments)}
+    alter_configs, incremental_alter_configs, broker_throttle_rates, describe_log_dirs, elect_leaders, reassignments)}
