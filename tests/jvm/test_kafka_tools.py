@@ -141,10 +141,15 @@ def test_config_command_alters_topic_user_and_broker_configs(three_broker_cluste
     assert quotas.strip() == "Quota configs for user-principal 'kt-user' are consumer_byte_rate=2048.0, producer_byte_rate=1024.0"
 
     broker = ("--entity-type", "brokers", "--entity-name", "1")
-    kafka_tool(CONFIG_COMMAND, *bootstrap, "--alter", *broker, "--add-config", "log.cleaner.backoff.ms=16000")
+    # with a rate Kafka keeps as a dynamic-only key (no default synonym): the log dir move throttle
+    kafka_tool(CONFIG_COMMAND, *bootstrap, "--alter", *broker, "--add-config",
+               "log.cleaner.backoff.ms=16000,replica.alter.log.dirs.io.max.bytes.per.second=1048576")
     dynamic, _ = same_output(CONFIG_COMMAND, "configs", *bootstrap, "--describe", *broker, any_order=True)
     assert "log.cleaner.backoff.ms=16000 sensitive=false synonyms={DYNAMIC_BROKER_CONFIG:" in dynamic
-    kafka_tool(CONFIG_COMMAND, *bootstrap, "--alter", *broker, "--delete-config", "log.cleaner.backoff.ms")
+    assert ("replica.alter.log.dirs.io.max.bytes.per.second=1048576 sensitive=false synonyms={DYNAMIC_BROKER_CONFIG:"
+            "replica.alter.log.dirs.io.max.bytes.per.second=1048576}") in dynamic
+    kafka_tool(CONFIG_COMMAND, *bootstrap, "--alter", *broker, "--delete-config",
+               "log.cleaner.backoff.ms,replica.alter.log.dirs.io.max.bytes.per.second")
     same_output(CONFIG_COMMAND, "configs", *bootstrap, "--describe", "--all", "--entity-type", "brokers",
                 "--entity-name", "0", any_order=True)
 
