@@ -402,14 +402,16 @@ def test_a_throttled_move_waits_for_its_quota_and_verify_or_cancel_clears_it(clu
             return out if f"Reassignment of replica {topic}-0-0 completed successfully." in out else None
 
         done = wait_until(verified, WAIT_S, "the throttled move to complete once the rate was raised")
-        assert "Clearing broker-level throttles on brokers 0,1" in done and rate() is None
+        assert "Clearing broker-level throttles on brokers 0,1" in done
+        wait_until(lambda: rate() is None, WAIT_S, "broker 0 dropping the move throttle")
         assert {d: i.is_future for d, i in broker_0_replicas(admin, topic)[0].items()} == {target: False}
 
         back, _ = start_held_move(source)
         cancelled = reassign("--cancel", "--reassignment-json-file", str(back))
         assert "None of the specified partition reassignments are active." in cancelled
         assert f"Successfully started log directory move for: {topic}-0-0" in cancelled
-        assert "Clearing broker-level throttles on brokers 0,1" in cancelled and rate() is None
+        assert "Clearing broker-level throttles on brokers 0,1" in cancelled
+        wait_until(lambda: rate() is None, WAIT_S, "broker 0 dropping the move throttle")
         wait_until(lambda: {d: i.is_future for d, i in broker_0_replicas(admin, topic)[0].items()} == {target: False},
                    WAIT_S, "the cancelled move's future replica gone")
     with capsys.disabled():
