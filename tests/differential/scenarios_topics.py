@@ -237,9 +237,9 @@ THROTTLE_RATES = ("leader.replication.throttled.rate", "follower.replication.thr
 async def broker_throttle_rates(side: Side) -> None:
     """The rates kafka-reassign-partitions sets on a broker (dynamic-only keys in Kafka 2.8): refused below 0,
     listed with their synonyms once the broker applied them, gone once deleted."""
-    def change(label: str, operation: int, value: str | None) -> Any:
+    def change(label: str, operation: int, value: str | None, broker: str = "0") -> Any:
         return side.call(label, K.INCREMENTAL_ALTER_CONFIGS, 1, {"validate_only": False, "resources": [
-            {"resource_type": BROKER_RESOURCE, "resource_name": "0", "configs": [
+            {"resource_type": BROKER_RESOURCE, "resource_name": broker, "configs": [
                 {"name": key, "config_operation": operation, "value": value} for key in THROTTLE_RATES]}]})
 
     describe = {"resources": [{"resource_type": BROKER_RESOURCE, "resource_name": "0", "configuration_keys": [
@@ -261,6 +261,14 @@ async def broker_throttle_rates(side: Side) -> None:
     await change("deleted", 1, None)
     await applied(0)
     await side.call("described after delete", K.DESCRIBE_CONFIGS, 1, describe)
+    # the cluster-wide default: listed in the default resource with its own synonym only, and in the broker's
+    await change("set as the default", 0, "2000000", broker="")
+    await applied(3)
+    await side.call("described with the default", K.DESCRIBE_CONFIGS, 1, describe)
+    await side.call("the default resource", K.DESCRIBE_CONFIGS, 1, {"resources": [
+        {"resource_type": BROKER_RESOURCE, "resource_name": "", "configuration_keys": None}], "include_synonyms": True})
+    await change("default deleted", 1, None, broker="")
+    await applied(0)
 
 
 async def describe_log_dirs(side: Side) -> None:
