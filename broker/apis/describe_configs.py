@@ -60,7 +60,7 @@ _Synonym = _Entry.DescribeConfigsSynonym
 DYNAMIC_TOPIC_CONFIG, DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG = 1, 2, 3
 STATIC_BROKER_CONFIG, DEFAULT_CONFIG, DYNAMIC_BROKER_LOGGER_CONFIG = 4, 5, 6
 _CONFIG_TYPES = {Type.BOOLEAN: 1, Type.STRING: 2, Type.INT: 3, Type.SHORT: 4, Type.LONG: 5, Type.DOUBLE: 6,
-                 Type.LIST: 7, "password": 9}  # 0: UNKNOWN
+                 Type.LIST: 7, "class": 8, "password": 9}  # 0: UNKNOWN
 # Broker keys that are not KafkaConfig's (the authorizer's; the replication throttles, which Kafka keeps as
 # dynamic-only configs): listed only when the properties or a dynamic config set them, as Kafka lists them.
 # The throttle rates are Kafka's DynamicConfig.Broker keys, not KafkaConfig's: it lists them read-only (they are

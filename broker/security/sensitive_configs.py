@@ -44,15 +44,23 @@ def listener_synonyms(name: str) -> list[str] | None:
     return [name, next((c for c in _MECHANISM_CONFIGS if base.endswith(c)), base)]
 
 
+# Where KafkaConfig 2.8 declares another type than the one Odradek parses the value as: log.dirs is a STRING
+# there (split on commas later), and a class key is a CLASS.
+_KAFKA_TYPES: dict[str, "Type | str"] = {"log.dirs": Type.STRING, "ssl.engine.factory.class": "class"}
+
+
 def _type_of(name: str) -> "Type | str | None":
     if name in PASSWORD_KEYS:
         return "password"
+    if name in _KAFKA_TYPES:
+        return _KAFKA_TYPES[name]
     spec = BROKER_KEYS.get(name)
     return spec.type if spec is not None else None
 
 
 def config_type(name: str) -> "Type | str | None":
-    """The key's type, ``"password"`` for Kafka's PASSWORD keys, None when it cannot be known."""
+    """The key's type as Kafka declares it, ``"password"`` for its PASSWORD keys and ``"class"`` for its CLASS
+    ones, None when it cannot be known."""
     found = _type_of(name)
     if found is not None:
         return found

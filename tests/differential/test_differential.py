@@ -53,11 +53,17 @@ _passed_here: set[str] = set()  # scenarios that passed in this process (the cov
 
 def test_broker_keys_are_kafkas(kafka_broker, odradek_broker):
     """A broker's DescribeConfigs lists Kafka 2.8.2's keys but those ACCEPTED.md ("Broker keys") names, plus
-    Odradek's own; the keys of features Odradek does not have come at Kafka's values (unimplemented_keys.py)."""
+    Odradek's own; the keys of features Odradek does not have come at Kafka's values (unimplemented_keys.py); and
+    each key both list comes with Kafka's value, source, sensitivity and type."""
     theirs, ours = (asyncio.run(_broker_configs(side)) for side in sides(kafka_broker, odradek_broker))
     assert set(theirs) - set(ours) == KAFKA_ONLY_BROKER_KEYS
     assert {k for k in set(ours) - set(theirs) if not k.startswith("odradek.")} == {"metrics.host", "metrics.port"}
     assert {k: ours[k] for k in UNIMPLEMENTED_BROKER_KEYS} == {k: theirs[k] for k in UNIMPLEMENTED_BROKER_KEYS}
+    # every key both list: the same source, sensitivity and type, and the same value but where each runs
+    common = set(theirs) & set(ours)
+    own = {"listeners", "log.dirs", "zookeeper.connect"}  # each broker's address, dir and ZooKeeper chroot
+    assert {k: ours[k][1:] for k in common} == {k: theirs[k][1:] for k in common}
+    assert {k: ours[k][0] for k in common - own} == {k: theirs[k][0] for k in common - own}
 
 
 async def _broker_configs(side: Side) -> dict[str, tuple]:
