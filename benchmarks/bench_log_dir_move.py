@@ -2,14 +2,15 @@
 asserted).
 
     python benchmarks/bench_log_dir_move.py [--mb 200] [--batch-kb 16] [--append-every-ms 1] [--step-kb N]
-                                            [--data-dir DIR]
+                                            [--throttle-mb R] [--data-dir DIR]
 
 In this process: a ReplicaManager on a LogManager with two dirs (under ``--data-dir``, default a temporary folder
 on disk), one partition led here holding ``--mb`` MB of ``--batch-kb`` KiB batches. The move is asked for while a
 coroutine on the same event loop appends one batch ``--append-every-ms`` after the previous one (an idempotent
 producer), so the figures say how long the move takes while serving and what it costs the event loop: how long an
 append waited beyond its time (the copy runs on the loop, one step at a time, and the appender gets its turn
-between two steps).
+between two steps). ``--throttle-mb`` sets replica.alter.log.dirs.io.max.bytes.per.second to R MB/s first, so the
+move's rate is the quota's.
 """
 
 from __future__ import annotations
@@ -71,13 +72,16 @@ async def run(args: argparse.Namespace, root: str) -> None:
 
     if args.step_kb:
         rm.log_dir_mover.step_bytes = args.step_kb * 1024
+    if args.throttle_mb:
+        rm.replication_quotas.alter_log_dirs.update_quota(int(args.throttle_mb * 1_000_000))
     began, cpu = time.perf_counter(), time.process_time()
     assert rm.log_dir_mover.alter_replica_log_dirs({TP: target}) == {TP: 0}
     await appender()
     took, cpu = time.perf_counter() - began, time.process_time() - cpu
     size = lm.get_log(*TP).size / 1e6
     late_ms.sort()
-    print(f"moved {size:.0f} MB from {source} to {target} in {took:.2f} s ({size / took:.0f} MB/s; "
+    bound = f", throttled to {args.throttle_mb:g} MB/s" if args.throttle_mb else ""
+    print(f"moved {size:.0f} MB from {source} to {target} in {took:.2f} s ({size / took:.1f} MB/s{bound}; "
           f"{cpu:.2f} s of CPU, steps of {rm.log_dir_mover.step_bytes // 1024} KiB) while "
           f"{appended} batches were appended; an append's wait beyond its time: median "
           f"{late_ms[len(late_ms) // 2]:.2f} ms, p99 {late_ms[int(len(late_ms) * 0.99)]:.2f} ms, "
@@ -92,6 +96,8 @@ def main() -> None:
     parser.add_argument("--batch-kb", type=int, default=16)
     parser.add_argument("--append-every-ms", type=float, default=1.0)
     parser.add_argument("--step-kb", type=int, default=0, help="the copy's step (default: the broker's)")
+    parser.add_argument("--throttle-mb", type=float, default=0,
+                        help="replica.alter.log.dirs.io.max.bytes.per.second, in MB/s (default: none)")
     parser.add_argument("--data-dir", default=None)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(dir=args.data_dir) as root:
