@@ -295,13 +295,18 @@ class KafkaConfig:
         self.log_roll_ms: int = v["log.roll.ms"] if v["log.roll.ms"] is not None else v["log.roll.hours"] * 3600000
         self.log_roll_jitter_ms: int = (v["log.roll.jitter.ms"] if v["log.roll.jitter.ms"] is not None
                                         else v["log.roll.jitter.hours"] * 3600000)
-        if v["log.retention.ms"] is not None:
-            ms = v["log.retention.ms"]
-        elif v["log.retention.minutes"] is not None:
-            ms = v["log.retention.minutes"] * 60000
-        else:
-            ms = v["log.retention.hours"] * 3600000
+        retention_key = next(k for k in ("log.retention.ms", "log.retention.minutes", "log.retention.hours")
+                             if v[k] is not None)
+        ms = v[retention_key] * {"log.retention.ms": 1, "log.retention.minutes": 60000,
+                                 "log.retention.hours": 3600000}[retention_key]
+        if ms == 0:  # KafkaConfig.validateValues: a retention of 0 would delete every segment as it rolls
+            raise _invalid(retention_key, 0, "expected -1 (unlimited) or a retention of at least 1 ms",
+                           self._src(retention_key))
         self.log_retention_ms: int = -1 if ms < 0 else ms  # any negative value means "no time limit"
+        threads, dedupe = v["log.cleaner.threads"], v["log.cleaner.dedupe.buffer.size"]
+        if threads and dedupe // threads <= 1024 * 1024:  # KafkaConfig.validateValues (0 threads: no cleaner)
+            raise _invalid("log.cleaner.dedupe.buffer.size", dedupe, f"expected more than 1 MiB per cleaner thread "
+                           f"(log.cleaner.threads={threads})", self._src("log.cleaner.dedupe.buffer.size"))
         self._inter_broker_security: Any = None  # see inter_broker_client_security()
         self.log_flush_interval_ms: int = (v["log.flush.interval.ms"] if v["log.flush.interval.ms"] is not None
                                            else v["log.flush.scheduler.interval.ms"])

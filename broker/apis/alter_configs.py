@@ -46,7 +46,7 @@ from ...protocol.errors import (  # type: ignore[attr-defined]
 from ...protocol.config_resource import BROKER, BROKER_LOGGER, TOPIC
 from ...protocol.messages import AlterConfigsResponse, IncrementalAlterConfigsResponse
 from .. import broker_loggers
-from ..config import _format
+from ..config import ConfigError, KafkaConfig, _format
 from ..config_keys import BROKER_KEYS, TOPIC_KEYS, Invalid, Type
 from ..dynamic_config import DEFAULT_ENTITY, DYNAMIC_BROKER_KEYS
 from ..log.cleaner.config import validate_reconfiguration
@@ -239,6 +239,7 @@ class AlterConfigsApi:
                                       f"dynamically: {_scala_set(static_only)}")
         _validate(configs, BROKER_KEYS, label, "broker")
         self._validate_cleaner_threads(configs, label)
+        self._validate_together(configs, label)
         if validate_only:
             return
         services = self.services
@@ -246,6 +247,14 @@ class AlterConfigsApi:
         await services.in_executor(services.zk.set_entity_config, "brokers", entity, configs)
         if services.dynamic_config is not None:
             await services.in_executor(services.dynamic_config.load_broker_configs)
+
+    def _validate_together(self, configs: dict[str, str], label: str) -> None:
+        """Kafka validates the whole config the change would make (KafkaConfig.validateValues): a retention of
+        0 ms, or a dedupe buffer of 1 MiB or less per cleaner thread, is refused even though each value parses."""
+        try:
+            KafkaConfig({**self._effective_config().originals, **configs})
+        except ConfigError as exc:
+            raise InvalidRequestError(f"Invalid config value for resource {label}: {exc}") from None
 
     def _validate_cleaner_threads(self, configs: dict[str, str], label: str) -> None:
         """Kafka's LogCleaner.validateReconfiguration, against this broker's running cleaner."""

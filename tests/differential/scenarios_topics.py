@@ -271,6 +271,16 @@ async def broker_throttle_rates(side: Side) -> None:
     await applied(0)
 
 
+async def broker_config_requirements(side: Side) -> None:
+    """Values that parse but that KafkaConfig.validateValues refuses in the config they would make: a retention
+    of 0 ms, a dedupe buffer of 1 MiB or less per cleaner thread (validated only, nothing changes)."""
+    for key, value in (("log.retention.ms", "0"), ("log.retention.ms", "1"),
+                       ("log.cleaner.dedupe.buffer.size", "1048576"), ("log.cleaner.dedupe.buffer.size", "1048577")):
+        await side.call(f"{key}={value}", K.INCREMENTAL_ALTER_CONFIGS, 1, {"validate_only": True, "resources": [
+            {"resource_type": BROKER_RESOURCE, "resource_name": "0", "configs": [
+                {"name": key, "config_operation": 0, "value": value}]}]})
+
+
 async def describe_log_dirs(side: Side) -> None:
     for v in versions(K.DESCRIBE_LOG_DIRS):
         await side.call(f"v{v} some", K.DESCRIBE_LOG_DIRS, v, {"topics": [
@@ -307,4 +317,5 @@ async def reassignments(side: Side) -> None:
 
 SCENARIOS = {f.__name__: f for f in (
     api_versions, create_topics, metadata, describe_cluster, create_partitions, delete_topics, describe_configs,
-    alter_configs, incremental_alter_configs, broker_throttle_rates, describe_log_dirs, elect_leaders, reassignments)}
+    alter_configs, incremental_alter_configs, broker_throttle_rates, broker_config_requirements, describe_log_dirs,
+    elect_leaders, reassignments)}

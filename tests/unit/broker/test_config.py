@@ -76,6 +76,24 @@ def test_retention_ms_beats_minutes_beats_hours():
     assert cfg(**{"log.retention.hours": "-3"}).log_retention_ms == -1
 
 
+def test_a_retention_of_zero_is_refused_naming_the_key_that_made_it():
+    # KafkaConfig.validateValues: unlimited (-1) or at least 1 ms; negative values mean unlimited
+    with pytest.raises(ConfigError, match="configuration log.retention.ms: expected -1 .unlimited. or a retention "
+                                          "of at least 1 ms"):
+        cfg(**{"log.retention.ms": "0"})
+    with pytest.raises(ConfigError, match="Invalid value 0 for configuration log.retention.hours"):
+        cfg(**{"log.retention.hours": "0"})
+    assert cfg(**{"log.retention.hours": "0", "log.retention.minutes": "1"}).log_retention_ms == 60000
+
+
+def test_a_dedupe_buffer_of_1_mib_or_less_per_cleaner_thread_is_refused():
+    with pytest.raises(ConfigError, match=r"log.cleaner.dedupe.buffer.size: expected more than 1 MiB per cleaner "
+                                          r"thread \(log.cleaner.threads=2\)"):
+        cfg(**{"log.cleaner.dedupe.buffer.size": str(2 * 1024 * 1024), "log.cleaner.threads": "2"})
+    cfg(**{"log.cleaner.dedupe.buffer.size": str(2 * 1024 * 1024 + 2), "log.cleaner.threads": "2"})
+    cfg(**{"log.cleaner.dedupe.buffer.size": "0", "log.cleaner.threads": "0"})  # no cleaner threads: no buffer
+
+
 def test_log_dirs_beats_log_dir():
     assert cfg(**{"log.dir": "/a"}).log_dirs == ["/a"]
     assert cfg(**{"log.dir": "/a", "log.dirs": "/b, /c,"}).log_dirs == ["/b", "/c"]
