@@ -38,6 +38,10 @@ def _one_line(value: Any) -> str:
     return s.replace("\\", "\\\\").replace("\r", "\\r").replace("\n", "\\n").replace("\t", "\\t")
 
 
+# The retention keys and their units, the finer first (it wins when several are set, as in Kafka)
+_RETENTION_KEYS = (("log.retention.ms", 1), ("log.retention.minutes", 60_000), ("log.retention.hours", 3_600_000))
+
+
 def _invalid(key: str, value: Any, tail: str, source: str | None = None) -> ConfigError:
     msg = f"Invalid value {_one_line(value)} for configuration {key}: {tail}"
     if source:
@@ -295,10 +299,8 @@ class KafkaConfig:
         self.log_roll_ms: int = v["log.roll.ms"] if v["log.roll.ms"] is not None else v["log.roll.hours"] * 3600000
         self.log_roll_jitter_ms: int = (v["log.roll.jitter.ms"] if v["log.roll.jitter.ms"] is not None
                                         else v["log.roll.jitter.hours"] * 3600000)
-        retention_key = next(k for k in ("log.retention.ms", "log.retention.minutes", "log.retention.hours")
-                             if v[k] is not None)
-        ms = v[retention_key] * {"log.retention.ms": 1, "log.retention.minutes": 60000,
-                                 "log.retention.hours": 3600000}[retention_key]
+        retention_key, unit_ms = next((k, unit) for k, unit in _RETENTION_KEYS if v[k] is not None)
+        ms = v[retention_key] * unit_ms
         if ms == 0:  # KafkaConfig.validateValues: a retention of 0 would delete every segment as it rolls
             raise _invalid(retention_key, 0, "expected -1 (unlimited) or a retention of at least 1 ms",
                            self._src(retention_key))

@@ -35,6 +35,7 @@ from .config import KafkaConfig
 from .config_keys import TOPIC_SYNONYMS
 from .log.cleaner import RECONFIGURABLE_KEYS as CLEANER_RECONFIGURABLE_KEYS
 from .log.cleaner import CleanerConfig
+from .replication_quota import RATES as REPLICATION_RATES
 from .security.sensitive_configs import loggable, loggable_entity_config
 
 if TYPE_CHECKING:
@@ -53,8 +54,7 @@ DYNAMIC_BROKER_KEYS: frozenset[str] = frozenset(
     {syn for syn in TOPIC_SYNONYMS.values() if syn is not None and syn != "log.message.format.version"}
     | {"log.roll.hours", "log.roll.jitter.hours", "log.retention.minutes", "log.retention.hours",
        "log.flush.scheduler.interval.ms"}
-    | {"leader.replication.throttled.rate", "follower.replication.throttled.rate",
-       "replica.alter.log.dirs.io.max.bytes.per.second"}
+    | set(REPLICATION_RATES)
     | CLEANER_RECONFIGURABLE_KEYS)
 
 

@@ -38,6 +38,8 @@ FOLLOWER_RATE = "follower.replication.throttled.rate"
 LEADER_REPLICAS = "leader.replication.throttled.replicas"
 FOLLOWER_REPLICAS = "follower.replication.throttled.replicas"
 ALTER_LOG_DIRS_RATE = "replica.alter.log.dirs.io.max.bytes.per.second"
+# The three rates: dynamic broker configs only in Kafka 2.8 (DynamicConfig.Broker, not KafkaConfig)
+RATES = (LEADER_RATE, FOLLOWER_RATE, ALTER_LOG_DIRS_RATE)
 UNTHROTTLED = 2**63 - 1  # Kafka's QuotaBytesPerSecondDefault (Long.MAX_VALUE)
 ALL_REPLICAS = "*"       # Kafka's AllReplicas wildcard: every partition of the topic
 

@@ -44,6 +44,7 @@ from .. import broker_loggers
 from ..config import _format
 from ..config_keys import BROKER_KEYS, TOPIC_KEYS, TOPIC_SYNONYMS, Type
 from ..dynamic_config import DYNAMIC_BROKER_KEYS
+from ..replication_quota import RATES as REPLICATION_RATES
 from ..unimplemented_keys import UNIMPLEMENTED_BROKER_KEYS, UnimplementedKey
 from ..security.sensitive_configs import config_type, is_sensitive, listener_synonyms
 
@@ -65,8 +66,7 @@ _CONFIG_TYPES = {Type.BOOLEAN: 1, Type.STRING: 2, Type.INT: 3, Type.SHORT: 4, Ty
 # dynamic-only configs): listed only when the properties or a dynamic config set them, as Kafka lists them.
 # The throttle rates are Kafka's DynamicConfig.Broker keys, not KafkaConfig's: it lists them read-only (they are
 # not in its reconfigurable set, though AlterConfigs changes them) and without a default synonym.
-_DYNAMIC_ONLY = frozenset({"leader.replication.throttled.rate", "follower.replication.throttled.rate",
-                           "replica.alter.log.dirs.io.max.bytes.per.second"})
+_DYNAMIC_ONLY = frozenset(REPLICATION_RATES)
 _LISTED_WHEN_SET = frozenset({"super.users", "allow.everyone.if.no.acl.found"}) | _DYNAMIC_ONLY
 # The order Kafka 2.8.2 lists a topic's configs in (its LogConfig's hash map order), which the tools show.
 _KAFKA_TOPIC_ORDER = (

@@ -54,6 +54,7 @@ class ReplicaManagerCollector:
                                   value=getattr(rm, "isr_expands", 0))
         yield from self._purgatories(rm)
         yield from self._fetcher_lag()
+        yield from self._log_dir_moves(rm)
         yield from _log_metrics(partitions)
 
     def _purgatories(self, rm: Any) -> Iterator[Metric]:
@@ -93,14 +94,13 @@ class ReplicaManagerCollector:
         family.add_metric(["Replica"], max_lag)
         yield family
         yield lag
-        rm = getattr(self.server, "replica_manager", None)
-        mover = getattr(rm, "log_dir_mover", None)
-        if mover is not None:
-            moves = mover.lags()
-            family = GaugeMetricFamily("kafka_server_replicaalterlogdirsmanager_maxlag", "Largest lag of a replica "
-                                       "being moved between this broker's log dirs, in records", labels=["clientId"])
-            family.add_metric(["ReplicaAlterLogDirs"], max(moves.values(), default=0))
-            yield family
+
+    @staticmethod
+    def _log_dir_moves(rm: Any) -> Iterator[Metric]:
+        family = GaugeMetricFamily("kafka_server_replicaalterlogdirsmanager_maxlag", "Largest lag of a replica "
+                                   "being moved between this broker's log dirs, in records", labels=["clientId"])
+        family.add_metric(["ReplicaAlterLogDirs"], max(rm.log_dir_mover.lags().values(), default=0))
+        yield family
 
 
 def _log_metrics(partitions: list[Any]) -> Iterator[Metric]:

@@ -9,10 +9,8 @@ import time
 from typing import Callable, Iterable
 
 from odradek.clients import Producer
-from odradek.protocol.errors import NONE, for_code, for_name
+from odradek.protocol.errors import NONE, ElectionNotNeededError, for_code  # type: ignore[attr-defined]
 from odradek.protocol.messages import ElectLeadersRequest
-
-ELECTION_NOT_NEEDED = for_name("ELECTION_NOT_NEEDED").code
 
 
 def wait_until(condition: Callable[[], object], what: str, timeout: float = 90.0) -> object:
@@ -123,7 +121,7 @@ def elect_preferred(cluster, topic: str, partitions: Iterable[int], timeout: flo
             time.sleep(0.2)
             continue
         last_errors = {p.partition_id: p.error_code for result in answer.replica_election_results
-                       for p in result.partition_result if p.error_code not in (NONE, ELECTION_NOT_NEEDED)}
+                       for p in result.partition_result if p.error_code not in (NONE, ElectionNotNeededError.code)}
         unretriable = {p: e for p, e in last_errors.items() if not for_code(e).retriable}
         assert not unretriable, f"preferred leader election of {topic} refused: {unretriable}"
         pending = set(last_errors)
